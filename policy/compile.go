@@ -1,0 +1,292 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gobwas/glob"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	shipped "github.com/pipeguard/pipeguard/rego"
+)
+
+// adminPackageRoot is the package every admin-written module must live
+// below. The shipped rules own pipeguard.admission itself.
+var adminPackageRoot = ast.MustParseRef("data.pipeguard.admission")
+
+// decisionQuery reads the three result sets in one evaluation.
+const decisionQuery = "deny := data.pipeguard.admission.deny; warn := data.pipeguard.admission.warn; dryrun := data.pipeguard.admission.dryrun"
+
+// glueFile is the name of the generated module that hands admin violations
+// to the shipped rules together with their policy's enforcement action.
+const glueFile = "pipeguard-generated.rego"
+
+// deniedBuiltins are left out of the capabilities admin rego may use: an
+// admission decision must not wait on the network or depend on the process
+// it runs in.
+var deniedBuiltins = map[string]bool{
+	"http.send":          true,
+	"net.lookup_ip_addr": true,
+	"opa.runtime":        true,
+	"rego.parse_module":  true,
+}
+
+// PolicyError is a problem with one PipeAccessPolicy. Err is an ast.Errors
+// (file:row: code: message) for rego that does not compile.
+type PolicyError struct {
+	Policy string
+	Err    error
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("PipeAccessPolicy %q: %v", e.Policy, e.Err)
+}
+
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// CompileError lists every policy that kept a policy set from compiling.
+type CompileError struct {
+	Policies []*PolicyError
+}
+
+func (e *CompileError) Error() string {
+	msgs := make([]string, len(e.Policies))
+	for i, p := range e.Policies {
+		msgs[i] = p.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// compiledPolicy is one policy's settings, ready for per-request facts.
+type compiledPolicy struct {
+	facts      PolicyFacts // NamespaceMatch is filled in per request
+	namespaces map[string]bool
+	selector   labels.Selector // nil: no selector
+}
+
+// namespaceMatch reports whether the policy allows namespace ns by name or
+// by label selector.
+func (p *compiledPolicy) namespaceMatch(ns *Namespace) bool {
+	if ns == nil {
+		return false
+	}
+	if p.namespaces[ns.Name] {
+		return true
+	}
+	return p.selector != nil && p.selector.Matches(labels.Set(ns.Labels))
+}
+
+// compilePolicy validates a policy's spec and parses its rego modules.
+func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module, error) {
+	spec := &p.Spec
+	if len(spec.Pipes) == 0 {
+		return nil, nil, errors.New("spec.pipes is empty; list at least one pipe name pattern, e.g. \"csi-proxy-*\"")
+	}
+	cp := &compiledPolicy{
+		facts: PolicyFacts{
+			Name:              p.Name,
+			EnforcementAction: string(spec.EnforcementAction),
+			Allow: AllowFacts{
+				Privileged:      boolOr(spec.Allow.Privileged, true),
+				HostProcess:     boolOr(spec.Allow.HostProcess, true),
+				Namespaces:      nonNil(spec.Allow.Namespaces),
+				ServiceAccounts: nonNil(spec.Allow.ServiceAccounts),
+			},
+		},
+		namespaces: make(map[string]bool, len(spec.Allow.Namespaces)),
+	}
+	if cp.facts.EnforcementAction == "" {
+		cp.facts.EnforcementAction = string(v1alpha1.Deny)
+	}
+	if v1alpha1.EnforcementAction(cp.facts.EnforcementAction).Strictness() == 0 {
+		return nil, nil, fmt.Errorf("spec.enforcementAction %q is not one of deny, warn, dryrun", spec.EnforcementAction)
+	}
+	for i, pattern := range spec.Pipes {
+		pattern = strings.ToLower(strings.TrimSpace(pattern))
+		if pattern == "" {
+			return nil, nil, fmt.Errorf("spec.pipes[%d] is empty; give a pipe name pattern such as \"csi-proxy-*\"", i)
+		}
+		if strings.ContainsAny(pattern, `/`) || strings.HasPrefix(pattern, `\`) {
+			return nil, nil, fmt.Errorf("spec.pipes[%d] %q must be a pipe name without a prefix, e.g. \"csi-proxy-disk-v1\" rather than \"\\\\.\\pipe\\csi-proxy-disk-v1\"", i, spec.Pipes[i])
+		}
+		if _, err := glob.Compile(pattern); err != nil {
+			return nil, nil, fmt.Errorf("spec.pipes[%d] %q is not a valid glob pattern: %v", i, spec.Pipes[i], err)
+		}
+		cp.facts.Pipes = append(cp.facts.Pipes, pattern)
+	}
+	for _, ns := range spec.Allow.Namespaces {
+		cp.namespaces[ns] = true
+	}
+	if sel := spec.Allow.NamespaceSelector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil, nil, fmt.Errorf("spec.allow.namespaceSelector: %w", err)
+		}
+		cp.selector = s
+		cp.facts.Allow.NamespaceSelector = selectorFacts(sel)
+	}
+
+	var modules []*ast.Module
+	for i, m := range spec.Rego {
+		if m.Name == "" {
+			return nil, nil, fmt.Errorf("spec.rego[%d].name is empty; name the module, e.g. \"rules.rego\"", i)
+		}
+		file := p.Name + "/" + m.Name
+		mod, err := ast.ParseModuleWithOpts(file, m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, nil, err
+		}
+		path := mod.Package.Path
+		if !path.HasPrefix(adminPackageRoot) || len(path) <= len(adminPackageRoot) {
+			return nil, nil, fmt.Errorf("%s:%d: package %s is not allowed; declare a package below pipeguard.admission, e.g. \"package pipeguard.admission.%s\"",
+				file, mod.Package.Location.Row, strings.TrimPrefix(path.String(), "data."), regoIdent(p.Name))
+		}
+		modules = append(modules, mod)
+	}
+	return cp, modules, nil
+}
+
+// Compile builds a Generation from a set of policies. An empty set compiles
+// the default policy. Every policy is checked on its own first, so that an
+// error is reported against the policy that caused it.
+func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number int64) (*Generation, error) {
+	if len(policies) == 0 {
+		policies = []v1alpha1.PipeAccessPolicy{DefaultPolicy()}
+	}
+	sorted := make([]*v1alpha1.PipeAccessPolicy, len(policies))
+	for i := range policies {
+		sorted[i] = &policies[i]
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+
+	gen := &Generation{Number: number}
+	var all []*ast.Module
+	var glue strings.Builder
+	glue.WriteString("package pipeguard.admission\n\n")
+	owner := map[string]string{} // package path -> policy name
+	var failed []*PolicyError
+	for _, p := range sorted {
+		cp, modules, err := compilePolicy(p)
+		if err == nil {
+			err = checkModules(ctx, modules)
+		}
+		for _, m := range modules {
+			pkg := m.Package.Path.String()
+			if other, taken := owner[pkg]; taken && other != p.Name && err == nil {
+				err = fmt.Errorf("%s: package %s is already used by PipeAccessPolicy %q; give each policy its own package",
+					m.Package.Location.File, strings.TrimPrefix(pkg, "data."), other)
+			}
+		}
+		if err != nil {
+			failed = append(failed, &PolicyError{Policy: p.Name, Err: err})
+			continue
+		}
+		seen := map[string]bool{}
+		for _, m := range modules {
+			pkg := m.Package.Path.String()
+			owner[pkg] = p.Name
+			all = append(all, m)
+			if seen[pkg] {
+				continue
+			}
+			seen[pkg] = true
+			name, _ := json.Marshal(p.Name)
+			action, _ := json.Marshal(cp.facts.EnforcementAction)
+			fmt.Fprintf(&glue, "violation contains custom_violation(v, %s, %s) if some v in %s.violation\n\n", name, action, pkg)
+		}
+		gen.policies = append(gen.policies, cp)
+		gen.Policies = append(gen.Policies, p.Name)
+	}
+	if len(failed) > 0 {
+		return nil, &CompileError{Policies: failed}
+	}
+	glueModule, err := ast.ParseModuleWithOpts(glueFile, glue.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, fmt.Errorf("internal error: generated rego does not parse: %w", err)
+	}
+	all = append(all, glueModule)
+	pq, err := prepare(ctx, all)
+	if err != nil {
+		return nil, &CompileError{Policies: []*PolicyError{{Policy: strings.Join(gen.Policies, ","), Err: err}}}
+	}
+	gen.query = pq
+	return gen, nil
+}
+
+// checkModules compiles one policy's modules with the shipped rules, so an
+// error can be attributed to that policy.
+func checkModules(ctx context.Context, modules []*ast.Module) error {
+	if len(modules) == 0 {
+		return nil
+	}
+	_, err := prepare(ctx, modules)
+	return err
+}
+
+// prepare compiles the shipped rules with extra modules and prepares the
+// decision query.
+func prepare(ctx context.Context, extra []*ast.Module) (rego.PreparedEvalQuery, error) {
+	opts := []func(*rego.Rego){
+		rego.Query(decisionQuery),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.Capabilities(capabilities()),
+		rego.StrictBuiltinErrors(true),
+	}
+	for _, f := range shipped.Admission() {
+		opts = append(opts, rego.Module(f.Name, f.Source))
+	}
+	for _, m := range extra {
+		opts = append(opts, rego.ParsedModule(m))
+	}
+	return rego.New(opts...).PrepareForEval(ctx)
+}
+
+func capabilities() *ast.Capabilities {
+	caps := ast.CapabilitiesForThisVersion()
+	kept := caps.Builtins[:0:0]
+	for _, b := range caps.Builtins {
+		if !deniedBuiltins[b.Name] {
+			kept = append(kept, b)
+		}
+	}
+	caps.Builtins = kept
+	return caps
+}
+
+func selectorFacts(sel *metav1.LabelSelector) *SelectorFacts {
+	f := &SelectorFacts{MatchLabels: sel.MatchLabels, MatchExpressions: []SelectorRequirement{}}
+	if f.MatchLabels == nil {
+		f.MatchLabels = map[string]string{}
+	}
+	for _, r := range sel.MatchExpressions {
+		f.MatchExpressions = append(f.MatchExpressions, SelectorRequirement{Key: r.Key, Operator: string(r.Operator), Values: nonNil(r.Values)})
+	}
+	return f
+}
+
+// regoIdent turns a policy name into a package segment for examples.
+func regoIdent(name string) string {
+	return strings.NewReplacer("-", "_", ".", "_").Replace(name)
+}
+
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

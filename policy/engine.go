@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+)
+
+// Generation is one compiled, prepared set of policies. It is immutable.
+type Generation struct {
+	// Number increases with every successful compile of an Engine.
+	Number int64
+	// Policies names the policies in force, sorted.
+	Policies []string
+
+	policies []*compiledPolicy
+	query    rego.PreparedEvalQuery
+}
+
+// Options configure an Engine.
+type Options struct {
+	// MaxConcurrent bounds concurrent evaluations; further callers wait
+	// until a slot frees or their context ends. Defaults to 2×GOMAXPROCS.
+	MaxConcurrent int
+}
+
+// Engine evaluates admission inputs against the generation in force.
+type Engine struct {
+	current atomic.Pointer[Generation]
+	number  atomic.Int64
+	slots   chan struct{}
+}
+
+// NewEngine returns an engine with the default policy in force.
+func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 2 * runtime.GOMAXPROCS(0)
+	}
+	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent)}
+	if _, err := e.Load(ctx, nil); err != nil {
+		return nil, fmt.Errorf("internal error: the default policy does not compile: %w", err)
+	}
+	return e, nil
+}
+
+// Load compiles policies (the default policy when there are none) and, on
+// success, puts them in force. On failure the generation in force stays and
+// the error (a *CompileError) says which policies failed and why.
+func (e *Engine) Load(ctx context.Context, policies []v1alpha1.PipeAccessPolicy) (*Generation, error) {
+	gen, err := Compile(ctx, policies, e.number.Add(1))
+	if err != nil {
+		return nil, err
+	}
+	e.current.Store(gen)
+	return gen, nil
+}
+
+// Current returns the generation in force.
+func (e *Engine) Current() *Generation { return e.current.Load() }
+
+// Evaluate decides on one input with the generation in force. Inputs with
+// no host path mount are allowed without evaluating rego. An error means no
+// decision was made; callers must not treat it as an allow.
+func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
+	gen := e.current.Load()
+	if len(in.Mounts) == 0 {
+		return &Decision{Generation: gen.Number}, nil
+	}
+	select {
+	case e.slots <- struct{}{}:
+		defer func() { <-e.slots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for an evaluation slot: %w", ctx.Err())
+	}
+	return gen.Evaluate(ctx, in)
+}
+
+// Evaluate decides on one input with this generation.
+func (g *Generation) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
+	facts := make([]PolicyFacts, len(g.policies))
+	for i, p := range g.policies {
+		facts[i] = p.facts
+		facts[i].NamespaceMatch = p.namespaceMatch(in.Namespace)
+	}
+	withPolicies := *in
+	withPolicies.Version = InputVersion
+	withPolicies.Policies = facts
+	value, err := inputValue(&withPolicies)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: building rego input: %w", err)
+	}
+	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(value))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating policy generation %d: %w", g.Number, err)
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating policy generation %d: got %d results, want 1", g.Number, len(rs))
+	}
+	d := &Decision{Generation: g.Number, Evaluated: true}
+	for name, dst := range map[string]*[]Violation{"deny": &d.Deny, "warn": &d.Warn, "dryrun": &d.DryRun} {
+		if *dst, err = violations(rs[0].Bindings[name]); err != nil {
+			return nil, fmt.Errorf("policy generation %d: reading %s: %w", g.Number, name, err)
+		}
+	}
+	return d, nil
+}
+
+func violations(raw any) ([]Violation, error) {
+	set, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("result is %T, want a set", raw)
+	}
+	out := make([]Violation, 0, len(set))
+	for _, el := range set {
+		obj, ok := el.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("violation is %T, want an object", el)
+		}
+		v := Violation{
+			Rule:          str(obj["rule"]),
+			Message:       str(obj["msg"]),
+			Action:        str(obj["action"]),
+			Container:     str(obj["container"]),
+			ContainerKind: str(obj["containerKind"]),
+			Volume:        str(obj["volume"]),
+			Path:          str(obj["path"]),
+			Pipe:          str(obj["pipe"]),
+		}
+		if ps, ok := obj["policies"].([]any); ok {
+			for _, p := range ps {
+				v.Policies = append(v.Policies, str(p))
+			}
+		}
+		if v.Message == "" {
+			return nil, errors.New("a violation has no message")
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func str(v any) string {
+	switch s := v.(type) {
+	case string:
+		return s
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(s)
+	}
+}
+
+// inputValue converts the input for rego.
+func inputValue(in *Input) (ast.Value, error) {
+	return ast.InterfaceToValue(in)
+}

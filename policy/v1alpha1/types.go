@@ -1,0 +1,163 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// EnforcementAction says what pipeguard does with a request that breaks a
+// policy.
+// +kubebuilder:validation:Enum=deny;warn;dryrun
+type EnforcementAction string
+
+const (
+	// Deny rejects the request with the rule's message.
+	Deny EnforcementAction = "deny"
+	// Warn admits the request and returns the message to the client as an
+	// admission warning.
+	Warn EnforcementAction = "warn"
+	// DryRun admits the request and only records (log line and metric) what
+	// would have been denied.
+	DryRun EnforcementAction = "dryrun"
+)
+
+// Strictness orders actions: a violation reported by several policies takes
+// the strictest action among them.
+func (a EnforcementAction) Strictness() int {
+	switch a {
+	case Deny:
+		return 3
+	case Warn:
+		return 2
+	case DryRun:
+		return 1
+	}
+	return 0
+}
+
+// PipeAccessPolicySpec says which pipes are protected and who may mount them.
+type PipeAccessPolicySpec struct {
+	// Pipes are glob patterns matched against the canonical pipe name: lower
+	// case, without the `\\.\pipe\` prefix, e.g. "csi-proxy-*" or
+	// "csi-proxy-smb-v1". `*` matches any run of characters, `?` one
+	// character, `[abc]` a class. Patterns are case-insensitive.
+	// +kubebuilder:validation:MinItems=1
+	// +listType=set
+	Pipes []string `json:"pipes"`
+
+	// Allow lists the allowances under which a container may mount a pipe
+	// this policy protects. A mount is admitted when any policy that protects
+	// its pipe allows it.
+	// +optional
+	Allow Allowances `json:"allow,omitempty"`
+
+	// EnforcementAction is what happens to a mount no allowance covers:
+	// deny (the default), warn or dryrun. When several policies protect the
+	// same pipe and none allows the mount, the strictest action wins.
+	// +kubebuilder:default=deny
+	// +optional
+	EnforcementAction EnforcementAction `json:"enforcementAction,omitempty"`
+
+	// Rego holds optional admin-written rego modules. Each must declare a
+	// package below pipeguard.admission (for example
+	// `package pipeguard.admission.smbonly`) and may add objects to a
+	// `violation` set; every violation is handled with this policy's
+	// enforcementAction. See docs/writing-policies.md.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Rego []RegoModule `json:"rego,omitempty"`
+}
+
+// Allowances are the conditions under which a container may mount a
+// protected pipe.
+type Allowances struct {
+	// Privileged allows containers whose securityContext.privileged is true.
+	// Defaults to true, the mitigation of the CSI Windows KEP.
+	// +kubebuilder:default=true
+	// +optional
+	Privileged *bool `json:"privileged,omitempty"`
+
+	// HostProcess allows Windows HostProcess containers (set on the
+	// container or inherited from the pod). Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	HostProcess *bool `json:"hostProcess,omitempty"`
+
+	// Namespaces allows any container in the named namespaces.
+	// +optional
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// NamespaceSelector allows any container in a namespace whose labels
+	// match. An empty selector matches every namespace; leave it out to
+	// allow none by label.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// ServiceAccounts narrows the namespace allowances: when set, a pod in
+	// an allowed namespace is allowed only if it runs as one of these
+	// ServiceAccount names. It does not affect the privileged and
+	// HostProcess allowances.
+	// +optional
+	// +listType=set
+	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+}
+
+// RegoModule is one admin-written rego file.
+type RegoModule struct {
+	// Name identifies the module in compile errors, e.g. "smb-only.rego".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Source is the rego text (rego v1 syntax).
+	// +kubebuilder:validation:MinLength=1
+	Source string `json:"source"`
+}
+
+// PipeAccessPolicyStatus reports whether the policy is in force.
+type PipeAccessPolicyStatus struct {
+	// ObservedGeneration is the metadata.generation last processed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// PolicyGeneration is the engine generation that holds this policy, or
+	// that last tried to.
+	// +optional
+	PolicyGeneration int64 `json:"policyGeneration,omitempty"`
+
+	// Conditions: Ready is True when this version of the policy is enforced;
+	// False with the reason (compile error with file:row, invalid spec)
+	// otherwise, in which case the last good policy set stays in force.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PipeAccessPolicy protects host named pipes from containers that have no
+// allowance to mount them.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=pap,categories=pipeguard
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.enforcementAction`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PipeAccessPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PipeAccessPolicySpec   `json:"spec"`
+	Status PipeAccessPolicyStatus `json:"status,omitempty"`
+}
+
+// PipeAccessPolicyList is a list of PipeAccessPolicy.
+// +kubebuilder:object:root=true
+type PipeAccessPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PipeAccessPolicy `json:"items"`
+}
+
+var _ runtime.Object = &PipeAccessPolicy{}

@@ -1,0 +1,229 @@
+# METADATA
+# title: pipeguard admission rules
+# description: |
+#   Decides whether the containers of a Kubernetes object may mount the host
+#   named pipes that PipeAccessPolicies protect. The input document is
+#   described in docs/writing-policies.md; every fact that is easy to get
+#   wrong (path normalization, effective security context, namespace
+#   selector matching) is computed before the rules run.
+#
+#   Results: the sets deny, warn and dryrun, each holding violation objects
+#   {"rule", "msg", "action", "container", "containerKind", "volume", "path",
+#   "pipe", "policies"}.
+package pipeguard.admission
+
+# The enforcement actions, weakest first.
+action_rank := {"dryrun": 1, "warn": 2, "deny": 3}
+
+deny contains v if {
+	some v in violation
+	v.action == "deny"
+}
+
+warn contains v if {
+	some v in violation
+	v.action == "warn"
+}
+
+dryrun contains v if {
+	some v in violation
+	v.action == "dryrun"
+}
+
+# A mount that reaches a protected pipe and that no protecting policy allows.
+violation contains v if {
+	some m in input.mounts
+	ps := protecting(m)
+	count(ps) > 0
+	not allowed_by_any(ps, m)
+	v := {
+		"rule": rule_id(m),
+		"msg": message(m, ps),
+		"action": strictest(ps),
+		"container": m.container,
+		"containerKind": m.containerKind,
+		"volume": m.volume,
+		"path": m.rawPath,
+		"pipe": m.pipe,
+		"policies": sort([p.name | some p in ps]),
+	}
+}
+
+# The policies that protect the pipe a mount reaches. A path that looks like
+# a pipe but cannot be resolved is protected by every policy.
+protecting(m) := {p | some p in input.policies; protects(p, m)}
+
+protects(p, m) if {
+	m.pathClass == "pipe"
+	some pattern in p.pipes
+	glob.match(pattern, null, m.pipe)
+}
+
+protects(_, m) if m.pathClass == "ambiguous"
+
+allowed_by_any(ps, m) if {
+	some p in ps
+	allowed_by(p, m)
+}
+
+allowed_by(p, m) if {
+	p.allow.privileged
+	m.privileged
+}
+
+allowed_by(p, m) if {
+	p.allow.hostProcess
+	m.hostProcess
+}
+
+allowed_by(p, m) if {
+	m.containerKind != "persistentVolume"
+	namespace_allows(p)
+}
+
+# A namespace allowance, narrowed to named ServiceAccounts when the policy
+# lists any.
+namespace_allows(p) if {
+	p.namespaceMatch
+	count(p.allow.serviceAccounts) == 0
+}
+
+namespace_allows(p) if {
+	p.namespaceMatch
+	input.pod.serviceAccountName in p.allow.serviceAccounts
+}
+
+strictest(ps) := action if {
+	top := max({action_rank[p.enforcementAction] | some p in ps})
+	some action, rank in action_rank
+	rank == top
+}
+
+rule_id(m) := "protected-pipe-pv" if m.containerKind == "persistentVolume"
+
+rule_id(m) := "ambiguous-pipe-path" if {
+	m.containerKind != "persistentVolume"
+	m.pathClass == "ambiguous"
+}
+
+rule_id(m) := "protected-pipe-mount" if {
+	m.containerKind != "persistentVolume"
+	m.pathClass == "pipe"
+}
+
+# Messages. Each says what was mounted, what allowance is missing and how to
+# get one.
+
+message(m, _) := msg if {
+	m.containerKind == "persistentVolume"
+	msg := sprintf(
+		"PersistentVolume %q points at %s (%s); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead",
+		[m.volume, target(m), m.volumeSource],
+	)
+}
+
+message(m, ps) := msg if {
+	m.containerKind != "persistentVolume"
+	msg := sprintf(
+		"%s mounts %s through volume %q, but %s; to allow it, %s",
+		[container_ref(m), target(m), m.volume, concat(" and ", missing(m, ps)), concat(", or ", remedies(ps))],
+	)
+}
+
+container_ref(m) := sprintf("container %q", [m.container]) if m.containerKind == "container"
+
+container_ref(m) := sprintf("container %q (%s)", [m.container, m.containerKind]) if m.containerKind != "container"
+
+target(m) := m.path if m.pathClass == "pipe"
+
+target(m) := sprintf("%q, which looks like a named pipe but cannot be resolved (%s) and is treated as protected", [m.rawPath, m.ambiguousReason]) if {
+	m.pathClass == "ambiguous"
+}
+
+missing(m, ps) := array.concat(missing_security(m, ps), missing_namespace(ps))
+
+missing_security(_, ps) := ["it is not privileged or HostProcess"] if {
+	some p in ps
+	p.allow.privileged
+	some q in ps
+	q.allow.hostProcess
+} else := ["it is not privileged"] if {
+	some p in ps
+	p.allow.privileged
+} else := ["it is not HostProcess"] if {
+	some p in ps
+	p.allow.hostProcess
+} else := []
+
+missing_namespace(ps) := [sprintf("namespace %q allows only ServiceAccounts %s and the pod runs as %q", [input.namespace.name, service_accounts(ps), pod_service_account])] if {
+	some p in ps
+	p.namespaceMatch
+} else := [sprintf("namespace %q is not allowed", [input.namespace.name])]
+
+service_accounts(ps) := concat(", ", sort({sprintf("%q", [sa]) | some p in ps; p.namespaceMatch; some sa in p.allow.serviceAccounts}))
+
+pod_service_account := object.get(input, ["pod", "serviceAccountName"], "default")
+
+remedies(ps) := rs if {
+	rs := array.concat(
+		sort({r | some p in ps; some r in namespace_remedies(p)}),
+		security_remedies(ps),
+	)
+	count(rs) > 0
+} else := [sprintf("add an allowance to PipeAccessPolicy %s", [concat(" or ", sort({sprintf("%q", [p.name]) | some p in ps}))])]
+
+# Ways to allow the namespace, from each policy's allowances.
+namespace_remedies(p) := [sprintf("run the pod as ServiceAccount %q", [sa]) | some sa in p.allow.serviceAccounts] if {
+	p.namespaceMatch
+} else := array.concat(label_remedies(p), name_remedies(p))
+
+label_remedies(p) := [sprintf("label the namespace %s=%s", [k, v]) | some k, v in p.allow.namespaceSelector.matchLabels] if {
+	count(object.get(p.allow, ["namespaceSelector", "matchExpressions"], [])) == 0
+} else := [sprintf("give the namespace labels that match the namespaceSelector of PipeAccessPolicy %q", [p.name])] if {
+	p.allow.namespaceSelector
+} else := []
+
+name_remedies(p) := [sprintf("add %q to spec.allow.namespaces of PipeAccessPolicy %q", [input.namespace.name, p.name])] if {
+	count(p.allow.namespaces) > 0
+} else := []
+
+security_remedy := {
+	"it is not privileged or HostProcess": "run the container as privileged or HostProcess",
+	"it is not privileged": "run the container as privileged",
+	"it is not HostProcess": "run the container as HostProcess",
+}
+
+security_remedies(ps) := [security_remedy[s] | some s in missing_security(null, ps)]
+
+# Violations from admin-written modules (PipeAccessPolicy spec.rego) reach
+# the sets above through custom_violation, which adds the policy's name and
+# enforcement action. A module can report an object (with at least "msg")
+# or a plain string; anything else is reported as a violation too, so a
+# mistake in a rule never turns into a silent allow.
+custom_violation(v, policy, action) := object.union(
+	object.union(custom_defaults(policy), v),
+	{"action": action, "policies": [policy]},
+) if is_object(v)
+
+custom_violation(v, policy, action) := object.union(
+	custom_defaults(policy),
+	{"msg": v, "action": action, "policies": [policy]},
+) if is_string(v)
+
+custom_violation(v, policy, action) := object.union(
+	custom_defaults(policy),
+	{"msg": sprintf("a rule of PipeAccessPolicy %q reported %v, which is neither an object nor a string; fix the rule", [policy, v]), "action": action, "policies": [policy]},
+) if {
+	not is_object(v)
+	not is_string(v)
+}
+
+custom_defaults(policy) := {
+	"rule": policy,
+	"msg": sprintf("a rule of PipeAccessPolicy %q reported a violation without a message", [policy]),
+	"container": "",
+	"containerKind": "",
+	"volume": "",
+	"path": "",
+	"pipe": "",
+}
