@@ -237,7 +237,7 @@ func prepare(ctx context.Context, extra []*ast.Module) (rego.PreparedEvalQuery, 
 	opts := []func(*rego.Rego){
 		rego.Query(decisionQuery),
 		rego.SetRegoVersion(ast.RegoV1),
-		rego.Capabilities(capabilities()),
+		rego.Capabilities(Capabilities()),
 		rego.StrictBuiltinErrors(true),
 	}
 	for _, f := range shipped.Admission() {
@@ -249,7 +249,9 @@ func prepare(ctx context.Context, extra []*ast.Module) (rego.PreparedEvalQuery, 
 	return rego.New(opts...).PrepareForEval(ctx)
 }
 
-func capabilities() *ast.Capabilities {
+// Capabilities are the rego builtins pipeguard policies may use: all of this
+// OPA version's, less those that reach the network or the process.
+func Capabilities() *ast.Capabilities {
 	caps := ast.CapabilitiesForThisVersion()
 	kept := caps.Builtins[:0:0]
 	for _, b := range caps.Builtins {

@@ -1,0 +1,171 @@
+package pipeguard.admission_test
+
+import data.pipeguard.admission
+
+# Building blocks for test inputs.
+
+default_policy := {
+	"name": "pipeguard-default",
+	"pipes": ["csi-proxy*"],
+	"enforcementAction": "deny",
+	"allow": {
+		"privileged": true,
+		"hostProcess": true,
+		"namespaces": [],
+		"namespaceSelector": {"matchLabels": {"pipeguard.io/allow-csi-proxy": "true"}, "matchExpressions": []},
+		"serviceAccounts": [],
+	},
+	"namespaceMatch": false,
+}
+
+pipe_mount := {
+	"container": "driver",
+	"containerKind": "container",
+	"volume": "pipe",
+	"volumeSource": "hostPath",
+	"rawPath": `\\.\pipe\csi-proxy-disk-v1`,
+	"path": `\\.\pipe\csi-proxy-disk-v1`,
+	"pathClass": "pipe",
+	"pipe": "csi-proxy-disk-v1",
+	"ambiguousReason": "",
+	"readOnly": false,
+	"privileged": false,
+	"hostProcess": false,
+}
+
+pod_input(mounts, policies) := {
+	"version": "pipeguard.io/admission/v1",
+	"namespace": {"name": "team-a", "labels": {}},
+	"pod": {"serviceAccountName": "default", "hostProcess": false},
+	"mounts": mounts,
+	"policies": policies,
+}
+
+test_unprivileged_mount_is_denied_with_remedy if {
+	some v in admission.deny with input as pod_input([pipe_mount], [default_policy])
+	v.rule == "protected-pipe-mount"
+	v.msg == `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
+	v.policies == ["pipeguard-default"]
+}
+
+test_privileged_container_is_allowed if {
+	m := object.union(pipe_mount, {"privileged": true})
+	count(admission.violation) == 0 with input as pod_input([m], [default_policy])
+}
+
+test_host_process_container_is_allowed if {
+	m := object.union(pipe_mount, {"hostProcess": true})
+	count(admission.violation) == 0 with input as pod_input([m], [default_policy])
+}
+
+test_allowed_namespace_is_allowed if {
+	p := object.union(default_policy, {"namespaceMatch": true})
+	count(admission.violation) == 0 with input as pod_input([pipe_mount], [p])
+}
+
+test_unprotected_pipe_is_allowed if {
+	m := object.union(pipe_mount, {"pipe": "docker_engine", "path": `\\.\pipe\docker_engine`})
+	count(admission.violation) == 0 with input as pod_input([m], [default_policy])
+}
+
+test_ordinary_host_path_is_allowed if {
+	m := object.union(pipe_mount, {"pipe": "", "pathClass": "none", "path": `c:\var\lib\kubelet`})
+	count(admission.violation) == 0 with input as pod_input([m], [default_policy])
+}
+
+test_ambiguous_path_is_protected_by_every_policy if {
+	m := object.union(pipe_mount, {"pipe": "", "pathClass": "ambiguous", "rawPath": `\\.\pipe\`, "ambiguousReason": "path names the pipe namespace itself"})
+	p := object.union(default_policy, {"pipes": ["something-else"]})
+	some v in admission.deny with input as pod_input([m], [p])
+	v.rule == "ambiguous-pipe-path"
+	contains(v.msg, `mounts "\\\\.\\pipe\\", which looks like a named pipe but cannot be resolved (path names the pipe namespace itself) and is treated as protected`)
+}
+
+test_init_container_kind_is_named if {
+	m := object.union(pipe_mount, {"containerKind": "initContainer"})
+	some v in admission.deny with input as pod_input([m], [default_policy])
+	startswith(v.msg, `container "driver" (initContainer) mounts`)
+}
+
+test_only_the_unallowed_container_is_reported if {
+	ok := object.union(pipe_mount, {"container": "node-driver", "privileged": true})
+	bad := object.union(pipe_mount, {"container": "sidecar"})
+	vs := admission.deny with input as pod_input([ok, bad], [default_policy])
+	{v.container | some v in vs} == {"sidecar"}
+}
+
+test_persistent_volume_is_always_denied if {
+	m := object.union(pipe_mount, {"containerKind": "persistentVolume", "container": "", "volume": "pv1", "privileged": false})
+	p := object.union(default_policy, {"namespaceMatch": true})
+	inp := object.union(pod_input([m], [p]), {"namespace": null, "pod": null})
+	some v in admission.deny with input as inp
+	v.rule == "protected-pipe-pv"
+	startswith(v.msg, `PersistentVolume "pv1" points at \\.\pipe\csi-proxy-disk-v1 (hostPath); a PersistentVolume cannot carry an allowance`)
+}
+
+test_service_account_narrows_namespace_allowance if {
+	p := object.union(default_policy, {
+		"namespaceMatch": true,
+		"allow": object.union(default_policy.allow, {"serviceAccounts": ["csi-smb"]}),
+	})
+	some v in admission.deny with input as pod_input([pipe_mount], [p])
+	contains(v.msg, `namespace "team-a" allows only ServiceAccounts "csi-smb" and the pod runs as "default"`)
+	contains(v.msg, `run the pod as ServiceAccount "csi-smb"`)
+
+	inp := object.union(pod_input([pipe_mount], [p]), {"pod": {"serviceAccountName": "csi-smb", "hostProcess": false}})
+	count(admission.violation) == 0 with input as inp
+}
+
+test_any_protecting_policy_may_allow if {
+	strict := object.union(default_policy, {"name": "strict"})
+	smb := object.union(default_policy, {"name": "smb-driver", "pipes": ["csi-proxy-disk-*"], "namespaceMatch": true})
+	count(admission.violation) == 0 with input as pod_input([pipe_mount], [strict, smb])
+}
+
+test_strictest_action_wins if {
+	w := object.union(default_policy, {"name": "rollout", "enforcementAction": "warn"})
+	d := object.union(default_policy, {"name": "strict", "enforcementAction": "dryrun"})
+	some v in admission.warn with input as pod_input([pipe_mount], [w, d])
+	v.policies == ["rollout", "strict"]
+	count(admission.deny) == 0 with input as pod_input([pipe_mount], [w, d])
+}
+
+test_warn_and_dryrun_sets if {
+	w := object.union(default_policy, {"enforcementAction": "warn"})
+	count(admission.warn) == 1 with input as pod_input([pipe_mount], [w])
+	dr := object.union(default_policy, {"enforcementAction": "dryrun"})
+	count(admission.dryrun) == 1 with input as pod_input([pipe_mount], [dr])
+	count(admission.deny) == 0 with input as pod_input([pipe_mount], [dr])
+}
+
+test_namespace_list_remedy_names_the_policy if {
+	p := object.union(default_policy, {
+		"name": "drivers",
+		"allow": object.union(default_policy.allow, {"namespaces": ["kube-system"], "namespaceSelector": null, "privileged": false, "hostProcess": false}),
+	})
+	some v in admission.deny with input as pod_input([pipe_mount], [p])
+	v.msg == `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but namespace "team-a" is not allowed; to allow it, add "team-a" to spec.allow.namespaces of PipeAccessPolicy "drivers"`
+}
+
+test_policy_without_allowances_says_so if {
+	p := object.union(default_policy, {
+		"name": "locked",
+		"allow": {"privileged": false, "hostProcess": false, "namespaces": [], "namespaceSelector": null, "serviceAccounts": []},
+	})
+	some v in admission.deny with input as pod_input([pipe_mount], [p])
+	endswith(v.msg, `to allow it, add an allowance to PipeAccessPolicy "locked"`)
+}
+
+test_custom_violation_object_takes_policy_action if {
+	v := admission.custom_violation({"rule": "smb-sa-only", "msg": "only csi-smb"}, "smb", "warn")
+	v.rule == "smb-sa-only"
+	v.action == "warn"
+	v.policies == ["smb"]
+}
+
+test_custom_violation_string_and_garbage_fail_closed if {
+	admission.custom_violation("plain text", "p", "deny").msg == "plain text"
+	bad := admission.custom_violation(42, "p", "deny")
+	bad.action == "deny"
+	contains(bad.msg, "neither an object nor a string")
+}
