@@ -1,0 +1,16 @@
+// Package apierr gives the agent's errors their gRPC shape.
+//
+// CSI Proxy answers every failure as codes.Unknown with the error text as the
+// message, and CSI node plugins only test for a non-nil error. pipeguard keeps
+// Unknown for failures of the host operation, so drivers see what they see
+// from CSI Proxy, and gives refusals their own codes so that callers,
+// metrics and audit can tell "refused" from "failed":
+//
+//   - InvalidArgument: a malformed input (a path that breaks a shape rule, a
+//     volume id that is not one), refused before anything ran on the host;
+//   - PermissionDenied: a well-formed input pipeguard does not allow (a path
+//     outside the allowed roots or escaping them through a symlink, a service
+//     not in the allowed list);
+//   - Unimplemented: an API group that needs Windows, on another OS;
+//   - Unknown: the host operation failed.
+package apierr

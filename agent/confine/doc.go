@@ -1,0 +1,14 @@
+// Package confine decides whether a path handed to the agent by a caller may be
+// used on the host.
+//
+// CSI Proxy only checks that a path starts with the kubelet path, as a string
+// prefix, so C:\var\lib\kubeletX passes. pipeguard is stricter: a path must be
+// absolute, free of "." and ".." segments, of control and reserved characters
+// and of alternate prefixes (\\?\, \\.\, \??\, UNC, \Device\, reserved device
+// names such as NUL), no longer than a limit, and equal to an allowed root or
+// below one after a separator. Where a symlink resolver is configured (Linux),
+// the path must also stay inside the roots once its symlinks are resolved.
+//
+// The rules are lexical and take a Flavour, so the Windows rules are tested on
+// any OS. Every refusal is a *Refusal naming the rule that refused.
+package confine

@@ -1,0 +1,63 @@
+package confine
+
+import (
+	"fmt"
+	"strconv"
+	"unicode"
+)
+
+// Rule names one confinement rule. It appears in every refusal so that an
+// operator can tell which rule refused a request.
+type Rule string
+
+// The confinement rules, in the order they are checked.
+const (
+	RuleEmpty           Rule = "empty"
+	RuleLength          Rule = "length"
+	RuleCharacters      Rule = "characters"
+	RuleAlternatePrefix Rule = "alternate-prefix"
+	RuleNotAbsolute     Rule = "not-absolute"
+	RuleTraversal       Rule = "traversal"
+	RuleDeviceName      Rule = "device-name"
+	RuleOutsideRoots    Rule = "outside-roots"
+	RuleSymlinkEscape   Rule = "symlink-escape"
+)
+
+// Malformed reports whether the rule refuses a path for its shape alone, so
+// that no configuration of roots could make it acceptable. The others
+// (outside-roots, symlink-escape) refuse well-formed paths that lie elsewhere.
+func (r Rule) Malformed() bool {
+	return r != RuleOutsideRoots && r != RuleSymlinkEscape
+}
+
+// Refusal is the error returned when a path breaks a confinement rule.
+type Refusal struct {
+	// Rule is the rule that refused the path.
+	Rule Rule
+	// Field is the request field that carried the path, e.g. "source_path".
+	Field string
+	// Path is the path as the caller sent it.
+	Path string
+	// Reason completes the sentence `path "<Path>" ...`.
+	Reason string
+}
+
+func (r *Refusal) Error() string {
+	field := ""
+	if r.Field != "" {
+		field = r.Field + ": "
+	}
+	return fmt.Sprintf("%spath %s %s (confinement rule %s)", field, Quote(r.Path), r.Reason, r.Rule)
+}
+
+// Quote wraps s in double quotes, escaping it only when it holds characters
+// that would garble a log line, so that Windows paths stay readable:
+// "C:\var\lib\kubelet" rather than "C:\\var\\lib\\kubelet".
+func Quote(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || r == '"' {
+			return strconv.Quote(s)
+		}
+	}
+	return `"` + s + `"`
+}

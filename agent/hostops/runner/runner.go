@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Command is one program invocation.
+type Command struct {
+	// Program is the executable, e.g. "powershell.exe".
+	Program string
+	// Args are its arguments; for PowerShell they hold a constant script.
+	Args []string
+	// Env holds the request values as NAME=value pairs, added to the
+	// agent's own environment.
+	Env []string
+}
+
+// Runner runs a Command and returns its standard output.
+type Runner interface {
+	Run(ctx context.Context, cmd Command) ([]byte, error)
+}
+
+// PowerShellProgram is the PowerShell executable of Windows Server.
+const PowerShellProgram = "powershell.exe"
+
+// PowerShell returns the Command that runs a constant script with the given
+// environment. script must be a constant: request values go in env only.
+// $ErrorActionPreference=Stop makes every cmdlet failure end the script with
+// a non-zero exit code.
+func PowerShell(script string, env ...string) Command {
+	return Command{
+		Program: PowerShellProgram,
+		Args:    []string{"-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", "$ErrorActionPreference='Stop'; " + script},
+		Env:     env,
+	}
+}
+
+// Env formats one environment entry.
+func Env(name, value string) string { return name + "=" + value }
+
+// Exec runs commands with os/exec.
+type Exec struct{}
+
+// Run runs cmd and returns its standard output; on failure the error carries
+// the program's standard error.
+func (Exec) Run(ctx context.Context, cmd Command) ([]byte, error) {
+	c := exec.CommandContext(ctx, cmd.Program, cmd.Args...)
+	c.Env = append(os.Environ(), cmd.Env...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
