@@ -1,6 +1,10 @@
 package endpoint
 
-import "google.golang.org/grpc"
+import (
+	"context"
+
+	"google.golang.org/grpc"
+)
 
 // Endpoint is one CSI Proxy API group version, served on its own pipe.
 type Endpoint struct {
@@ -14,4 +18,26 @@ type Endpoint struct {
 	// Windows and this agent runs elsewhere: every call then answers
 	// Unimplemented.
 	NeedsWindows bool
+}
+
+// Info identifies the endpoint a request arrived on.
+type Info struct {
+	Group   string
+	Version string
+	// Address is the pipe or socket path.
+	Address string
+}
+
+type infoKey struct{}
+
+// NewContext returns ctx carrying info.
+func NewContext(ctx context.Context, info Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// FromContext returns the endpoint a request arrived on, as set by the server
+// before any interceptor runs.
+func FromContext(ctx context.Context) (Info, bool) {
+	info, ok := ctx.Value(infoKey{}).(Info)
+	return info, ok
 }

@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/endpoint"
+	fsgroup "github.com/pipeguard/pipeguard/agent/groups/filesystem"
+	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/metrics"
+	"github.com/pipeguard/pipeguard/agent/server"
+)
+
+// Options configures the agent. The command line maps onto it one to one.
+type Options struct {
+	// Log is the agent's logger.
+	Log logr.Logger
+	// KubeletPath is the kubelet's root directory; paths are confined to it
+	// and to WorkingDirs.
+	KubeletPath string
+	// WorkingDirs are further allowed roots.
+	WorkingDirs []string
+	// SocketDir holds the unix sockets (not Windows).
+	SocketDir string
+	// PipeSDDL is the security descriptor of the named pipes (Windows);
+	// empty means listen.DefaultSDDL.
+	PipeSDDL string
+	// AllowedServices are the Windows services that system StartService and
+	// StopService may touch; none by default.
+	AllowedServices []string
+	// RequirePrivacy makes SMB global mappings require encryption.
+	RequirePrivacy bool
+	// MetricsBindAddress serves /metrics; empty or "0" disables it.
+	MetricsBindAddress string
+	// Registry receives the metrics; nil means a new registry.
+	Registry *prometheus.Registry
+	// ShutdownTimeout bounds graceful shutdown; 0 means the server default.
+	ShutdownTimeout time.Duration
+	// UnaryInterceptors and StreamInterceptors are inserted in every
+	// endpoint's chain between metrics and the handler.
+	UnaryInterceptors  []grpc.UnaryServerInterceptor
+	StreamInterceptors []grpc.StreamServerInterceptor
+
+	// GOOS selects the path flavour and whether the Windows-only groups run;
+	// empty means runtime.GOOS.
+	GOOS string
+	// Filesystem replaces the host filesystem operations; nil means the real ones.
+	Filesystem hostfs.API
+	// Runner replaces the command runner of the Windows groups; nil means
+	// the real one on Windows.
+	Runner runner.Runner
+}
+
+// Agent is an assembled node agent.
+type Agent struct {
+	opts     Options
+	server   *server.Server
+	registry *prometheus.Registry
+}
+
+// New assembles the agent: confinement, host operations, API servers,
+// metrics and the gRPC server. Nothing listens until Listen or Run.
+func New(o Options) (*Agent, error) {
+	if o.GOOS == "" {
+		o.GOOS = runtime.GOOS
+	}
+	if o.KubeletPath == "" {
+		return nil, errors.New("no kubelet path: set --kubelet-path")
+	}
+	if err := listen.ValidateSDDL(o.PipeSDDL); err != nil {
+		return nil, err
+	}
+	flavour := confine.Linux
+	var resolver confine.Resolver = confine.OSResolver{}
+	if o.GOOS == "windows" {
+		// On Windows the kubelet dir legitimately links to volumes and SMB
+		// shares, so confinement there is lexical (see docs/agent.md).
+		flavour, resolver = confine.Windows, nil
+	}
+	conf, err := confine.New(confine.Options{
+		Flavour:  flavour,
+		Roots:    append([]string{o.KubeletPath}, o.WorkingDirs...),
+		Resolver: resolver,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubelet path and working dirs: %w", err)
+	}
+
+	eps, err := buildEndpoints(o, conf)
+	if err != nil {
+		return nil, err
+	}
+
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(server.Options{
+		Log:                o.Log,
+		Listen:             listen.Options{SocketDir: o.SocketDir, SDDL: o.PipeSDDL},
+		Endpoints:          eps,
+		Metrics:            m,
+		UnaryInterceptors:  o.UnaryInterceptors,
+		StreamInterceptors: o.StreamInterceptors,
+		ShutdownTimeout:    o.ShutdownTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{opts: o, server: srv, registry: reg}, nil
+}
+
+func buildEndpoints(o Options, conf *confine.Confiner) ([]endpoint.Endpoint, error) {
+	fsHost := o.Filesystem
+	if fsHost == nil {
+		fsHost = hostfs.Local{}
+	}
+	fs, err := fsgroup.New(fsHost, conf)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Endpoints(), nil
+}
+
+// Listen opens every pipe or socket.
+func (a *Agent) Listen(ctx context.Context) error { return a.server.Listen(ctx) }
+
+// Addresses returns the pipes or sockets listened on.
+func (a *Agent) Addresses() []string { return a.server.Addresses() }
+
+// Serve serves the API and the metrics until ctx is done, then shuts down
+// gracefully.
+func (a *Agent) Serve(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.server.Serve(ctx) })
+	g.Go(func() error { return metrics.Serve(ctx, a.opts.Log, a.opts.MetricsBindAddress, a.registry) })
+	return g.Wait()
+}
+
+// Run listens and serves until ctx is done.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.Listen(ctx); err != nil {
+		return err
+	}
+	return a.Serve(ctx)
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+
+	"github.com/pipeguard/pipeguard/agent/endpoint"
+	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/metrics"
+)
+
+// DefaultShutdownTimeout bounds how long shutdown waits for in-flight calls.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// Listener opens the listener of an API group version; listen.Listen is the
+// real one.
+type Listener func(ctx context.Context, o listen.Options, group, version string) (net.Listener, error)
+
+// Options configures a Server.
+type Options struct {
+	// Log is the base logger; requests get one with group, version and method.
+	Log logr.Logger
+	// Listen says where the endpoints listen.
+	Listen listen.Options
+	// Listener opens listeners; nil means listen.Listen.
+	Listener Listener
+	// Endpoints are the API group versions to serve.
+	Endpoints []endpoint.Endpoint
+	// Metrics, when set, measures every request.
+	Metrics *metrics.Metrics
+	// UnaryInterceptors and StreamInterceptors run, in order, after metrics
+	// and before the handler, on every endpoint: the place for gating,
+	// caller identity and audit.
+	UnaryInterceptors  []grpc.UnaryServerInterceptor
+	StreamInterceptors []grpc.StreamServerInterceptor
+	// ShutdownTimeout bounds graceful shutdown; 0 means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+// Server serves the endpoints.
+type Server struct {
+	opts    Options
+	log     logr.Logger
+	metrics *metrics.Metrics
+	served  []served
+}
+
+type served struct {
+	ep      endpoint.Endpoint
+	address string
+	lis     net.Listener
+	grpc    *grpc.Server
+}
+
+// New checks the options and returns a Server; nothing listens yet.
+func New(o Options) (*Server, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, errors.New("no endpoints to serve")
+	}
+	seen := map[string]bool{}
+	for _, ep := range o.Endpoints {
+		name := listen.BaseName(ep.Group, ep.Version)
+		if seen[name] {
+			return nil, fmt.Errorf("endpoint %s listed twice", name)
+		}
+		seen[name] = true
+		if ep.Register == nil {
+			return nil, fmt.Errorf("endpoint %s has no service", name)
+		}
+	}
+	if o.Listener == nil {
+		o.Listener = listen.Listen
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return &Server{opts: o, log: o.Log, metrics: o.Metrics}, nil
+}
+
+// Listen opens every listener and registers every service. If one listener
+// fails, those already opened are closed.
+func (s *Server) Listen(ctx context.Context) error {
+	if s.served != nil {
+		return errors.New("server is already listening")
+	}
+	for _, ep := range s.opts.Endpoints {
+		lis, err := s.opts.Listener(ctx, s.opts.Listen, ep.Group, ep.Version)
+		if err != nil {
+			s.closeListeners()
+			return fmt.Errorf("%s %s: %w", ep.Group, ep.Version, err)
+		}
+		address := s.opts.Listen.Address(ep.Group, ep.Version)
+		unary, stream := s.chain(ep, address)
+		g := grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
+		ep.Register(g)
+		s.served = append(s.served, served{ep: ep, address: address, lis: lis, grpc: g})
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	for _, sv := range s.served {
+		_ = sv.lis.Close()
+	}
+	s.served = nil
+}
+
+// Addresses returns the pipes or sockets listened on, after Listen.
+func (s *Server) Addresses() []string {
+	out := make([]string, 0, len(s.served))
+	for _, sv := range s.served {
+		out = append(out, sv.address)
+	}
+	return out
+}
+
+// Serve serves until ctx is done, then shuts down gracefully: listeners
+// close, in-flight calls finish (up to the shutdown timeout), then it
+// returns. It returns early with an error if an endpoint stops serving.
+func (s *Server) Serve(ctx context.Context) error {
+	if s.served == nil {
+		return errors.New("Serve called before Listen")
+	}
+	errs := make(chan error, len(s.served))
+	var wg sync.WaitGroup
+	for _, sv := range s.served {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.log.V(1).Info("serving", keyGroup, sv.ep.Group, keyVersion, sv.ep.Version, keyAddress, sv.address)
+			if err := sv.grpc.Serve(sv.lis); err != nil {
+				errs <- fmt.Errorf("serving %s: %w", sv.address, err)
+			}
+		}()
+	}
+	s.log.Info("serving CSI Proxy API endpoints", "count", len(s.served))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errs:
+	}
+	s.shutdown()
+	wg.Wait()
+	return serveErr
+}
+
+// shutdown stops every gRPC server gracefully, and forcibly once the
+// shutdown timeout has passed.
+func (s *Server) shutdown() {
+	s.log.Info("shutting down: waiting for in-flight calls", "timeout", s.opts.ShutdownTimeout.String())
+	done := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		for _, sv := range s.served {
+			wg.Go(sv.grpc.GracefulStop)
+		}
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(s.opts.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		s.log.Info("shut down cleanly")
+	case <-timer.C:
+		s.log.Info("shutdown timeout passed: cutting remaining calls")
+		for _, sv := range s.served {
+			sv.grpc.Stop()
+		}
+		<-done
+	}
+}
+
+// Run listens and serves until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Listen(ctx); err != nil {
+		return err
+	}
+	return s.Serve(ctx)
+}
