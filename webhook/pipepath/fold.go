@@ -1,0 +1,93 @@
+package pipepath
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// foldRune maps r to one representative of every rune Windows could treat as
+// the same letter when it compares names case-insensitively. Windows upper-
+// cases both names before comparing; taking the smallest member of the upper-
+// case form's Unicode fold orbit and lower-casing it merges that orbit, which
+// is a superset of what Windows merges (for example 'ſ', 'ı' and the Kelvin
+// sign all become ASCII letters). Over-merging only makes more spellings
+// match a protected name, never fewer.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		return r
+	}
+	u := unicode.ToUpper(r)
+	m := u
+	for f := unicode.SimpleFold(u); f != u; f = unicode.SimpleFold(f) {
+		if f < m {
+			m = f
+		}
+	}
+	return unicode.ToLower(m)
+}
+
+// isControl reports C0 and C1 control characters and DEL.
+func isControl(r rune) bool {
+	return r < 0x20 || (0x7f <= r && r <= 0x9f)
+}
+
+// isInvisible reports characters that render as nothing: they can split a
+// word such as "pipe" for a human reader or a naive filter while some
+// layer drops them.
+func isInvisible(r rune) bool {
+	switch {
+	case r < 0xad:
+		return false
+	case unicode.Is(unicode.Cf, r):
+		return true
+	case r == 0x034f, r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
+		return true
+	case 0x180b <= r && r <= 0x180d, 0xfe00 <= r && r <= 0xfe0f, 0xe0100 <= r && r <= 0xe01ef:
+		return true
+	}
+	return false
+}
+
+// appendFolded appends s case-folded with `\` as the only separator. Control
+// characters, invisible characters and bytes that are not UTF-8 become U+FFFD,
+// so a rendering of a hostile path cannot inject line breaks or bidi controls
+// into the messages that quote it.
+func appendFolded(dst []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			case c == '/':
+				c = '\\'
+			case c < 0x20 || c == 0x7f:
+				dst = append(dst, "\uFFFD"...)
+				i++
+				continue
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r == utf8.RuneError || isControl(r) || isInvisible(r) {
+			dst = append(dst, "\uFFFD"...)
+			continue
+		}
+		dst = utf8.AppendRune(dst, foldRune(r))
+	}
+	return dst
+}
+
+// CanonicalPipeName folds a pipe name or a pattern over pipe names the way
+// Classify folds Result.Pipe: case-folded, `\` as the separator. Policies
+// should pass their patterns through it so that both sides of a match use
+// one spelling. It leaves glob syntax and dots alone.
+func CanonicalPipeName(name string) string {
+	return string(appendFolded(nil, name))
+}
