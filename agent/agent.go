@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
@@ -144,12 +143,15 @@ func (a *Agent) Listen(ctx context.Context) error { return a.server.Listen(ctx) 
 func (a *Agent) Addresses() []string { return a.server.Addresses() }
 
 // Serve serves the API and the metrics until ctx is done, then shuts down
-// gracefully.
+// gracefully. Metrics are not essential: if they cannot be served the error
+// is logged and the API keeps serving.
 func (a *Agent) Serve(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.server.Serve(ctx) })
-	g.Go(func() error { return metrics.Serve(ctx, a.opts.Log, a.opts.MetricsBindAddress, a.registry) })
-	return g.Wait()
+	go func() {
+		if err := metrics.Serve(ctx, a.opts.Log, a.opts.MetricsBindAddress, a.registry); err != nil {
+			a.opts.Log.Error(err, "metrics are not served")
+		}
+	}()
+	return a.server.Serve(ctx)
 }
 
 // Run listens and serves until ctx is done.

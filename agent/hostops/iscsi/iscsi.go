@@ -1,0 +1,162 @@
+package iscsi
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+)
+
+// Portal is an iSCSI target portal.
+type Portal struct {
+	Address string
+	Port    uint32
+}
+
+// AuthType is the CHAP mode of a connection.
+type AuthType int
+
+// The CHAP modes, numbered as in the CSI Proxy API.
+const (
+	AuthNone AuthType = iota
+	AuthOneWayCHAP
+	AuthMutualCHAP
+)
+
+// cmdletName is the value Connect-IscsiTarget takes for -AuthenticationType.
+func (a AuthType) cmdletName() string {
+	switch a {
+	case AuthOneWayCHAP:
+		return "ONEWAYCHAP"
+	case AuthMutualCHAP:
+		return "MUTUALCHAP"
+	}
+	return "NONE"
+}
+
+// API is the iscsi host operations. Inputs have been validated by the caller.
+type API interface {
+	AddTargetPortal(ctx context.Context, p Portal) error
+	DiscoverTargetPortal(ctx context.Context, p Portal) ([]string, error)
+	RemoveTargetPortal(ctx context.Context, p Portal) error
+	ListTargetPortals(ctx context.Context) ([]Portal, error)
+	ConnectTarget(ctx context.Context, p Portal, iqn string, auth AuthType, chapUser, chapSecret string) error
+	DisconnectTarget(ctx context.Context, p Portal, iqn string) error
+	GetTargetDisks(ctx context.Context, p Portal, iqn string) ([]string, error)
+	SetMutualChapSecret(ctx context.Context, secret string) error
+}
+
+// The scripts. They are constants: request values are read from $Env:.
+const (
+	portalArgs     = `-TargetPortalAddress $Env:iscsi_tp_address -TargetPortalPortNumber ([uint16]$Env:iscsi_tp_port)`
+	scriptAdd      = `New-IscsiTargetPortal ` + portalArgs + ` | Out-Null`
+	scriptDiscover = `Get-IscsiTargetPortal ` + portalArgs + ` | Get-IscsiTarget | Select-Object -ExpandProperty NodeAddress`
+	scriptRemove   = `Get-IscsiTargetPortal ` + portalArgs + ` | Remove-IscsiTargetPortal -Confirm:$false`
+	scriptList     = `Get-IscsiTargetPortal | Select-Object TargetPortalAddress, TargetPortalPortNumber | ConvertTo-Json -Compress`
+	scriptConnect  = `$params = @{ TargetPortalAddress = $Env:iscsi_tp_address; TargetPortalPortNumber = [uint16]$Env:iscsi_tp_port; ` +
+		`NodeAddress = $Env:iscsi_target_iqn; IsPersistent = $true; AuthenticationType = $Env:iscsi_auth_type }; ` +
+		`if ($Env:iscsi_auth_type -ne 'NONE') { $params.ChapUsername = $Env:iscsi_chap_user; $params.ChapSecret = $Env:iscsi_chap_secret }; ` +
+		`Connect-IscsiTarget @params | Out-Null`
+	targetOfPortal   = `Get-IscsiTargetPortal ` + portalArgs + ` | Get-IscsiTarget | Where-Object { $_.NodeAddress -eq $Env:iscsi_target_iqn }`
+	scriptDisconnect = targetOfPortal + ` | Disconnect-IscsiTarget -Confirm:$false`
+	scriptDisks      = `$t = ` + targetOfPortal + `; ` +
+		`if (-not $t -or -not $t.IsConnected) { throw 'the target is not connected' }; ` +
+		`Get-IscsiConnection -IscsiTarget $t | Get-Disk | Select-Object -ExpandProperty Number`
+	scriptSetMutual = `Set-IscsiChapSecret -ChapSecret $Env:iscsi_mutual_chap_secret`
+)
+
+// PowerShell is API on Windows.
+type PowerShell struct {
+	Runner runner.Runner
+}
+
+var _ API = PowerShell{}
+
+func (p PowerShell) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
+	out, err := p.Runner.Run(ctx, runner.PowerShell(script, env...))
+	if err != nil {
+		return nil, fmt.Errorf("%s failed: %w", op, err)
+	}
+	return out, nil
+}
+
+func portalEnv(pt Portal) []string {
+	return []string{
+		runner.Env("iscsi_tp_address", pt.Address),
+		runner.Env("iscsi_tp_port", strconv.FormatUint(uint64(pt.Port), 10)),
+	}
+}
+
+// AddTargetPortal runs New-IscsiTargetPortal.
+func (p PowerShell) AddTargetPortal(ctx context.Context, pt Portal) error {
+	_, err := p.run(ctx, "New-IscsiTargetPortal", scriptAdd, portalEnv(pt)...)
+	return err
+}
+
+// DiscoverTargetPortal lists the IQNs of the portal's targets.
+func (p PowerShell) DiscoverTargetPortal(ctx context.Context, pt Portal) ([]string, error) {
+	out, err := p.run(ctx, "Get-IscsiTarget", scriptDiscover, portalEnv(pt)...)
+	if err != nil {
+		return nil, err
+	}
+	return runner.Lines(out), nil
+}
+
+// RemoveTargetPortal runs Remove-IscsiTargetPortal.
+func (p PowerShell) RemoveTargetPortal(ctx context.Context, pt Portal) error {
+	_, err := p.run(ctx, "Remove-IscsiTargetPortal", scriptRemove, portalEnv(pt)...)
+	return err
+}
+
+// ListTargetPortals lists the configured portals.
+func (p PowerShell) ListTargetPortals(ctx context.Context) ([]Portal, error) {
+	out, err := p.run(ctx, "Get-IscsiTargetPortal", scriptList)
+	if err != nil {
+		return nil, err
+	}
+	list, err := runner.DecodeJSONList[struct {
+		TargetPortalAddress    string
+		TargetPortalPortNumber uint32
+	}](out)
+	if err != nil {
+		return nil, err
+	}
+	portals := make([]Portal, 0, len(list))
+	for _, l := range list {
+		portals = append(portals, Portal{Address: l.TargetPortalAddress, Port: l.TargetPortalPortNumber})
+	}
+	return portals, nil
+}
+
+// ConnectTarget runs Connect-IscsiTarget, persistently, with CHAP when asked.
+func (p PowerShell) ConnectTarget(ctx context.Context, pt Portal, iqn string, auth AuthType, chapUser, chapSecret string) error {
+	env := append(portalEnv(pt),
+		runner.Env("iscsi_target_iqn", iqn),
+		runner.Env("iscsi_auth_type", auth.cmdletName()),
+		runner.Env("iscsi_chap_user", chapUser),
+		runner.Env("iscsi_chap_secret", chapSecret))
+	_, err := p.run(ctx, "Connect-IscsiTarget", scriptConnect, env...)
+	return err
+}
+
+// DisconnectTarget disconnects the portal's target with that IQN.
+func (p PowerShell) DisconnectTarget(ctx context.Context, pt Portal, iqn string) error {
+	_, err := p.run(ctx, "Disconnect-IscsiTarget", scriptDisconnect, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
+	return err
+}
+
+// GetTargetDisks returns the numbers of the disks of a connected target.
+func (p PowerShell) GetTargetDisks(ctx context.Context, pt Portal, iqn string) ([]string, error) {
+	out, err := p.run(ctx, "Get-IscsiConnection", scriptDisks, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
+	if err != nil {
+		return nil, err
+	}
+	return runner.Lines(out), nil
+}
+
+// SetMutualChapSecret sets the initiator's mutual CHAP secret.
+func (p PowerShell) SetMutualChapSecret(ctx context.Context, secret string) error {
+	_, err := p.run(ctx, "Set-IscsiChapSecret", scriptSetMutual, runner.Env("iscsi_mutual_chap_secret", secret))
+	return err
+}

@@ -1,0 +1,97 @@
+package smb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+)
+
+// API is the smb host operations. Remote paths are validated UNC paths; the
+// local path has been confined by the caller.
+type API interface {
+	// IsMapped reports whether a global mapping of remotePath exists and is OK.
+	IsMapped(ctx context.Context, remotePath string) (bool, error)
+	// PathValid reports whether remotePath is reachable through its mapping.
+	PathValid(ctx context.Context, remotePath string) (bool, error)
+	// NewGlobalMapping maps a share for the whole host.
+	NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error
+	// NewLink creates localPath as a directory symlink to remotePath.
+	NewLink(ctx context.Context, remotePath, localPath string) error
+	// RemoveGlobalMapping removes the global mapping of remotePath.
+	RemoveGlobalMapping(ctx context.Context, remotePath string) error
+}
+
+// The scripts. They are constants: request values are read from $Env:.
+const (
+	scriptIsMapped = `$m = Get-SmbGlobalMapping -RemotePath $Env:smbremotepath -ErrorAction SilentlyContinue; ` +
+		`if ($m -and $m.Status -eq 'OK') { 'true' } else { 'false' }`
+	scriptPathValid  = `if (Test-Path -LiteralPath $Env:smbremotepath) { 'true' } else { 'false' }`
+	scriptNewMapping = `$pw = ConvertTo-SecureString -String $Env:smbpassword -AsPlainText -Force; ` +
+		`$cred = New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList $Env:smbuser, $pw; ` +
+		`New-SmbGlobalMapping -RemotePath $Env:smbremotepath -Credential $cred -RequirePrivacy ($Env:smbrequireprivacy -eq 'true') | Out-Null`
+	scriptNewLink       = `New-Item -ItemType SymbolicLink -Path $Env:smblocalpath -Target $Env:smbremotepath | Out-Null`
+	scriptRemoveMapping = `Remove-SmbGlobalMapping -RemotePath $Env:smbremotepath -Force`
+)
+
+// PowerShell is API on Windows.
+type PowerShell struct {
+	Runner runner.Runner
+}
+
+var _ API = PowerShell{}
+
+func (p PowerShell) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
+	out, err := p.Runner.Run(ctx, runner.PowerShell(script, env...))
+	if err != nil {
+		return nil, fmt.Errorf("%s failed: %w", op, err)
+	}
+	return out, nil
+}
+
+func (p PowerShell) boolean(ctx context.Context, op, script string, env ...string) (bool, error) {
+	out, err := p.run(ctx, op, script, env...)
+	if err != nil {
+		return false, err
+	}
+	return strings.EqualFold(strings.TrimSpace(string(out)), "true"), nil
+}
+
+// IsMapped runs Get-SmbGlobalMapping.
+func (p PowerShell) IsMapped(ctx context.Context, remotePath string) (bool, error) {
+	return p.boolean(ctx, "Get-SmbGlobalMapping", scriptIsMapped, runner.Env("smbremotepath", remotePath))
+}
+
+// PathValid runs Test-Path on the share.
+func (p PowerShell) PathValid(ctx context.Context, remotePath string) (bool, error) {
+	return p.boolean(ctx, "Test-Path", scriptPathValid, runner.Env("smbremotepath", remotePath))
+}
+
+// NewGlobalMapping runs New-SmbGlobalMapping with a credential built in the
+// script from environment variables, so the password never appears in text.
+func (p PowerShell) NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error {
+	_, err := p.run(ctx, "New-SmbGlobalMapping", scriptNewMapping,
+		runner.Env("smbuser", username),
+		runner.Env("smbpassword", password),
+		runner.Env("smbremotepath", remotePath),
+		runner.Env("smbrequireprivacy", fmt.Sprint(requirePrivacy)))
+	return err
+}
+
+// NewLink links localPath to the share. A trailing backslash on the target
+// lets Go resolve paths through the link, as CSI Proxy does.
+func (p PowerShell) NewLink(ctx context.Context, remotePath, localPath string) error {
+	if !strings.HasSuffix(remotePath, `\`) {
+		remotePath += `\`
+	}
+	_, err := p.run(ctx, "New-Item -ItemType SymbolicLink", scriptNewLink,
+		runner.Env("smbremotepath", remotePath), runner.Env("smblocalpath", localPath))
+	return err
+}
+
+// RemoveGlobalMapping runs Remove-SmbGlobalMapping.
+func (p PowerShell) RemoveGlobalMapping(ctx context.Context, remotePath string) error {
+	_, err := p.run(ctx, "Remove-SmbGlobalMapping", scriptRemoveMapping, runner.Env("smbremotepath", remotePath))
+	return err
+}
