@@ -124,9 +124,19 @@ message(m, _) := msg if {
 
 message(m, ps) := msg if {
 	m.containerKind != "persistentVolume"
+	m.pathClass == "pipe"
 	msg := sprintf(
 		"%s mounts %s through volume %q, but %s; to allow it, %s",
-		[container_ref(m), target(m), m.volume, concat(" and ", missing(m, ps)), concat(", or ", remedies(ps))],
+		[container_ref(m), m.path, m.volume, concat(" and ", missing(m, ps)), concat(", or ", remedies(ps))],
+	)
+}
+
+message(m, ps) := msg if {
+	m.containerKind != "persistentVolume"
+	m.pathClass == "ambiguous"
+	msg := sprintf(
+		"%s mounts %q through volume %q; the path looks like a named pipe but cannot be resolved (%s), so it is treated as protected, and %s; to allow it, %s",
+		[container_ref(m), m.rawPath, m.volume, m.ambiguousReason, concat(" and ", missing(m, ps)), concat(", or ", remedies(ps))],
 	)
 }
 
@@ -136,7 +146,7 @@ container_ref(m) := sprintf("container %q (%s)", [m.container, m.containerKind])
 
 target(m) := m.path if m.pathClass == "pipe"
 
-target(m) := sprintf("%q, which looks like a named pipe but cannot be resolved (%s) and is treated as protected", [m.rawPath, m.ambiguousReason]) if {
+target(m) := sprintf("%q, a path that looks like a named pipe but cannot be resolved (%s)", [m.rawPath, m.ambiguousReason]) if {
 	m.pathClass == "ambiguous"
 }
 

@@ -78,7 +78,7 @@ test_ambiguous_path_is_protected_by_every_policy if {
 	p := object.union(default_policy, {"pipes": ["something-else"]})
 	some v in admission.deny with input as pod_input([m], [p])
 	v.rule == "ambiguous-pipe-path"
-	contains(v.msg, `mounts "\\\\.\\pipe\\", which looks like a named pipe but cannot be resolved (path names the pipe namespace itself) and is treated as protected`)
+	startswith(v.msg, `container "driver" mounts "\\\\.\\pipe\\" through volume "pipe"; the path looks like a named pipe but cannot be resolved (path names the pipe namespace itself), so it is treated as protected, and it is not privileged or HostProcess`)
 }
 
 test_init_container_kind_is_named if {

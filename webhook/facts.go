@@ -1,0 +1,136 @@
+package webhook
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook/pipepath"
+)
+
+// hostVolume is a pod volume backed by a path on the node.
+type hostVolume struct {
+	source string // "hostPath"
+	path   string
+}
+
+// podFacts returns the pod-level facts and one mount fact per container ×
+// volumeMount whose volume is a host path, over containers, init containers
+// and ephemeral containers.
+func podFacts(spec *corev1.PodSpec) (*policy.Pod, []policy.Mount) {
+	pod := &policy.Pod{
+		ServiceAccountName: effectiveServiceAccount(spec),
+		HostProcess:        podHostProcess(spec),
+	}
+	volumes := map[string]hostVolume{}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			volumes[v.Name] = hostVolume{source: "hostPath", path: v.HostPath.Path}
+		}
+	}
+	if len(volumes) == 0 {
+		return pod, nil
+	}
+	var mounts []policy.Mount
+	add := func(kind, name string, vms []corev1.VolumeMount, sc *corev1.SecurityContext) {
+		for _, vm := range vms {
+			vol, ok := volumes[vm.Name]
+			if !ok {
+				continue
+			}
+			m := pathFacts(vol.path, vm.SubPath, vm.SubPathExpr)
+			m.Container = name
+			m.ContainerKind = kind
+			m.Volume = vm.Name
+			m.VolumeSource = vol.source
+			m.ReadOnly = vm.ReadOnly
+			m.Privileged = sc != nil && sc.Privileged != nil && *sc.Privileged
+			m.HostProcess = effectiveHostProcess(sc, pod.HostProcess)
+			mounts = append(mounts, m)
+		}
+	}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		add(policy.KindInitContainer, c.Name, c.VolumeMounts, c.SecurityContext)
+	}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		add(policy.KindContainer, c.Name, c.VolumeMounts, c.SecurityContext)
+	}
+	for i := range spec.EphemeralContainers {
+		c := &spec.EphemeralContainers[i]
+		add(policy.KindEphemeralContainer, c.Name, c.VolumeMounts, c.SecurityContext)
+	}
+	return pod, mounts
+}
+
+// pvFacts returns the mount fact of a PersistentVolume backed by a host path
+// or a local volume, or nil.
+func pvFacts(pv *corev1.PersistentVolume) []policy.Mount {
+	var source, path string
+	switch {
+	case pv.Spec.HostPath != nil:
+		source, path = "hostPath", pv.Spec.HostPath.Path
+	case pv.Spec.Local != nil:
+		source, path = "local", pv.Spec.Local.Path
+	default:
+		return nil
+	}
+	m := pathFacts(path, "", "")
+	m.ContainerKind = policy.KindPersistentVolume
+	m.Volume = pv.Name
+	m.VolumeSource = source
+	return []policy.Mount{m}
+}
+
+// pathFacts classifies the host path a mount reaches. A subPathExpr is
+// expanded by the kubelet from the container's environment, which admission
+// cannot see: on a volume that is or may hold a pipe it makes the mount
+// ambiguous.
+func pathFacts(volumePath, subPath, subPathExpr string) policy.Mount {
+	raw := volumePath
+	if subPath != "" {
+		raw = pipepath.JoinSubPath(volumePath, subPath)
+	}
+	if subPathExpr != "" {
+		raw = pipepath.JoinSubPath(volumePath, subPathExpr)
+	}
+	r := pipepath.Classify(raw)
+	if subPathExpr != "" && (r.Class != pipepath.NotPipe || pipepath.Classify(volumePath).Class != pipepath.NotPipe) {
+		r = pipepath.Result{Class: pipepath.Ambiguous, Normalized: r.Normalized,
+			Reason: "subPathExpr " + strconv.Quote(subPathExpr) + " is expanded on the node, so the pipe it names is unknown at admission"}
+	}
+	return policy.Mount{
+		RawPath:         raw,
+		Path:            r.Normalized,
+		PathClass:       string(r.Class),
+		Pipe:            r.Pipe,
+		AmbiguousReason: r.Reason,
+	}
+}
+
+// effectiveServiceAccount is the ServiceAccount the pod runs as.
+func effectiveServiceAccount(spec *corev1.PodSpec) string {
+	switch {
+	case spec.ServiceAccountName != "":
+		return spec.ServiceAccountName
+	case spec.DeprecatedServiceAccount != "":
+		return spec.DeprecatedServiceAccount
+	}
+	return "default"
+}
+
+func podHostProcess(spec *corev1.PodSpec) bool {
+	sc := spec.SecurityContext
+	return sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess
+}
+
+// effectiveHostProcess applies the container's own windowsOptions.hostProcess
+// when set, else the pod's.
+func effectiveHostProcess(sc *corev1.SecurityContext, pod bool) bool {
+	if sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil {
+		return *sc.WindowsOptions.HostProcess
+	}
+	return pod
+}

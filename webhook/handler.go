@@ -1,0 +1,262 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/pipeguard/pipeguard/policy"
+)
+
+// Evaluator decides on a rego input; *policy.Engine is one.
+type Evaluator interface {
+	Evaluate(ctx context.Context, in *policy.Input) (*policy.Decision, error)
+}
+
+// NamespaceLabels looks up a namespace's labels. found is false when the
+// namespace is unknown, which the handler treats as a namespace without
+// labels.
+type NamespaceLabels interface {
+	NamespaceLabels(ctx context.Context, name string) (labels map[string]string, found bool, err error)
+}
+
+// Observer is told the outcome of every review, for metrics.
+type Observer interface {
+	ObserveReview(ctx context.Context, r Review)
+}
+
+// Review is the outcome of one admission review.
+type Review struct {
+	Kind      string
+	Operation string
+	// Decision is "allow", "deny", "warn", "dryrun" (admitted, violations
+	// recorded) or "error" (no decision, request rejected).
+	Decision string
+	Decided  *policy.Decision // nil when rego was not consulted or failed
+	Duration time.Duration
+}
+
+// Options configure a Handler.
+type Options struct {
+	Engine     Evaluator
+	Namespaces NamespaceLabels
+	// Observer, if set, is told every review's outcome.
+	Observer Observer
+	// Now returns the current time; defaults to time.Now.
+	Now func() time.Time
+}
+
+// Handler reviews admission requests for pipe access.
+type Handler struct {
+	opts Options
+}
+
+var _ admission.Handler = (*Handler)(nil)
+
+// NewHandler returns a Handler.
+func NewHandler(opts Options) *Handler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Handler{opts: opts}
+}
+
+// Handle decides on one request. A request it cannot decode gets 400, its
+// own failure 500: neither is ever an allow for an object it reviews.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
+	start := h.opts.Now()
+	review := Review{Kind: req.Kind.Kind, Operation: string(req.Operation)}
+	log := logr.FromContextOrDiscard(ctx).WithValues(
+		"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name,
+		"operation", req.Operation, "user", req.UserInfo.Username)
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error(fmt.Errorf("panic: %v", r), "internal error while reviewing")
+			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: pipeguard failed while reviewing %s %q; the request is rejected until the review succeeds", req.Kind.Kind, req.Name))
+			review.Decision = "error"
+		}
+		resp.UID = req.UID
+		review.Duration = h.opts.Now().Sub(start)
+		if h.opts.Observer != nil {
+			h.opts.Observer.ObserveReview(ctx, review)
+		}
+	}()
+
+	resp, review.Decision, review.Decided = h.review(ctx, log, req)
+	return resp
+}
+
+func (h *Handler) review(ctx context.Context, log logr.Logger, req admission.Request) (admission.Response, string, *policy.Decision) {
+	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
+	if !Supported(gk) || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return admission.Allowed(""), "allow", nil
+	}
+	if len(req.Object.Raw) == 0 {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s %s request for %s %q carries no object; send the object in request.object", req.Operation, req.Kind.Kind, req.Kind.Kind, req.Name)), "error", nil
+	}
+	if !mayHaveHostPath(req.Object.Raw) {
+		return admission.Allowed(""), "allow", nil
+	}
+	in, err := h.input(ctx, gk, req)
+	if err != nil {
+		return errorResponse(err), "error", nil
+	}
+	d, err := h.opts.Engine.Evaluate(ctx, in)
+	if err != nil {
+		log.Error(err, "policy evaluation failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: evaluating pipe access policies for %s %q: %w; the request is rejected until evaluation succeeds", req.Kind.Kind, objectName(in), err)), "error", nil
+	}
+	return respond(log, d)
+}
+
+// respond turns a decision into a response: deny rejects, warn admits with
+// warnings, dryrun admits and logs what would have been denied.
+func respond(log logr.Logger, d *policy.Decision) (admission.Response, string, *policy.Decision) {
+	gen := strconv.FormatInt(d.Generation, 10)
+	var resp admission.Response
+	decision := "allow"
+	switch {
+	case d.Denied():
+		resp = admission.Denied(strings.Join(policy.Messages(d.Deny), "\n"))
+		decision = "deny"
+	case len(d.Warn) > 0:
+		resp = admission.Allowed("")
+		decision = "warn"
+	case len(d.DryRun) > 0:
+		resp = admission.Allowed("")
+		decision = "dryrun"
+	default:
+		resp = admission.Allowed("")
+	}
+	resp.Warnings = policy.Messages(d.Warn)
+	for _, v := range d.DryRun {
+		log.Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
+	}
+	if decision == "deny" {
+		log.Info("denied", "violations", policy.Messages(d.Deny), "generation", d.Generation)
+	}
+	resp.AuditAnnotations = map[string]string{"decision": decision, "policy-generation": gen}
+	return resp, decision, d
+}
+
+// input builds the rego input for a supported kind.
+func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.Request) (*policy.Input, error) {
+	subj, err := extract(gk, req.Object.Raw)
+	if err != nil {
+		return nil, badRequest(fmt.Errorf("cannot decode request.object as %s: %v; send a valid %s", req.Kind, err, req.Kind.Kind))
+	}
+	in := &policy.Input{
+		Version: policy.InputVersion,
+		Request: policy.Request{
+			UID: string(req.UID), Operation: string(req.Operation),
+			Kind: req.Kind.Kind, Group: req.Kind.Group, Version: req.Kind.Version,
+			Resource: req.Resource.Resource, SubResource: req.SubResource,
+			Namespace: req.Namespace, Name: req.Name,
+			Username: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+			DryRun: req.DryRun != nil && *req.DryRun,
+		},
+		Object: policy.Object{
+			APIVersion: req.Kind.Group + "/" + req.Kind.Version,
+			Kind:       req.Kind.Kind, Namespace: req.Namespace, Name: subj.meta.Name,
+		},
+	}
+	if req.Kind.Group == "" {
+		in.Object.APIVersion = req.Kind.Version
+	}
+	if in.Object.Name == "" {
+		in.Object.Name = req.Name
+	}
+	switch {
+	case subj.pv != nil:
+		in.Mounts = pvFacts(subj.pv)
+	case subj.spec != nil:
+		in.Pod, in.Mounts = podFacts(subj.spec)
+		if gk.Kind == "Pod" && req.Operation == admissionv1.Update {
+			in.Mounts, err = newMounts(gk, req.OldObject.Raw, in.Mounts)
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(in.Mounts) == 0 || req.Namespace == "" {
+		return in, nil
+	}
+	labels, _, err := h.opts.Namespaces.NamespaceLabels(ctx, req.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: looking up namespace %q: %w", req.Namespace, err)
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	in.Namespace = &policy.Namespace{Name: req.Namespace, Labels: labels}
+	return in, nil
+}
+
+// newMounts drops the mounts an updated pod already had. A pod's volumes and
+// containers cannot change after creation, so on UPDATE only what is new
+// (ephemeral containers) needs a decision; re-judging the rest would block
+// routine metadata updates of pods admitted under an older policy.
+func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]policy.Mount, error) {
+	if len(oldRaw) == 0 {
+		return mounts, nil
+	}
+	old, err := extract(gk, oldRaw)
+	if err != nil {
+		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %v", err))
+	}
+	_, oldMounts := podFacts(old.spec)
+	seen := make(map[policy.Mount]bool, len(oldMounts))
+	for _, m := range oldMounts {
+		seen[m] = true
+	}
+	fresh := mounts[:0:0]
+	for _, m := range mounts {
+		if !seen[m] {
+			fresh = append(fresh, m)
+		}
+	}
+	return fresh, nil
+}
+
+// mayHaveHostPath is a fast, conservative pre-check on the raw object: an
+// object in which neither "hostPath" nor "local" appears, and no \u escape
+// could spell them, has no host path volume. Decoding is case-sensitive, so
+// these byte searches cannot miss a field the decoder would see.
+func mayHaveHostPath(raw []byte) bool {
+	return bytes.Contains(raw, []byte(`"hostPath"`)) ||
+		bytes.Contains(raw, []byte(`"local"`)) ||
+		bytes.Contains(raw, []byte(`\u`))
+}
+
+func objectName(in *policy.Input) string {
+	if in == nil {
+		return ""
+	}
+	return in.Object.Name
+}
+
+// badRequestError marks input the handler cannot decode.
+type badRequestError struct{ err error }
+
+func (e badRequestError) Error() string { return e.err.Error() }
+func (e badRequestError) Unwrap() error { return e.err }
+
+func badRequest(err error) error { return badRequestError{err} }
+
+func errorResponse(err error) admission.Response {
+	var bre badRequestError
+	if errors.As(err, &bre) {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	return admission.Errored(http.StatusInternalServerError, err)
+}
