@@ -13,9 +13,19 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/endpoint"
+	diskgroup "github.com/pipeguard/pipeguard/agent/groups/disk"
 	fsgroup "github.com/pipeguard/pipeguard/agent/groups/filesystem"
+	iscsigroup "github.com/pipeguard/pipeguard/agent/groups/iscsi"
+	smbgroup "github.com/pipeguard/pipeguard/agent/groups/smb"
+	sysgroup "github.com/pipeguard/pipeguard/agent/groups/system"
+	volgroup "github.com/pipeguard/pipeguard/agent/groups/volume"
+	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
+	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
+	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
+	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/listen"
 	"github.com/pipeguard/pipeguard/agent/metrics"
 	"github.com/pipeguard/pipeguard/agent/server"
@@ -124,16 +134,57 @@ func New(o Options) (*Agent, error) {
 	return &Agent{opts: o, server: srv, registry: reg}, nil
 }
 
+// buildEndpoints assembles every API group with its host operations. The
+// Windows-only groups run their commands through o.Runner (the real runner
+// on Windows); elsewhere they are marked NeedsWindows and answer
+// Unimplemented.
 func buildEndpoints(o Options, conf *confine.Confiner) ([]endpoint.Endpoint, error) {
 	fsHost := o.Filesystem
 	if fsHost == nil {
 		fsHost = hostfs.Local{}
 	}
+	onWindows := o.GOOS == "windows"
+	run := o.Runner
+	if run == nil {
+		run = runner.Unsupported{GOOS: o.GOOS}
+		if onWindows {
+			run = runner.Exec{}
+		}
+	}
+
 	fs, err := fsgroup.New(fsHost, conf)
 	if err != nil {
 		return nil, err
 	}
-	return fs.Endpoints(), nil
+	disk, err := diskgroup.New(hostdisk.PowerShell{Runner: run})
+	if err != nil {
+		return nil, err
+	}
+	vol, err := volgroup.New(hostvol.PowerShell{Runner: run}, conf)
+	if err != nil {
+		return nil, err
+	}
+	smb, err := smbgroup.New(hostsmb.PowerShell{Runner: run}, conf, o.RequirePrivacy)
+	if err != nil {
+		return nil, err
+	}
+	sys, err := sysgroup.New(hostsys.PowerShell{Runner: run}, o.AllowedServices)
+	if err != nil {
+		return nil, fmt.Errorf("allowed services: %w", err)
+	}
+	iscsi, err := iscsigroup.New(hostiscsi.PowerShell{Runner: run})
+	if err != nil {
+		return nil, err
+	}
+
+	eps := fs.Endpoints()
+	for _, group := range [][]endpoint.Endpoint{disk.Endpoints(), vol.Endpoints(), smb.Endpoints(), sys.Endpoints(), iscsi.Endpoints()} {
+		for _, ep := range group {
+			ep.NeedsWindows = !onWindows
+			eps = append(eps, ep)
+		}
+	}
+	return eps, nil
 }
 
 // Listen opens every pipe or socket.

@@ -58,3 +58,13 @@ func (Exec) Run(ctx context.Context, cmd Command) ([]byte, error) {
 	}
 	return stdout.Bytes(), nil
 }
+
+// Unsupported refuses to run anything. The agent gives it to the Windows-only
+// groups on other OSes, where their calls are answered before any host
+// operation; it is a second stop.
+type Unsupported struct{ GOOS string }
+
+// Run returns an error.
+func (u Unsupported) Run(_ context.Context, cmd Command) ([]byte, error) {
+	return nil, fmt.Errorf("cannot run %s on %s: this host operation needs Windows", cmd.Program, u.GOOS)
+}

@@ -1,0 +1,105 @@
+package smb
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-logr/logr"
+
+	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/endpoint"
+	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
+	"github.com/pipeguard/pipeguard/agent/hostops/validate"
+)
+
+// Group is the API group name.
+const Group = "smb"
+
+// Server is the version-independent smb server.
+type Server struct {
+	host           hostsmb.API
+	conf           *confine.Confiner
+	requirePrivacy bool
+	// mu serializes mapping changes, as CSI Proxy does: two mounts of one
+	// share must not both create its global mapping.
+	mu sync.Mutex
+}
+
+// New returns a Server.
+func New(host hostsmb.API, conf *confine.Confiner, requirePrivacy bool) (*Server, error) {
+	if host == nil || conf == nil {
+		return nil, errors.New("smb server needs host operations and a confiner")
+	}
+	return &Server{host: host, conf: conf, requirePrivacy: requirePrivacy}, nil
+}
+
+// Endpoints returns every served smb API version.
+func (s *Server) Endpoints() []endpoint.Endpoint {
+	return []endpoint.Endpoint{
+		{Group: Group, Version: "v1alpha1", Register: s.registerV1alpha1},
+		{Group: Group, Version: "v1beta1", Register: s.registerV1beta1},
+		{Group: Group, Version: "v1beta2", Register: s.registerV1beta2},
+		{Group: Group, Version: "v1", Register: s.registerV1},
+	}
+}
+
+// NewSmbGlobalMapping maps the share of remotePath for the host, unless a
+// working mapping exists, and links localPath to remotePath when given.
+func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath, username, password string) error {
+	remote, root, err := validate.UNC("remote_path", remotePath)
+	if err != nil {
+		return err
+	}
+	local := ""
+	if localPath != "" {
+		if local, err = s.conf.Check("local_path", localPath, confine.ResolveParent); err != nil {
+			return err
+		}
+	}
+	if err := validate.Text("username", username, 256, false); err != nil {
+		return err
+	}
+	if err := validate.Text("password", password, 1024, false); err != nil {
+		return err
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := logr.FromContextOrDiscard(ctx)
+	mapped, err := s.host.IsMapped(ctx, root)
+	if err != nil {
+		log.V(1).Info("cannot tell whether the share is mapped; mapping it", "remotePath", root, "error", err.Error())
+		mapped = false
+	}
+	if mapped {
+		// A mapping whose credentials went stale answers nothing: replace it.
+		if valid, err := s.host.PathValid(ctx, remote); err != nil || !valid {
+			log.Info("replacing a global mapping that does not answer", "remotePath", root)
+			if err := s.host.RemoveGlobalMapping(ctx, root); err != nil {
+				return err
+			}
+			mapped = false
+		}
+	}
+	if !mapped {
+		if err := s.host.NewGlobalMapping(ctx, root, username, password, s.requirePrivacy); err != nil {
+			return err
+		}
+	}
+	if local != "" {
+		return s.host.NewLink(ctx, remote, local)
+	}
+	return nil
+}
+
+// RemoveSmbGlobalMapping removes the global mapping of remotePath's share.
+func (s *Server) RemoveSmbGlobalMapping(ctx context.Context, remotePath string) error {
+	_, root, err := validate.UNC("remote_path", remotePath)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.host.RemoveGlobalMapping(ctx, root)
+}

@@ -1,0 +1,143 @@
+package volume
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pipeguard/pipeguard/agent/apierr"
+	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/endpoint"
+	"github.com/pipeguard/pipeguard/agent/hostops/validate"
+	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+)
+
+// Group is the API group name.
+const Group = "volume"
+
+// Server is the version-independent volume server. Methods take the request
+// field names of the calling version so that refusals name the right field.
+type Server struct {
+	host hostvol.API
+	conf *confine.Confiner
+}
+
+// New returns a Server.
+func New(host hostvol.API, conf *confine.Confiner) (*Server, error) {
+	if host == nil || conf == nil {
+		return nil, errors.New("volume server needs host operations and a confiner")
+	}
+	return &Server{host: host, conf: conf}, nil
+}
+
+// Endpoints returns every served volume API version.
+func (s *Server) Endpoints() []endpoint.Endpoint {
+	return []endpoint.Endpoint{
+		{Group: Group, Version: "v1alpha1", Register: s.registerV1alpha1},
+		{Group: Group, Version: "v1beta1", Register: s.registerV1beta1},
+		{Group: Group, Version: "v1beta2", Register: s.registerV1beta2},
+		{Group: Group, Version: "v1beta3", Register: s.registerV1beta3},
+		{Group: Group, Version: "v1", Register: s.registerV1},
+		{Group: Group, Version: "v2alpha1", Register: s.registerV2alpha1},
+	}
+}
+
+const fieldVolumeID = "volume_id"
+
+func (s *Server) mountArgs(volumeID, pathField, path string) (string, error) {
+	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return "", err
+	}
+	return s.conf.Check(pathField, path, confine.ResolveParent)
+}
+
+// MountVolume mounts the volume at path.
+func (s *Server) MountVolume(ctx context.Context, volumeID, pathField, path string) error {
+	p, err := s.mountArgs(volumeID, pathField, path)
+	if err != nil {
+		return err
+	}
+	return s.host.MountVolume(ctx, volumeID, p)
+}
+
+// UnmountVolume flushes and unmounts the volume from path.
+func (s *Server) UnmountVolume(ctx context.Context, volumeID, pathField, path string) error {
+	p, err := s.mountArgs(volumeID, pathField, path)
+	if err != nil {
+		return err
+	}
+	return s.host.UnmountVolume(ctx, volumeID, p)
+}
+
+// IsVolumeFormatted reports whether the volume has a file system.
+func (s *Server) IsVolumeFormatted(ctx context.Context, volumeID string) (bool, error) {
+	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return false, err
+	}
+	return s.host.IsVolumeFormatted(ctx, volumeID)
+}
+
+// FormatVolume formats the volume as NTFS.
+func (s *Server) FormatVolume(ctx context.Context, volumeID string) error {
+	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return err
+	}
+	return s.host.FormatVolume(ctx, volumeID)
+}
+
+// ResizeVolume grows the volume to size bytes, or as far as possible for 0.
+func (s *Server) ResizeVolume(ctx context.Context, volumeID, sizeField string, size int64) error {
+	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return err
+	}
+	if size < 0 {
+		return apierr.Invalidf(sizeField, "is %d: give the new size in bytes, or 0 for the largest size", size)
+	}
+	return s.host.ResizeVolume(ctx, volumeID, size)
+}
+
+// GetVolumeStats returns total and used bytes.
+func (s *Server) GetVolumeStats(ctx context.Context, volumeID string) (int64, int64, error) {
+	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return 0, 0, err
+	}
+	return s.host.GetVolumeStats(ctx, volumeID)
+}
+
+// GetDiskNumberFromVolumeID returns the disk holding the volume.
+func (s *Server) GetDiskNumberFromVolumeID(ctx context.Context, volumeID string) (uint32, error) {
+	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return 0, err
+	}
+	return s.host.GetDiskNumberFromVolumeID(ctx, volumeID)
+}
+
+// GetVolumeIDFromTargetPath returns the volume mounted at path.
+func (s *Server) GetVolumeIDFromTargetPath(ctx context.Context, pathField, path string) (string, error) {
+	p, err := s.conf.Check(pathField, path, confine.ResolveParent)
+	if err != nil {
+		return "", err
+	}
+	return s.host.GetVolumeIDFromTargetPath(ctx, p)
+}
+
+// GetClosestVolumeIDFromTargetPath returns the volume nearest to path.
+func (s *Server) GetClosestVolumeIDFromTargetPath(ctx context.Context, path string) (string, error) {
+	p, err := s.conf.Check("target_path", path, confine.ResolveParent)
+	if err != nil {
+		return "", err
+	}
+	return s.host.GetClosestVolumeIDFromTargetPath(ctx, p)
+}
+
+// WriteVolumeCache flushes the volume's cache.
+func (s *Server) WriteVolumeCache(ctx context.Context, volumeID string) error {
+	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return err
+	}
+	return s.host.WriteVolumeCache(ctx, volumeID)
+}
+
+// ListVolumesOnDisk lists the volumes of a disk, or of one of its partitions.
+func (s *Server) ListVolumesOnDisk(ctx context.Context, disk, partition uint32) ([]string, error) {
+	return s.host.ListVolumesOnDisk(ctx, disk, partition)
+}

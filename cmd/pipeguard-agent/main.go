@@ -1,0 +1,31 @@
+// Command pipeguard-agent serves the CSI Proxy API groups on the node, on the
+// same named pipes as CSI Proxy, with every path confined to the kubelet path
+// and the working dirs. See docs/agent.md.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run parses the flags, then runs the agent until SIGTERM or Ctrl-C (or, as a
+// Windows service, until the service is stopped), and returns the exit code.
+func run(args []string, stderr io.Writer) int {
+	cfg, code, ok := parseFlags(args, stderr)
+	if !ok {
+		return code
+	}
+	if cfg.windowsService {
+		return runAsService(cfg.serviceName, func(ctx context.Context) int { return serve(ctx, cfg, stderr, nil) }, stderr)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, cfg, stderr, nil)
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/pipeguard/pipeguard/agent"
+	"github.com/pipeguard/pipeguard/agent/listen"
+)
+
+// When the test binary is started with this variable set, it is the agent.
+const asAgentEnv = "PIPEGUARD_AGENT_TEST_AS_AGENT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asAgentEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseFlags(t *testing.T) {
+	cases := map[string]struct {
+		args   []string
+		code   int
+		ok     bool
+		stderr string
+		check  func(t *testing.T, c config)
+	}{
+		"defaults": {args: nil, ok: true, check: func(t *testing.T, c config) {
+			if c.agent.KubeletPath != defaultKubeletPath() || !c.agent.RequirePrivacy || c.agent.PipeSDDL != listen.DefaultSDDL {
+				t.Errorf("defaults: %+v", c.agent)
+			}
+		}},
+		"repeatable flags": {
+			args: []string{"--kubelet-path", "/k", "--working-dir", "/w1", "--working-dir=/w2", "--allowed-service", "csiproxy", "--allowed-service", "smb", "--require-privacy=false", "--socket-dir", "/s"},
+			ok:   true,
+			check: func(t *testing.T, c config) {
+				o := c.agent
+				if o.KubeletPath != "/k" || strings.Join(o.WorkingDirs, ",") != "/w1,/w2" || strings.Join(o.AllowedServices, ",") != "csiproxy,smb" || o.RequirePrivacy || o.SocketDir != "/s" {
+					t.Errorf("parsed %+v", o)
+				}
+			},
+		},
+		"unknown flag":  {args: []string{"--nope"}, code: 2, stderr: "flag provided but not defined: -nope"},
+		"argument":      {args: []string{"extra"}, code: 2, stderr: `takes no arguments, got ["extra"]`},
+		"empty working": {args: []string{"--working-dir="}, code: 2, stderr: "empty value"},
+		"help":          {args: []string{"-h"}, code: 0, stderr: "-kubelet-path"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			c, code, ok := parseFlags(tc.args, &stderr)
+			if ok != tc.ok || code != tc.code {
+				t.Fatalf("ok=%v code=%d, want ok=%v code=%d (%s)", ok, code, tc.ok, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.stderr)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
+			}
+		})
+	}
+}
+
+func TestBadConfigurationExitsWithTwo(t *testing.T) {
+	var stderr bytes.Buffer
+	code := serve(context.Background(), config{agent: mustParse(t, "--kubelet-path", "relative", "--metrics-bind-address", "0")}, &stderr, nil)
+	if code != 2 || !strings.Contains(stderr.String(), "not absolute") {
+		t.Fatalf("code %d, stderr %s", code, stderr.String())
+	}
+}
+
+func mustParse(t *testing.T, args ...string) agent.Options {
+	t.Helper()
+	c, _, ok := parseFlags(args, &bytes.Buffer{})
+	if !ok {
+		t.Fatalf("parseFlags(%q) failed", args)
+	}
+	return c.agent
+}
+
+// TestContract runs the agent binary as operators and external checks do:
+// pipeguard-agent --socket-dir DIR --kubelet-path K serves
+// DIR/csi-proxy-filesystem-v1.sock, confines filesystem calls to K, and on
+// SIGTERM exits 0 and removes its sockets.
+func TestContract(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("unix sockets and SIGTERM")
+	}
+	dir := t.TempDir()
+	sockets, kubelet := filepath.Join(dir, "sockets"), filepath.Join(dir, "kubelet")
+	if err := os.MkdirAll(kubelet, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "--socket-dir", sockets, "--kubelet-path", kubelet, "--metrics-bind-address", "0")
+	cmd.Env = append(os.Environ(), asAgentEnv+"=1")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent logs "listening" once every socket is open.
+	var stderr strings.Builder
+	listening := make(chan struct{})
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), `"msg":"listening"`) {
+				close(listening)
+			}
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { <-logDone; exited <- cmd.Wait() }()
+	select {
+	case <-listening:
+	case err := <-exited:
+		t.Fatalf("agent exited before listening: %v\n%s", err, stderr.String())
+	}
+	sock := listen.SocketPath(sockets, "filesystem", "v1")
+
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := fsv1.NewFilesystemClient(conn)
+	ctx := context.Background()
+	if _, err := c.Mkdir(ctx, &fsv1.MkdirRequest{Path: kubelet + "/pods/a"}); err != nil {
+		t.Fatalf("Mkdir inside the kubelet path: %v", err)
+	}
+	_, err = c.Mkdir(ctx, &fsv1.MkdirRequest{Path: dir + "/elsewhere"})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "is outside the allowed roots") {
+		t.Fatalf("Mkdir outside: %v", err)
+	}
+	for _, group := range []string{"disk-v1", "volume-v1", "smb-v1", "system-v1alpha1", "iscsi-v1alpha2", "filesystem-v1beta1"} {
+		if _, err := os.Stat(filepath.Join(sockets, "csi-proxy-"+group+".sock")); err != nil {
+			t.Errorf("socket for %s: %v", group, err)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("agent exit after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	if entries, _ := os.ReadDir(sockets); len(entries) != 0 {
+		t.Fatalf("sockets left after SIGTERM: %v", entries)
+	}
+}
