@@ -1,0 +1,48 @@
+// Command pipeguard is the admin CLI: evaluate manifests against pipe access
+// policies and run rego tests offline.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK       = 0
+	exitDenied   = 1 // policy eval: something was denied; policy test: a test failed
+	exitBadInput = 2
+)
+
+const usage = `pipeguard: admin CLI for pipeguard.
+
+Usage:
+  pipeguard policy eval -f FILE [-f FILE...] [--policy FILE...] [--namespace-labels NS=k=v,...] [--namespace NS] [-o text|json]
+  pipeguard policy test [DIR...] [-v]
+
+Run "pipeguard policy eval -h" or "pipeguard policy test -h" for details.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) < 2 || args[0] != "policy" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		fmt.Fprint(stderr, usage)
+		return exitBadInput
+	}
+	switch args[1] {
+	case "eval":
+		return policyEval(args[2:], stdin, stdout, stderr)
+	case "test":
+		return policyTest(args[2:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "pipeguard: unknown command %q\n\n%s", "policy "+args[1], usage)
+	return exitBadInput
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// The CLI's exit codes, output lines and messages are a contract with
+// scripts and CI checks outside the repository.
+
+const deniedSneaky = `DENY Pod default/sneaky
+    [protected-pipe-mount] container "shell" mounts \\.\pipe\csi-proxy-disk-v1 through volume "disk", but it is not privileged or HostProcess and namespace "default" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess
+`
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestPolicyEval(t *testing.T) {
+	mixed, err := os.ReadFile("testdata/mixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		stdin      string
+		args       []string
+		wantCode   int
+		wantStdout string // exact, unless empty
+		contains   []string
+		wantStderr string // substring
+	}{
+		"mixed manifest": {
+			args:     []string{"policy", "eval", "-f", "testdata/mixed.yaml"},
+			wantCode: 1,
+			wantStdout: "ALLOW Namespace storage\nALLOW Pod storage/driver\n" + deniedSneaky +
+				"DENY PersistentVolume pipe-pv\n    [protected-pipe-pv] PersistentVolume \"pipe-pv\" points at \\\\.\\pipe\\csi-proxy-volume-v1 (local); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead\n" +
+				"ALLOW ConfigMap storage/settings\n",
+		},
+		"stdin and --namespace": {
+			stdin:    string(mixed),
+			args:     []string{"policy", "eval", "-f", "-", "--namespace", "team-b"},
+			wantCode: 1,
+			contains: []string{"DENY Pod team-b/sneaky", `namespace "team-b" is not allowed`},
+		},
+		"CSI node DaemonSet in an unlabelled namespace": {
+			args:     []string{"policy", "eval", "-f", "testdata/csi-node.yaml"},
+			wantCode: 1,
+			contains: []string{
+				"DENY DaemonSet csi-smb/csi-smb-node-win\n",
+				`    [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1"`,
+				`    [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1"`,
+			},
+		},
+		"namespace labels from the command line": {
+			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--namespace-labels", "csi-smb=team=storage,pipeguard.io/allow-csi-proxy=true"},
+			wantCode:   0,
+			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n",
+		},
+		"command-line labels replace manifest labels": {
+			args:     []string{"policy", "eval", "-f", "testdata/mixed.yaml", "--namespace-labels", "storage="},
+			wantCode: 1,
+			contains: []string{"DENY Pod storage/driver"},
+		},
+		"warn policy": {
+			args:     []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/warn-policy.yaml"},
+			wantCode: 0,
+			contains: []string{"WARN DaemonSet csi-smb/csi-smb-node-win\n", `    warning: [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-smb-v1`},
+		},
+		"broken rego names file and row": {
+			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/broken-policy.yaml"},
+			wantCode:   2,
+			wantStderr: `invalid policy: PipeAccessPolicy "broken": 1 error occurred: broken/rules.rego:5: rego_parse_error: unexpected } token`,
+		},
+		"unknown policy field": {
+			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/typo-policy.yaml"},
+			wantCode:   2,
+			wantStderr: `testdata/typo-policy.yaml: document 1: invalid PipeAccessPolicy "typo": unknown field "spec.allow.namespace"`,
+		},
+		"a manifest as --policy": {
+			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/csi-node.yaml"},
+			wantCode:   2,
+			wantStderr: `testdata/csi-node.yaml: document 1: DaemonSet "csi-smb-node-win" is not a PipeAccessPolicy`,
+		},
+		"invalid YAML names the document": {
+			stdin:      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: [\n",
+			args:       []string{"policy", "eval", "-f", "-"},
+			wantCode:   2,
+			wantStderr: "<stdin>: document 2: invalid YAML or JSON",
+		},
+		"not an object": {
+			stdin:      "- a\n- b\n",
+			args:       []string{"policy", "eval", "-f", "-"},
+			wantCode:   2,
+			wantStderr: "<stdin>: document 1: not a Kubernetes object",
+		},
+		"missing kind": {
+			stdin:      "apiVersion: v1\nmetadata: {name: a}\n",
+			args:       []string{"policy", "eval", "-f", "-"},
+			wantCode:   2,
+			wantStderr: "<stdin>: document 1: not a Kubernetes object: apiVersion and kind are required",
+		},
+		"undecodable pod": {
+			stdin:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {volumes: [{name: v, hostPath: {path: 7}}]}\n",
+			args:       []string{"policy", "eval", "-f", "-"},
+			wantCode:   2,
+			wantStderr: `<stdin>: document 1: Pod "p": cannot decode request.object as /v1, Kind=Pod`,
+		},
+		"JSON input": {
+			stdin:    `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j"}, "spec": {"containers": [{"name": "c", "volumeMounts": [{"name": "v", "mountPath": "C:\\p"}]}], "volumes": [{"name": "v", "hostPath": {"path": "\\\\.\\pipe\\csi-proxy-disk-v1"}}]}}`,
+			args:     []string{"policy", "eval", "-f", "-"},
+			wantCode: 1,
+			contains: []string{"DENY Pod default/j\n"},
+		},
+		"missing file": {
+			args:       []string{"policy", "eval", "-f", "testdata/nope.yaml"},
+			wantCode:   2,
+			wantStderr: "cannot read testdata/nope.yaml",
+		},
+		"no -f": {
+			args:       []string{"policy", "eval"},
+			wantCode:   2,
+			wantStderr: "give the manifests with -f FILE",
+		},
+		"bad namespace labels": {
+			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--namespace-labels", "csi-smb=novalue"},
+			wantCode:   2,
+			wantStderr: `--namespace-labels "csi-smb=novalue": label "novalue" is not key=value`,
+		},
+		"unknown command": {
+			args:       []string{"policy", "frobnicate"},
+			wantCode:   2,
+			wantStderr: `unknown command "policy frobnicate"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.stdin, tc.args...)
+			if code != tc.wantCode {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			if tc.wantStdout != "" && out != tc.wantStdout {
+				t.Errorf("stdout:\n%s\nwant:\n%s", out, tc.wantStdout)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(out, c) {
+					t.Errorf("stdout:\n%s\nwant it to contain:\n%s", out, c)
+				}
+			}
+			if !strings.Contains(errOut, tc.wantStderr) {
+				t.Errorf("stderr %q, want it to contain %q", errOut, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestPolicyEvalJSON(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "policy", "eval", "-f", "testdata/mixed.yaml", "-o", "json")
+	if code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr %s", code, errOut)
+	}
+	var results []evalResult
+	if err := json.Unmarshal([]byte(out), &results); err != nil {
+		t.Fatalf("-o json output is not JSON: %v\n%s", err, out)
+	}
+	if len(results) != 5 {
+		t.Fatalf("%d results, want 5", len(results))
+	}
+	pv := results[3]
+	if pv.Kind != "PersistentVolume" || pv.Decision != "DENY" || pv.Source != "testdata/mixed.yaml: document 4, item 1" ||
+		len(pv.Deny) != 1 || pv.Deny[0].Rule != "protected-pipe-pv" || pv.Deny[0].Pipe != "csi-proxy-volume-v1" {
+		t.Fatalf("PersistentVolume result %+v", pv)
+	}
+}
+
+func TestPolicyTest(t *testing.T) {
+	cases := map[string]struct {
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		"shipped rules":       {args: []string{"policy", "test"}, wantCode: 0, wantStdout: "PASS: "},
+		"admin rules pass":    {args: []string{"policy", "test", "testdata/regotests/pass"}, wantCode: 0, wantStdout: "PASS: 2/2"},
+		"admin rules fail":    {args: []string{"policy", "test", "testdata/regotests/fail"}, wantCode: 1, wantStdout: "data.pipeguard.admission.smbonly_test.test_expects_the_wrong_thing: FAIL"},
+		"rego does not parse": {args: []string{"policy", "test", "testdata/regotests/broken"}, wantCode: 2, wantStderr: "testdata/regotests/broken/broken_test.rego:5: rego_parse_error"},
+		"no such directory":   {args: []string{"policy", "test", "testdata/none"}, wantCode: 2, wantStderr: "cannot read rego from testdata/none"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", tc.args...)
+			if code != tc.wantCode {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			if !strings.Contains(out, tc.wantStdout) || !strings.Contains(errOut, tc.wantStderr) {
+				t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout to contain %q and stderr %q", out, errOut, tc.wantStdout, tc.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// document is one Kubernetes object read from a manifest.
+type document struct {
+	source string // "file: document N" or "file: document N, item M"
+	raw    []byte // JSON
+	meta   objectHeader
+}
+
+type objectHeader struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+// inputError is bad input: the CLI exits 2 with its message.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+func badInput(format string, args ...any) error {
+	return &inputError{msg: fmt.Sprintf(format, args...)}
+}
+
+// readManifests reads objects from files, directories (their .yaml, .yml
+// and .json files) or "-" for stdin. Multi-document YAML, JSON and `kind:
+// List` are accepted.
+func readManifests(paths []string, stdin io.Reader) ([]document, error) {
+	var docs []document
+	for _, p := range paths {
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			var data []byte
+			if f == "-" {
+				data, err = io.ReadAll(stdin)
+			} else {
+				data, err = os.ReadFile(f)
+			}
+			if err != nil {
+				return nil, badInput("cannot read %s: %v", displayName(f), err)
+			}
+			more, err := splitDocuments(displayName(f), data)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, more...)
+		}
+	}
+	return docs, nil
+}
+
+func displayName(f string) string {
+	if f == "-" {
+		return "<stdin>"
+	}
+	return f
+}
+
+func expand(p string) ([]string, error) {
+	if p == "-" {
+		return []string{p}, nil
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, badInput("cannot read %s: %v", p, err)
+	}
+	if !info.IsDir() {
+		return []string{p}, nil
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return nil, badInput("cannot read directory %s: %v", p, err)
+	}
+	var files []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return nil, badInput("directory %s holds no .yaml, .yml or .json files", p)
+	}
+	return files, nil
+}
+
+func splitDocuments(name string, data []byte) ([]document, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs []document
+	for n := 1; ; n++ {
+		chunk, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, badInput("%s: document %d: cannot read YAML: %v", name, n, err)
+		}
+		if len(bytes.TrimSpace(stripComments(chunk))) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s: document %d", name, n)
+		raw, err := yaml.YAMLToJSONStrict(chunk)
+		if err != nil {
+			return nil, badInput("%s: invalid YAML or JSON: %v", where, err)
+		}
+		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue
+		}
+		more, err := objects(where, raw)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, more...)
+	}
+	return docs, nil
+}
+
+// objects turns one document into objects, expanding lists.
+func objects(where string, raw []byte) ([]document, error) {
+	var h objectHeader
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return nil, badInput("%s: not a Kubernetes object: %v", where, err)
+	}
+	if h.Kind == "" || h.APIVersion == "" {
+		return nil, badInput("%s: not a Kubernetes object: apiVersion and kind are required", where)
+	}
+	if !strings.HasSuffix(h.Kind, "List") {
+		return []document{{source: where, raw: raw, meta: h}}, nil
+	}
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, badInput("%s: %s items: %v", where, h.Kind, err)
+	}
+	var out []document
+	for i, item := range list.Items {
+		more, err := objects(fmt.Sprintf("%s, item %d", where, i+1), item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	return out, nil
+}
+
+func stripComments(chunk []byte) []byte {
+	var out [][]byte
+	for _, line := range bytes.Split(chunk, []byte("\n")) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '#' {
+			continue
+		}
+		out = append(out, line)
+	}
+	return bytes.Join(out, []byte("\n"))
+}

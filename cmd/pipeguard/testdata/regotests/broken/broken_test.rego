@@ -1,0 +1,5 @@
+package pipeguard.admission.broken
+
+test_x if {
+	x := 
+}
