@@ -1,0 +1,364 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	diskv1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
+	diskv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1alpha1"
+	diskv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta1"
+	diskv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta2"
+	diskv1beta3 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta3"
+	iscsiv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha1"
+	iscsiv1alpha2 "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha2"
+	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
+	smbv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1alpha1"
+	smbv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1beta1"
+	smbv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1beta2"
+	sysv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/system/v1alpha1"
+	volv1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1"
+	volv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1alpha1"
+	volv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
+	volv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
+	volv1beta3 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta3"
+	volv2alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v2alpha1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+)
+
+// TestWindowsOnlyGroupsUnimplemented calls every Windows-only API group
+// version on the Linux agent: each answers Unimplemented, saying it needs
+// Windows, and nothing runs on the host.
+func TestWindowsOnlyGroupsUnimplemented(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("these groups are served on Windows")
+	}
+	r := start(t, Options{})
+	ctx := context.Background()
+	type call func(*grpc.ClientConn) error
+	cases := map[string]call{
+		"disk/v1alpha1": func(c *grpc.ClientConn) error {
+			_, err := diskv1alpha1.NewDiskClient(c).Rescan(ctx, &diskv1alpha1.RescanRequest{})
+			return err
+		},
+		"disk/v1beta1": func(c *grpc.ClientConn) error {
+			_, err := diskv1beta1.NewDiskClient(c).ListDiskIDs(ctx, &diskv1beta1.ListDiskIDsRequest{})
+			return err
+		},
+		"disk/v1beta2": func(c *grpc.ClientConn) error {
+			_, err := diskv1beta2.NewDiskClient(c).PartitionDisk(ctx, &diskv1beta2.PartitionDiskRequest{DiskID: "not a number"})
+			return err
+		},
+		"disk/v1beta3": func(c *grpc.ClientConn) error {
+			_, err := diskv1beta3.NewDiskClient(c).GetDiskStats(ctx, &diskv1beta3.GetDiskStatsRequest{DiskNumber: 1})
+			return err
+		},
+		"disk/v1": func(c *grpc.ClientConn) error {
+			_, err := diskv1.NewDiskClient(c).ListDiskLocations(ctx, &diskv1.ListDiskLocationsRequest{})
+			return err
+		},
+		"volume/v1alpha1": func(c *grpc.ClientConn) error {
+			_, err := volv1alpha1.NewVolumeClient(c).FormatVolume(ctx, &volv1alpha1.FormatVolumeRequest{})
+			return err
+		},
+		"volume/v1beta1": func(c *grpc.ClientConn) error {
+			_, err := volv1beta1.NewVolumeClient(c).VolumeStats(ctx, &volv1beta1.VolumeStatsRequest{})
+			return err
+		},
+		"volume/v1beta2": func(c *grpc.ClientConn) error {
+			_, err := volv1beta2.NewVolumeClient(c).WriteVolumeCache(ctx, &volv1beta2.WriteVolumeCacheRequest{})
+			return err
+		},
+		"volume/v1beta3": func(c *grpc.ClientConn) error {
+			_, err := volv1beta3.NewVolumeClient(c).IsVolumeFormatted(ctx, &volv1beta3.IsVolumeFormattedRequest{})
+			return err
+		},
+		"volume/v1": func(c *grpc.ClientConn) error {
+			_, err := volv1.NewVolumeClient(c).MountVolume(ctx, &volv1.MountVolumeRequest{VolumeId: "x", TargetPath: "/etc"})
+			return err
+		},
+		"volume/v2alpha1": func(c *grpc.ClientConn) error {
+			_, err := volv2alpha1.NewVolumeClient(c).GetClosestVolumeIDFromTargetPath(ctx, &volv2alpha1.GetClosestVolumeIDFromTargetPathRequest{})
+			return err
+		},
+		"smb/v1alpha1": func(c *grpc.ClientConn) error {
+			_, err := smbv1alpha1.NewSmbClient(c).RemoveSmbGlobalMapping(ctx, &smbv1alpha1.RemoveSmbGlobalMappingRequest{})
+			return err
+		},
+		"smb/v1beta1": func(c *grpc.ClientConn) error {
+			_, err := smbv1beta1.NewSmbClient(c).NewSmbGlobalMapping(ctx, &smbv1beta1.NewSmbGlobalMappingRequest{})
+			return err
+		},
+		"smb/v1beta2": func(c *grpc.ClientConn) error {
+			_, err := smbv1beta2.NewSmbClient(c).NewSmbGlobalMapping(ctx, &smbv1beta2.NewSmbGlobalMappingRequest{})
+			return err
+		},
+		"smb/v1": func(c *grpc.ClientConn) error {
+			_, err := smbv1.NewSmbClient(c).NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\srv\share`})
+			return err
+		},
+		"system/v1alpha1": func(c *grpc.ClientConn) error {
+			_, err := sysv1alpha1.NewSystemClient(c).GetBIOSSerialNumber(ctx, &sysv1alpha1.GetBIOSSerialNumberRequest{})
+			return err
+		},
+		"iscsi/v1alpha1": func(c *grpc.ClientConn) error {
+			_, err := iscsiv1alpha1.NewIscsiClient(c).ListTargetPortals(ctx, &iscsiv1alpha1.ListTargetPortalsRequest{})
+			return err
+		},
+		"iscsi/v1alpha2": func(c *grpc.ClientConn) error {
+			_, err := iscsiv1alpha2.NewIscsiClient(c).SetMutualChapSecret(ctx, &iscsiv1alpha2.SetMutualChapSecretRequest{})
+			return err
+		},
+	}
+	for name, call := range cases {
+		t.Run(name, func(t *testing.T) {
+			group, version, _ := strings.Cut(name, "/")
+			err := call(r.dial(t, group, version))
+			wantStatus(t, err, codes.Unimplemented, fmt.Sprintf(
+				" needs Windows: pipeguard-agent serves the %s API group only on Windows nodes, and this one runs %s", group, runtime.GOOS))
+		})
+	}
+}
+
+// windowsAgent runs the agent with Windows path rules and a fake command
+// runner, so the Windows-only groups run their whole request path on real
+// sockets here.
+func windowsAgent(t *testing.T, allowedServices ...string) (*running, *runner.Fake) {
+	t.Helper()
+	fake := &runner.Fake{}
+	r := start(t, Options{
+		GOOS:            "windows",
+		KubeletPath:     `C:\var\lib\kubelet`,
+		Filesystem:      &fakeFS{},
+		Runner:          fake,
+		AllowedServices: allowedServices,
+		RequirePrivacy:  true,
+	})
+	return r, fake
+}
+
+const volumeID = `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`
+
+// TestWindowsGroupsValidateFirst checks, per request field, that bad input is
+// refused with a code and a message naming the field or rule, and that no
+// command ran.
+func TestWindowsGroupsValidateFirst(t *testing.T) {
+	r, fake := windowsAgent(t, "csiproxy-helper")
+	ctx := context.Background()
+	smb := smbv1.NewSmbClient(r.dial(t, "smb", "v1"))
+	vol := volv1.NewVolumeClient(r.dial(t, "volume", "v1"))
+	volBeta := volv1beta1.NewVolumeClient(r.dial(t, "volume", "v1beta1"))
+	sys := sysv1alpha1.NewSystemClient(r.dial(t, "system", "v1alpha1"))
+	iscsi := iscsiv1alpha2.NewIscsiClient(r.dial(t, "iscsi", "v1alpha2"))
+	disk := diskv1beta2.NewDiskClient(r.dial(t, "disk", "v1beta2"))
+	portal := &iscsiv1alpha2.TargetPortal{TargetAddress: "10.0.0.5", TargetPort: 3260}
+
+	cases := map[string]struct {
+		call func() error
+		code codes.Code
+		msg  string
+	}{
+		"smb local path outside the kubelet path": {
+			call: func() error {
+				_, err := smb.NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\srv\share`, LocalPath: `C:\Windows\System32\x`, Username: "u", Password: "p"})
+				return err
+			},
+			code: codes.PermissionDenied, msg: `local_path: path "C:\Windows\System32\x" is outside the allowed roots [C:\var\lib\kubelet]`,
+		},
+		"smb local path with long-path prefix": {
+			call: func() error {
+				_, err := smb.NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\srv\share`, LocalPath: `\\?\C:\var\lib\kubelet\x`})
+				return err
+			},
+			code: codes.InvalidArgument, msg: "(confinement rule alternate-prefix)",
+		},
+		"smb remote path injection": {
+			call: func() error {
+				_, err := smb.NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\srv\share"; Remove-Item C:\ -Recurse; "`})
+				return err
+			},
+			code: codes.InvalidArgument, msg: `contains one of :*?"<>|: give a share path like`,
+		},
+		"smb remote path not UNC": {
+			call: func() error {
+				_, err := smb.RemoveSmbGlobalMapping(ctx, &smbv1.RemoveSmbGlobalMappingRequest{RemotePath: `C:\share`})
+				return err
+			},
+			code: codes.InvalidArgument, msg: `remote_path: "C:\share" is not a UNC path`,
+		},
+		"smb user name with newline": {
+			call: func() error {
+				_, err := smb.NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\srv\share`, Username: "u\nStop-Computer"})
+				return err
+			},
+			code: codes.InvalidArgument, msg: "username: contains a control character",
+		},
+		"volume id injection": {
+			call: func() error {
+				_, err := vol.FormatVolume(ctx, &volv1.FormatVolumeRequest{VolumeId: `$(Stop-Computer)`})
+				return err
+			},
+			code: codes.InvalidArgument, msg: `volume_id: "$(Stop-Computer)" is not a volume id`,
+		},
+		"volume target outside": {
+			call: func() error {
+				_, err := vol.MountVolume(ctx, &volv1.MountVolumeRequest{VolumeId: volumeID, TargetPath: `C:\var\lib\kubeletX\mnt`})
+				return err
+			},
+			code: codes.PermissionDenied, msg: `target_path: path "C:\var\lib\kubeletX\mnt" is outside the allowed roots`,
+		},
+		"volume v1beta1 mount traversal": {
+			call: func() error {
+				_, err := volBeta.GetVolumeIDFromMount(ctx, &volv1beta1.VolumeIDFromMountRequest{Mount: `C:\var\lib\kubelet\..\..\..\Windows`})
+				return err
+			},
+			code: codes.InvalidArgument, msg: `mount: path "C:\var\lib\kubelet\..\..\..\Windows" contains a ".." segment`,
+		},
+		"volume v1beta1 disk id": {
+			call: func() error {
+				_, err := volBeta.ListVolumesOnDisk(ctx, &volv1beta1.ListVolumesOnDiskRequest{DiskId: "1; Stop-Computer"})
+				return err
+			},
+			code: codes.InvalidArgument, msg: `disk_id: "1; Stop-Computer" is not a disk number`,
+		},
+		"volume negative size": {
+			call: func() error {
+				_, err := vol.ResizeVolume(ctx, &volv1.ResizeVolumeRequest{VolumeId: volumeID, SizeBytes: -1})
+				return err
+			},
+			code: codes.InvalidArgument, msg: "size_bytes: is -1",
+		},
+		"system service not allowed": {
+			call: func() error {
+				_, err := sys.StopService(ctx, &sysv1alpha1.StopServiceRequest{Name: "WinDefend", Force: true})
+				return err
+			},
+			code: codes.PermissionDenied,
+			msg:  `StopService of service "WinDefend" refused: it is not an allowed service (allowed: [csiproxy-helper]); to allow it, start the agent with --allowed-service=WinDefend (rule allowed-services)`,
+		},
+		"system service wildcard": {
+			call: func() error {
+				_, err := sys.StartService(ctx, &sysv1alpha1.StartServiceRequest{Name: "*"})
+				return err
+			},
+			code: codes.InvalidArgument, msg: `name: "*" is not a service name`,
+		},
+		"iscsi address injection": {
+			call: func() error {
+				_, err := iscsi.AddTargetPortal(ctx, &iscsiv1alpha2.AddTargetPortalRequest{TargetPortal: &iscsiv1alpha2.TargetPortal{TargetAddress: "10.0.0.5'; calc; '"}})
+				return err
+			},
+			code: codes.InvalidArgument, msg: "target_portal.target_address: ",
+		},
+		"iscsi missing portal": {
+			call: func() error {
+				_, err := iscsi.DiscoverTargetPortal(ctx, &iscsiv1alpha2.DiscoverTargetPortalRequest{})
+				return err
+			},
+			code: codes.InvalidArgument, msg: "target_portal: is missing",
+		},
+		"iscsi bad iqn": {
+			call: func() error {
+				_, err := iscsi.ConnectTarget(ctx, &iscsiv1alpha2.ConnectTargetRequest{TargetPortal: portal, Iqn: "`calc`"})
+				return err
+			},
+			code: codes.InvalidArgument, msg: "iqn: \"`calc`\" is not an iSCSI name",
+		},
+		"iscsi CHAP without user": {
+			call: func() error {
+				_, err := iscsi.ConnectTarget(ctx, &iscsiv1alpha2.ConnectTargetRequest{TargetPortal: portal, Iqn: "iqn.2001-04.com.example:d", AuthType: iscsiv1alpha2.AuthenticationType_ONE_WAY_CHAP})
+				return err
+			},
+			code: codes.InvalidArgument, msg: "chap_username: is empty",
+		},
+		"disk id not a number": {
+			call: func() error {
+				_, err := disk.SetAttachState(ctx, &diskv1beta2.SetAttachStateRequest{DiskID: "1 -IsReadOnly"})
+				return err
+			},
+			code: codes.InvalidArgument, msg: `diskID: "1 -IsReadOnly" is not a disk number`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wantStatus(t, tc.call(), tc.code, tc.msg)
+		})
+	}
+	if cmds := fake.Commands(); len(cmds) != 0 {
+		t.Fatalf("refused calls ran commands: %+v", cmds)
+	}
+}
+
+// TestWindowsGroupsRun checks accepted calls end to end: the command that
+// runs, with the request values in its environment, and the answer parsed.
+func TestWindowsGroupsRun(t *testing.T) {
+	r, fake := windowsAgent(t, "CSIProxy-Helper")
+	fake.Respond = func(c runner.Command) ([]byte, error) {
+		script := c.Args[len(c.Args)-1]
+		switch {
+		case strings.Contains(script, "Get-SmbGlobalMapping"):
+			return []byte("false"), nil
+		case strings.Contains(script, "Get-Disk | Select-Object Number, Location"):
+			return []byte(`{"Number":1,"Location":"Integrated : Adapter 3 : Port 0 : Target 0 : LUN 1"}`), nil
+		case strings.Contains(script, "Select-Object Size, SizeRemaining"):
+			return []byte(`{"Size":100,"SizeRemaining":40}`), nil
+		}
+		return nil, nil
+	}
+	ctx := context.Background()
+
+	_, err := smbv1.NewSmbClient(r.dial(t, "smb", "v1")).NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{
+		RemotePath: `//srv/share/dir`, LocalPath: `C:\var\lib\kubelet\plugins\smb\pv\globalmount`,
+		Username: `DOM\u`, Password: `p'$(x)"`,
+	})
+	if err != nil {
+		t.Fatalf("NewSmbGlobalMapping: %v", err)
+	}
+	cmds := fake.Commands()
+	if len(cmds) != 3 {
+		t.Fatalf("ran %d commands, want IsMapped, NewGlobalMapping, NewLink: %+v", len(cmds), cmds)
+	}
+	wantEnv := [][]string{
+		{`smbremotepath=\\srv\share`},
+		{`smbuser=DOM\u`, `smbpassword=p'$(x)"`, `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
+		{`smbremotepath=\\srv\share\dir\`, `smblocalpath=C:\var\lib\kubelet\plugins\smb\pv\globalmount`},
+	}
+	for i, c := range cmds {
+		if c.Program != runner.PowerShellProgram || fmt.Sprint(c.Env) != fmt.Sprint(wantEnv[i]) {
+			t.Errorf("command %d: %s %q, want env %q", i, c.Program, c.Env, wantEnv[i])
+		}
+	}
+
+	locs, err := diskv1.NewDiskClient(r.dial(t, "disk", "v1")).ListDiskLocations(ctx, &diskv1.ListDiskLocationsRequest{})
+	if err != nil || locs.DiskLocations[1].GetLUNID() != "1" || locs.DiskLocations[1].GetAdapter() != "3" {
+		t.Fatalf("ListDiskLocations = %v, %v", locs, err)
+	}
+	stats, err := volv1beta2.NewVolumeClient(r.dial(t, "volume", "v1beta2")).VolumeStats(ctx, &volv1beta2.VolumeStatsRequest{VolumeId: volumeID})
+	if err != nil || stats.VolumeSize != 100 || stats.VolumeUsedSize != 60 {
+		t.Fatalf("VolumeStats = %v, %v", stats, err)
+	}
+	// Allowed services compare case-insensitively, as Windows names do.
+	if _, err := sysv1alpha1.NewSystemClient(r.dial(t, "system", "v1alpha1")).StartService(ctx, &sysv1alpha1.StartServiceRequest{Name: "csiproxy-helper"}); err != nil {
+		t.Fatalf("StartService of an allowed service: %v", err)
+	}
+	last := fake.Commands()[len(fake.Commands())-1]
+	if fmt.Sprint(last.Env) != "[servicename=csiproxy-helper]" {
+		t.Fatalf("StartService env %q", last.Env)
+	}
+}
+
+// TestHostFailureIsUnknown keeps CSI Proxy's error shape for failures of the
+// host operation: codes.Unknown with the error text.
+func TestHostFailureIsUnknown(t *testing.T) {
+	r, fake := windowsAgent(t)
+	fake.Respond = func(runner.Command) ([]byte, error) {
+		return nil, fmt.Errorf("exit status 1: Format-Volume : Access denied")
+	}
+	_, err := volv1.NewVolumeClient(r.dial(t, "volume", "v1")).FormatVolume(context.Background(), &volv1.FormatVolumeRequest{VolumeId: volumeID})
+	wantStatus(t, err, codes.Unknown, "Format-Volume failed: exit status 1: Format-Volume : Access denied")
+}
