@@ -7,8 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// span is one path segment: b[lo:hi] of the folded path.
-type span struct{ lo, hi int }
+// span is one path segment: b[lo:hi] of the folded path, preceded by run
+// separators.
+type span struct{ lo, hi, run int }
 
 // parsed is a trimmed, folded path split into segments. Its slices point
 // into arrays on classifyPath's stack for typical paths, so that a verdict
@@ -38,8 +39,9 @@ const maxHops = 16
 type verdict struct {
 	class  Class
 	reason string
-	fixed  int // leading segments that are namespace structure (device, server, share, the pipe root)
-	name   int // Class Pipe: index of the first segment of the pipe name
+	fixed  int  // leading segments that are namespace structure (device, server, share, the pipe root)
+	name   int  // Class Pipe: index of the first segment of the pipe name
+	open   bool // the path ended where Windows expects a device, server or share name
 }
 
 // classifyPath classifies a path that has no encodings, control characters
@@ -61,18 +63,19 @@ func classifyPath(raw string) Result {
 		lead++
 	}
 	segs := segArr[:0]
-	maxRun := 0
+	maxRun, run := 0, lead
 	for i := lead; i < len(b); {
 		j := i
 		for j < len(b) && b[j] != '\\' {
 			j++
 		}
-		segs = append(segs, span{i, j})
+		segs = append(segs, span{i, j, run})
 		k := j
 		for k < len(b) && b[k] == '\\' {
 			k++
 		}
-		maxRun = max(maxRun, k-j)
+		run = k - j
+		maxRun = max(maxRun, run)
 		i = k
 	}
 
@@ -103,12 +106,14 @@ func classifyPath(raw string) Result {
 	default:
 		prefix, st = `\`, stRoot
 	}
-	segs, climbed := p.resolve(segs, st)
+	segs, climbed, rootDot := p.resolve(segs, st)
 	switch {
 	case maxRun >= 3:
 		return p.result(prefix, segs, verdict{class: Ambiguous, reason: reasonRun})
 	case climbed && p.smells:
 		return p.result(prefix, segs, verdict{class: Ambiguous, reason: reasonClimb})
+	case rootDot && p.smells:
+		return p.result(prefix, segs, verdict{class: Ambiguous, reason: reasonRootDot})
 	case dotty && p.smells:
 		return p.result(prefix, segs, verdict{class: Ambiguous, reason: reasonDots})
 	}
@@ -158,13 +163,18 @@ func (p *parsed) strip(segs []span) ([]span, bool) {
 
 // resolve applies `.` and `..` segments in place. A `..` that would pop a
 // namespace segment (a device name, a server or share, the pipe root) is
-// kept as a no-op and reported: Windows layers disagree on whether such a
-// `..` stops at that root or climbs past it.
-func (p *parsed) resolve(segs []span, st state) ([]span, bool) {
-	out, climbed := segs[:0], false
+// kept as a no-op and reported as climbed: Windows layers disagree on
+// whether such a `..` stops at that root or climbs past it. A `.` where a
+// device, server or share name belongs is dropped and reported as rootDot:
+// a layer that does not resolve it reads the names after it differently.
+func (p *parsed) resolve(segs []span, st state) (out []span, climbed, rootDot bool) {
+	out = segs[:0]
 	for _, s := range segs {
 		switch t := p.text(s); {
 		case eq(t, "."):
+			if len(out) == 0 || p.walk(out, st, false).open {
+				rootDot = true
+			}
 		case eq(t, ".."):
 			if len(out) == 0 || len(out)-1 < p.walk(out, st, false).fixed {
 				climbed = true
@@ -175,7 +185,7 @@ func (p *parsed) resolve(segs []span, st state) ([]span, bool) {
 			out = append(out, s)
 		}
 	}
-	return out, climbed
+	return out, climbed, rootDot
 }
 
 // walk follows segs through the Windows object namespace from st. With scan
@@ -184,7 +194,7 @@ func (p *parsed) resolve(segs []span, st state) ([]span, bool) {
 func (p *parsed) walk(segs []span, st state, scan bool) verdict {
 	for i := 0; i < len(segs); i++ {
 		if i >= maxHops {
-			return verdict{class: Ambiguous, reason: reasonUnknownDev, fixed: len(segs)}
+			return verdict{class: Ambiguous, reason: reasonLoop, fixed: len(segs)}
 		}
 		t := p.text(segs[i])
 		switch st {
@@ -228,7 +238,11 @@ func (p *parsed) walk(segs []span, st state, scan bool) verdict {
 				continue
 			}
 			if i+1 >= len(segs) {
-				return verdict{class: Ambiguous, reason: reasonServer, fixed: len(segs)}
+				return verdict{class: Ambiguous, reason: reasonServer, fixed: len(segs), open: true}
+			}
+			if scan && p.smells && ((i > 0 && segs[i].run >= 2) || segs[i+1].run >= 2) {
+				// `\\?\UNC\\pipe\x`: is the server empty, or is it "pipe"?
+				return verdict{class: Ambiguous, reason: reasonEmptyName, fixed: i + 2}
 			}
 			switch share := p.text(segs[i+1]); {
 			case eq(share, "pipe"):
@@ -240,9 +254,9 @@ func (p *parsed) walk(segs []span, st state, scan bool) verdict {
 		}
 	}
 	if st == stMup {
-		return verdict{class: Ambiguous, reason: reasonServer, fixed: len(segs)}
+		return verdict{class: Ambiguous, reason: reasonServer, fixed: len(segs), open: true}
 	}
-	return verdict{class: Ambiguous, reason: reasonAncestor, fixed: len(segs)}
+	return verdict{class: Ambiguous, reason: reasonAncestor, fixed: len(segs), open: true}
 }
 
 // pipeName judges segs[start:], the path below the pipe namespace.

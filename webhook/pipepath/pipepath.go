@@ -37,8 +37,11 @@ const (
 	reasonServer      = `path names a UNC server, whose \pipe share holds its named pipes`
 	reasonIPC         = "path names the IPC$ share, which carries named pipes"
 	reasonUnknownDev  = "path mentions a pipe under a device name that cannot be resolved"
+	reasonLoop        = "path follows too many object namespace links to resolve"
 	reasonNTCollapse  = "path reads as an NT object path that reaches pipes if its leading separators are collapsed"
 	reasonClimb       = "path has a `..` that climbs above the root of a pipe-like path"
+	reasonRootDot     = "path has a `.` where Windows expects a device, server or share name"
+	reasonEmptyName   = "path has an empty server or share name in a pipe-like UNC path"
 	reasonDots        = "path has a segment made only of dots and spaces in a pipe-like path"
 	reasonLeadingRun  = "path starts with three or more separators and mentions a pipe"
 	reasonRun         = "path has a run of three or more separators in the device or UNC namespace"
