@@ -67,9 +67,27 @@ func (e *CompileError) Error() string {
 
 // compiledPolicy is one policy's settings, ready for per-request facts.
 type compiledPolicy struct {
-	facts      PolicyFacts // NamespaceMatch is filled in per request
+	facts      PolicyFacts
 	namespaces map[string]bool
 	selector   labels.Selector // nil: no selector
+	// terms holds the policy's rego input, rendered once, for a namespace
+	// the policy does not allow ([0]) and one it does ([1]).
+	terms [2]*ast.Term
+}
+
+func (p *compiledPolicy) term(namespaceMatch bool) *ast.Term {
+	if namespaceMatch {
+		return p.terms[1]
+	}
+	return p.terms[0]
+}
+
+func (p *compiledPolicy) render() {
+	for i, match := range []bool{false, true} {
+		f := p.facts
+		f.NamespaceMatch = match
+		p.terms[i] = f.term()
+	}
 }
 
 // namespaceMatch reports whether the policy allows namespace ns by name or
@@ -133,6 +151,8 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 		cp.selector = s
 		cp.facts.Allow.NamespaceSelector = selectorFacts(sel)
 	}
+
+	cp.render()
 
 	var modules []*ast.Module
 	for i, m := range spec.Rego {

@@ -84,18 +84,11 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 
 // Evaluate decides on one input with this generation.
 func (g *Generation) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
-	facts := make([]PolicyFacts, len(g.policies))
+	policies := make([]*ast.Term, len(g.policies))
 	for i, p := range g.policies {
-		facts[i] = p.facts
-		facts[i].NamespaceMatch = p.namespaceMatch(in.Namespace)
+		policies[i] = p.term(p.namespaceMatch(in.Namespace))
 	}
-	withPolicies := *in
-	withPolicies.Version = InputVersion
-	withPolicies.Policies = facts
-	value, err := inputValue(&withPolicies)
-	if err != nil {
-		return nil, fmt.Errorf("internal error: building rego input: %w", err)
-	}
+	value := in.value(policies)
 	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(value))
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policy generation %d: %w", g.Number, err)
@@ -155,9 +148,4 @@ func str(v any) string {
 	default:
 		return fmt.Sprint(s)
 	}
-}
-
-// inputValue converts the input for rego.
-func inputValue(in *Input) (ast.Value, error) {
-	return ast.InterfaceToValue(in)
 }

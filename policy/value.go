@@ -1,0 +1,249 @@
+package policy
+
+import (
+	"sort"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// The rego input is built as an ast.Value directly: converting Go structs
+// through JSON costs more than evaluating the rules. Field names here must
+// match the json tags in input.go; TestInputValueMatchesJSON checks that.
+
+// key holds the object keys of the input document, allocated once.
+var key = struct {
+	allow              *ast.Term
+	ambiguousReason    *ast.Term
+	apiVersion         *ast.Term
+	container          *ast.Term
+	containerKind      *ast.Term
+	dryRun             *ast.Term
+	enforcementAction  *ast.Term
+	group              *ast.Term
+	groups             *ast.Term
+	hostProcess        *ast.Term
+	key                *ast.Term
+	kind               *ast.Term
+	labels             *ast.Term
+	matchExpressions   *ast.Term
+	matchLabels        *ast.Term
+	mounts             *ast.Term
+	name               *ast.Term
+	namespace          *ast.Term
+	namespaceMatch     *ast.Term
+	namespaceSelector  *ast.Term
+	namespaces         *ast.Term
+	object             *ast.Term
+	operation          *ast.Term
+	operator           *ast.Term
+	path               *ast.Term
+	pathClass          *ast.Term
+	pipe               *ast.Term
+	pipes              *ast.Term
+	pod                *ast.Term
+	policies           *ast.Term
+	privileged         *ast.Term
+	rawPath            *ast.Term
+	readOnly           *ast.Term
+	request            *ast.Term
+	resource           *ast.Term
+	serviceAccountName *ast.Term
+	serviceAccounts    *ast.Term
+	subResource        *ast.Term
+	uid                *ast.Term
+	username           *ast.Term
+	values             *ast.Term
+	version            *ast.Term
+	volume             *ast.Term
+	volumeSource       *ast.Term
+}{
+	allow:              ast.StringTerm("allow"),
+	ambiguousReason:    ast.StringTerm("ambiguousReason"),
+	apiVersion:         ast.StringTerm("apiVersion"),
+	container:          ast.StringTerm("container"),
+	containerKind:      ast.StringTerm("containerKind"),
+	dryRun:             ast.StringTerm("dryRun"),
+	enforcementAction:  ast.StringTerm("enforcementAction"),
+	group:              ast.StringTerm("group"),
+	groups:             ast.StringTerm("groups"),
+	hostProcess:        ast.StringTerm("hostProcess"),
+	key:                ast.StringTerm("key"),
+	kind:               ast.StringTerm("kind"),
+	labels:             ast.StringTerm("labels"),
+	matchExpressions:   ast.StringTerm("matchExpressions"),
+	matchLabels:        ast.StringTerm("matchLabels"),
+	mounts:             ast.StringTerm("mounts"),
+	name:               ast.StringTerm("name"),
+	namespace:          ast.StringTerm("namespace"),
+	namespaceMatch:     ast.StringTerm("namespaceMatch"),
+	namespaceSelector:  ast.StringTerm("namespaceSelector"),
+	namespaces:         ast.StringTerm("namespaces"),
+	object:             ast.StringTerm("object"),
+	operation:          ast.StringTerm("operation"),
+	operator:           ast.StringTerm("operator"),
+	path:               ast.StringTerm("path"),
+	pathClass:          ast.StringTerm("pathClass"),
+	pipe:               ast.StringTerm("pipe"),
+	pipes:              ast.StringTerm("pipes"),
+	pod:                ast.StringTerm("pod"),
+	policies:           ast.StringTerm("policies"),
+	privileged:         ast.StringTerm("privileged"),
+	rawPath:            ast.StringTerm("rawPath"),
+	readOnly:           ast.StringTerm("readOnly"),
+	request:            ast.StringTerm("request"),
+	resource:           ast.StringTerm("resource"),
+	serviceAccountName: ast.StringTerm("serviceAccountName"),
+	serviceAccounts:    ast.StringTerm("serviceAccounts"),
+	subResource:        ast.StringTerm("subResource"),
+	uid:                ast.StringTerm("uid"),
+	username:           ast.StringTerm("username"),
+	values:             ast.StringTerm("values"),
+	version:            ast.StringTerm("version"),
+	volume:             ast.StringTerm("volume"),
+	volumeSource:       ast.StringTerm("volumeSource"),
+}
+
+func (in *Input) value(policies []*ast.Term) ast.Value {
+	items := []*ast.Term{
+		key.version, ast.StringTerm(InputVersion),
+		key.request, in.Request.term(),
+		key.namespace, in.Namespace.term(),
+		key.object, in.Object.term(),
+		key.pod, in.Pod.term(),
+		key.mounts, mountsTerm(in.Mounts),
+		key.policies, ast.ArrayTerm(policies...),
+	}
+	return object(items...)
+}
+
+func (r *Request) term() *ast.Term {
+	return ast.NewTerm(object(
+		key.uid, ast.StringTerm(r.UID),
+		key.operation, ast.StringTerm(r.Operation),
+		key.kind, ast.StringTerm(r.Kind),
+		key.group, ast.StringTerm(r.Group),
+		key.version, ast.StringTerm(r.Version),
+		key.resource, ast.StringTerm(r.Resource),
+		key.subResource, ast.StringTerm(r.SubResource),
+		key.namespace, ast.StringTerm(r.Namespace),
+		key.name, ast.StringTerm(r.Name),
+		key.username, ast.StringTerm(r.Username),
+		key.groups, stringsTerm(r.Groups),
+		key.dryRun, ast.BooleanTerm(r.DryRun),
+	))
+}
+
+func (n *Namespace) term() *ast.Term {
+	if n == nil {
+		return ast.NullTerm()
+	}
+	return ast.NewTerm(object(
+		key.name, ast.StringTerm(n.Name),
+		key.labels, stringMapTerm(n.Labels),
+	))
+}
+
+func (o *Object) term() *ast.Term {
+	return ast.NewTerm(object(
+		key.apiVersion, ast.StringTerm(o.APIVersion),
+		key.kind, ast.StringTerm(o.Kind),
+		key.namespace, ast.StringTerm(o.Namespace),
+		key.name, ast.StringTerm(o.Name),
+	))
+}
+
+func (p *Pod) term() *ast.Term {
+	if p == nil {
+		return ast.NullTerm()
+	}
+	return ast.NewTerm(object(
+		key.serviceAccountName, ast.StringTerm(p.ServiceAccountName),
+		key.hostProcess, ast.BooleanTerm(p.HostProcess),
+	))
+}
+
+func mountsTerm(ms []Mount) *ast.Term {
+	terms := make([]*ast.Term, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		terms[i] = ast.NewTerm(object(
+			key.container, ast.StringTerm(m.Container),
+			key.containerKind, ast.StringTerm(m.ContainerKind),
+			key.volume, ast.StringTerm(m.Volume),
+			key.volumeSource, ast.StringTerm(m.VolumeSource),
+			key.rawPath, ast.StringTerm(m.RawPath),
+			key.path, ast.StringTerm(m.Path),
+			key.pathClass, ast.StringTerm(m.PathClass),
+			key.pipe, ast.StringTerm(m.Pipe),
+			key.ambiguousReason, ast.StringTerm(m.AmbiguousReason),
+			key.readOnly, ast.BooleanTerm(m.ReadOnly),
+			key.privileged, ast.BooleanTerm(m.Privileged),
+			key.hostProcess, ast.BooleanTerm(m.HostProcess),
+		))
+	}
+	return ast.ArrayTerm(terms...)
+}
+
+// term renders a policy's facts; it runs once per generation for each value
+// of NamespaceMatch, not per request.
+func (p *PolicyFacts) term() *ast.Term {
+	var selector *ast.Term
+	if s := p.Allow.NamespaceSelector; s == nil {
+		selector = ast.NullTerm()
+	} else {
+		exprs := make([]*ast.Term, len(s.MatchExpressions))
+		for i, r := range s.MatchExpressions {
+			exprs[i] = ast.NewTerm(object(
+				key.key, ast.StringTerm(r.Key),
+				key.operator, ast.StringTerm(r.Operator),
+				key.values, stringsTerm(r.Values),
+			))
+		}
+		selector = ast.NewTerm(object(
+			key.matchLabels, stringMapTerm(s.MatchLabels),
+			key.matchExpressions, ast.ArrayTerm(exprs...),
+		))
+	}
+	return ast.NewTerm(object(
+		key.name, ast.StringTerm(p.Name),
+		key.pipes, stringsTerm(p.Pipes),
+		key.enforcementAction, ast.StringTerm(p.EnforcementAction),
+		key.allow, ast.NewTerm(object(
+			key.privileged, ast.BooleanTerm(p.Allow.Privileged),
+			key.hostProcess, ast.BooleanTerm(p.Allow.HostProcess),
+			key.namespaces, stringsTerm(p.Allow.Namespaces),
+			key.namespaceSelector, selector,
+			key.serviceAccounts, stringsTerm(p.Allow.ServiceAccounts),
+		)),
+		key.namespaceMatch, ast.BooleanTerm(p.NamespaceMatch),
+	))
+}
+
+func object(kv ...*ast.Term) ast.Object {
+	items := make([][2]*ast.Term, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		items = append(items, [2]*ast.Term{kv[i], kv[i+1]})
+	}
+	return ast.NewObject(items...)
+}
+
+func stringsTerm(ss []string) *ast.Term {
+	terms := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		terms[i] = ast.StringTerm(s)
+	}
+	return ast.ArrayTerm(terms...)
+}
+
+func stringMapTerm(m map[string]string) *ast.Term {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	items := make([][2]*ast.Term, len(keys))
+	for i, k := range keys {
+		items[i] = [2]*ast.Term{ast.StringTerm(k), ast.StringTerm(m[k])}
+	}
+	return ast.ObjectTerm(items...)
+}
