@@ -20,7 +20,9 @@ func csiNodePod() *corev1.Pod {
 	dir := func(name, path string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
 	}
-	mount := func(name string) corev1.VolumeMount { return corev1.VolumeMount{Name: name, MountPath: `C:\mnt\` + name} }
+	mount := func(name string) corev1.VolumeMount {
+		return corev1.VolumeMount{Name: name, MountPath: `C:\mnt\` + name}
+	}
 	return &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "csi-azuredisk-node-win-x7k2p", Namespace: "kube-system", Labels: map[string]string{"app": "csi-azuredisk-node-win"}},
