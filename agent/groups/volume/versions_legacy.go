@@ -7,14 +7,13 @@ import (
 	"context"
 	"strconv"
 
+	volv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1alpha1"
+	volv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
+	volv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
 	"google.golang.org/grpc"
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-
-	volv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1alpha1"
-	volv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
-	volv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
 )
 
 // serverV1alpha1 adapts volume v1alpha1 to the internal server.
