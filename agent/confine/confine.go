@@ -138,7 +138,9 @@ func (c *Confiner) Check(field, p string, mode Mode) (string, error) {
 			"is outside the allowed roots [%s]: it must be a root or lie below one after a separator (the kubelet path and the working dirs)",
 			strings.Join(c.roots, " "))}
 	}
-	if c.resolver == nil {
+	if c.resolver == nil || c.isRoot(clean) {
+		// A root itself is trusted as configured, even when it is a link
+		// (say /var/lib/kubelet -> /data/kubelet).
 		return clean, nil
 	}
 	resolved, err := c.resolve(clean, mode)
@@ -158,6 +160,15 @@ func (c *Confiner) lex(p string) (string, Rule, string) {
 		return lexWindows(p, c.maxLen)
 	}
 	return lexLinux(p, c.maxLen)
+}
+
+func (c *Confiner) isRoot(p string) bool {
+	for _, r := range c.roots {
+		if c.flavour == Windows && asciiFoldEqual(strings.TrimSuffix(p, `\`), strings.TrimSuffix(r, `\`)) || c.flavour == Linux && p == r {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Confiner) inside(p string, roots []string) bool {

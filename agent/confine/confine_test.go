@@ -178,6 +178,31 @@ func TestSymlinkEscape(t *testing.T) {
 	}
 }
 
+// TestRootThatIsALink accepts a kubelet path that is itself a symlink, and
+// paths below it, in both resolution modes.
+func TestRootThatIsALink(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "data", "kubelet")
+	if err := os.MkdirAll(filepath.Join(real, "pods"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "kubelet")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	c := mustNew(t, Options{Flavour: Linux, Roots: []string{link}, Resolver: OSResolver{}})
+	for _, p := range []string{link, link + "/pods", link + "/pods/new/dir"} {
+		for _, mode := range []Mode{ResolveParent, ResolveAll} {
+			if _, rule, msg := check(t, c, p, mode); rule != "" {
+				t.Errorf("Check(%q, %v) refused: %s", p, mode, msg)
+			}
+		}
+	}
+	if _, rule, _ := check(t, c, filepath.Join(base, "data"), ResolveAll); rule != RuleOutsideRoots {
+		t.Errorf("the link target's parent: rule %q, want outside-roots", rule)
+	}
+}
+
 func TestNewRejectsBadRoots(t *testing.T) {
 	cases := map[string]Options{
 		"no roots":          {Flavour: Linux},
