@@ -84,28 +84,34 @@ func classifyPath(raw string) Result {
 	}
 	device := lead == 2 && len(segs) > 0 && (eq(p.text(segs[0]), ".") || eq(p.text(segs[0]), "?"))
 	segs, dotty := p.strip(segs)
-	if lead == 0 || (lead == 1 && (len(segs) == 0 || !isNTRootName(p.text(segs[0])))) {
-		prefix := ""
-		if lead == 1 {
-			prefix = `\`
-		}
-		return p.plain(prefix, segs)
-	}
-
-	var prefix string
-	var st state
 	switch {
 	case device:
-		prefix, st = `\\.\`, stDOS
+		prefix := `\\.\`
 		if b[2] == '?' {
 			prefix = `\\?\`
 		}
-		segs = segs[1:]
+		return p.namespace(prefix, stDOS, segs[1:], maxRun, dotty)
 	case lead == 2:
-		prefix, st = `\\`, stMup
-	default:
-		prefix, st = `\`, stRoot
+		return p.namespace(`\\`, stMup, segs, maxRun, dotty)
+	case lead == 1 && len(segs) > 0 && isNTRootName(p.text(segs[0])):
+		return p.namespace(`\`, stRoot, segs, maxRun, dotty)
+	case lead == 1:
+		segs = p.clean(`\`, segs)
+		if len(segs) > 0 && isNTRootName(p.text(segs[0])) {
+			// `\x\..\Device\NamedPipe\y` is a directory on the system
+			// drive, unless a layer cleans it into an NT path first.
+			if r := p.namespace(`\`, stRoot, segs, maxRun, dotty); r.Class != NotPipe {
+				return Result{Class: Ambiguous, Normalized: r.Normalized, Reason: reasonCleansToNT}
+			}
+		}
+		return p.plain(`\`, segs)
 	}
+	return p.plain("", p.clean("", segs))
+}
+
+// namespace judges a path in the device, UNC or NT object namespace: segs
+// follow prefix, starting in directory st.
+func (p *parsed) namespace(prefix string, st state, segs []span, maxRun int, dotty bool) Result {
 	segs, climbed, rootDot := p.resolve(segs, st)
 	switch {
 	case maxRun >= 3:
@@ -234,7 +240,10 @@ func (p *parsed) walk(segs []span, st state, scan bool) verdict {
 				return p.unresolved(segs, i, scan)
 			}
 		case stMup:
-			if t[0] == ';' { // redirector prefixes such as ;LanmanRedirector
+			if t[0] == ';' { // a redirector prefix such as ;LanmanRedirector, or a server name?
+				if i+1 < len(segs) && (eq(p.text(segs[i+1]), "pipe") || eq(p.text(segs[i+1]), "ipc$")) {
+					return verdict{class: Ambiguous, reason: reasonRedirector, fixed: i + 2}
+				}
 				continue
 			}
 			if i+1 >= len(segs) {
@@ -291,6 +300,16 @@ func (p *parsed) unresolved(segs []span, i int, scan bool) verdict {
 // plain renders a drive, rooted or relative path. None of them reaches the
 // pipe namespace: `C:\pipe\x` and `\pipe\x` are directories named pipe.
 func (p *parsed) plain(prefix string, segs []span) Result {
+	r := p.result(prefix, segs, verdict{class: NotPipe})
+	if prefix == "" && len(segs) == 1 && isDrive(p.text(segs[0])) {
+		r.Normalized += `\`
+	}
+	return r
+}
+
+// clean resolves `.` and `..` in a drive, rooted or relative path in place,
+// the way Windows does: `..` stops at the drive or the root.
+func (p *parsed) clean(prefix string, segs []span) []span {
 	root := 0
 	if prefix == "" && len(segs) > 0 && isDrive(p.text(segs[0])) {
 		root = 1
@@ -310,11 +329,7 @@ func (p *parsed) plain(prefix string, segs []span) Result {
 			out = append(out, s)
 		}
 	}
-	r := p.result(prefix, out, verdict{class: NotPipe})
-	if root == 1 && len(out) == 1 {
-		r.Normalized += `\`
-	}
-	return r
+	return out
 }
 
 // result renders v for segs.

@@ -38,6 +38,8 @@ const (
 	reasonIPC         = "path names the IPC$ share, which carries named pipes"
 	reasonUnknownDev  = "path mentions a pipe under a device name that cannot be resolved"
 	reasonLoop        = "path follows too many object namespace links to resolve"
+	reasonRedirector  = "path has a server name that may be a redirector prefix (;name) before a pipe share"
+	reasonCleansToNT  = "path becomes an NT object path that reaches pipes once its `.` and `..` are resolved"
 	reasonNTCollapse  = "path reads as an NT object path that reaches pipes if its leading separators are collapsed"
 	reasonClimb       = "path has a `..` that climbs above the root of a pipe-like path"
 	reasonRootDot     = "path has a `.` where Windows expects a device, server or share name"
