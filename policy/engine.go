@@ -82,6 +82,26 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	return gen.Evaluate(ctx, in)
 }
 
+// Document returns the input exactly as this generation's rules see it,
+// with the policies in force and their namespace matches filled in. It is
+// for showing admins what their rules receive; evaluation does not need it.
+func (g *Generation) Document(in *Input) *Input {
+	out := *in
+	out.Version = InputVersion
+	out.Policies = make([]PolicyFacts, len(g.policies))
+	for i, p := range g.policies {
+		out.Policies[i] = p.facts
+		out.Policies[i].NamespaceMatch = p.namespaceMatch(in.Namespace)
+	}
+	if out.Mounts == nil {
+		out.Mounts = []Mount{}
+	}
+	if out.Request.Groups == nil {
+		out.Request.Groups = []string{}
+	}
+	return &out
+}
+
 // Evaluate decides on one input with this generation.
 func (g *Generation) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	policies := make([]*ast.Term, len(g.policies))

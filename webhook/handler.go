@@ -149,6 +149,17 @@ func respond(log logr.Logger, d *policy.Decision) (admission.Response, string, *
 	return resp, decision, d
 }
 
+// Input returns the facts the handler would give the policy engine for a
+// request, or nil when it reviews no such request. Policies are not filled
+// in: see policy.Generation.Document.
+func (h *Handler) Input(ctx context.Context, req admission.Request) (*policy.Input, error) {
+	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
+	if !Supported(gk) || len(req.Object.Raw) == 0 {
+		return nil, nil
+	}
+	return h.input(ctx, gk, req)
+}
+
 // input builds the rego input for a supported kind.
 func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.Request) (*policy.Input, error) {
 	subj, err := extract(gk, req.Object.Raw)

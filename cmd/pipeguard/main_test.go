@@ -27,6 +27,11 @@ func TestPolicyEval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	csiNode, err := os.ReadFile("testdata/csi-node.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSA := strings.Replace(string(csiNode), "serviceAccountName: csi-smb-node-sa", "serviceAccountName: builder", 1)
 	cases := map[string]struct {
 		stdin      string
 		args       []string
@@ -71,6 +76,28 @@ func TestPolicyEval(t *testing.T) {
 			args:     []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/warn-policy.yaml"},
 			wantCode: 0,
 			contains: []string{"WARN DaemonSet csi-smb/csi-smb-node-win\n", `    warning: [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-smb-v1`},
+		},
+		"sample: allow the CSI driver namespace": {
+			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/allow-csi-driver-namespace.yaml"},
+			wantCode:   0,
+			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n",
+		},
+		"sample: custom rule admits the driver's ServiceAccount": {
+			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/smb-service-account.yaml"},
+			wantCode:   0,
+			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n",
+		},
+		"sample: custom rule denies another ServiceAccount": {
+			stdin:    otherSA,
+			args:     []string{"policy", "eval", "-f", "-", "--policy", "../../config/samples/smb-service-account.yaml"},
+			wantCode: 1,
+			wantStdout: "DENY DaemonSet csi-smb/csi-smb-node-win\n" +
+				"    [smb-sa-only] container \"smb\" mounts \\\\.\\pipe\\csi-proxy-smb-v1 but the pod runs as ServiceAccount \"builder\"; only csi-smb-node-sa may\n",
+		},
+		"sample: warn rollout": {
+			args:     []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/warn-rollout.yaml"},
+			wantCode: 0,
+			contains: []string{"WARN DaemonSet csi-smb/csi-smb-node-win\n"},
 		},
 		"broken rego names file and row": {
 			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/broken-policy.yaml"},
@@ -201,5 +228,23 @@ func TestPolicyTest(t *testing.T) {
 				t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout to contain %q and stderr %q", out, errOut, tc.wantStdout, tc.wantStderr)
 			}
 		})
+	}
+}
+
+// TestDocumentedInput: docs/examples/admission-input.json is what `-o input`
+// prints for docs/examples/pod.yaml, so the schema admins read is the one
+// their rules get. Regenerate it with
+// `pipeguard policy eval -f docs/examples/pod.yaml -o input`.
+func TestDocumentedInput(t *testing.T) {
+	want, err := os.ReadFile("../../docs/examples/admission-input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "policy", "eval", "-f", "../../docs/examples/pod.yaml", "-o", "input")
+	if code != 0 {
+		t.Fatalf("exit code %d: %s", code, errOut)
+	}
+	if out != string(want) {
+		t.Fatalf("-o input differs from docs/examples/admission-input.json; regenerate it:\n%s", out)
 	}
 }

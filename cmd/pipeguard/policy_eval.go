@@ -12,6 +12,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,7 +51,7 @@ func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&policies, "policy", "PipeAccessPolicy YAML file (repeatable); without it the default policy is used")
 	fs.Var(&nsLabels, "namespace-labels", "labels of a namespace, NS=key=value[,key2=value2] (repeatable); a namespace not given has no labels")
 	defaultNS := fs.String("namespace", "default", "namespace of objects that name none")
-	output := fs.String("o", "text", "output format: text or json")
+	output := fs.String("o", "text", "output format: text, json, or input (the rego input document of each reviewed object, for writing rules)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: pipeguard policy eval -f FILE [flags]\n\nEvaluates every object against pipe access policies, offline.\nExit code: 0 nothing denied, 1 something denied, 2 bad input.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -65,8 +66,8 @@ func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pipeguard policy eval: give the manifests with -f FILE (or -f - for stdin)")
 		return exitBadInput
 	}
-	if *output != "text" && *output != "json" {
-		fmt.Fprintf(stderr, "pipeguard policy eval: -o %q: want text or json\n", *output)
+	if *output != "text" && *output != "json" && *output != "input" {
+		fmt.Fprintf(stderr, "pipeguard policy eval: -o %q: want text, json or input\n", *output)
 		return exitBadInput
 	}
 	labels, err := namespaceLabels(nsLabels)
@@ -98,6 +99,10 @@ func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	last := &lastReview{}
 	handler := webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: last})
+
+	if *output == "input" {
+		return printInputs(ctx, stdout, stderr, handler, engine, docs, *defaultNS)
+	}
 
 	var results []evalResult
 	denied := false
@@ -169,26 +174,11 @@ func loadEngine(ctx context.Context, files []string, stdin io.Reader) (*policy.E
 // evaluate runs one object through the same handler the webhook serves, as
 // a CREATE.
 func evaluate(ctx context.Context, h *webhook.Handler, last *lastReview, d document, defaultNS string, i int) (evalResult, error) {
-	gv, err := schema.ParseGroupVersion(d.meta.APIVersion)
+	req, err := admissionRequest(d, defaultNS, i)
 	if err != nil {
-		return evalResult{}, badInput("%s: apiVersion %q: %v", d.source, d.meta.APIVersion, err)
+		return evalResult{}, err
 	}
-	ns := d.meta.Metadata.Namespace
-	if clusterScoped[d.meta.Kind] {
-		ns = ""
-	} else if ns == "" {
-		ns = defaultNS
-	}
-	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID:       types.UID(fmt.Sprintf("pipeguard-cli-%d", i)),
-		Kind:      metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: d.meta.Kind},
-		Resource:  metav1.GroupVersionResource{Group: gv.Group, Version: gv.Version},
-		Namespace: ns,
-		Name:      d.meta.Metadata.Name,
-		Operation: admissionv1.Create,
-		UserInfo:  authnv1.UserInfo{Username: "pipeguard-cli"},
-		Object:    runtime.RawExtension{Raw: d.raw},
-	}}
+	ns := req.Namespace
 	last.review = webhook.Review{}
 	resp := h.Handle(ctx, req)
 	r := evalResult{Source: d.source, APIVersion: d.meta.APIVersion, Kind: d.meta.Kind, Namespace: ns, Name: d.meta.Metadata.Name, Decision: "ALLOW"}
@@ -205,6 +195,55 @@ func evaluate(ctx context.Context, h *webhook.Handler, last *lastReview, d docum
 		r.Decision = "WARN"
 	}
 	return r, nil
+}
+
+// admissionRequest wraps a manifest object in the CREATE request the API
+// server would send.
+func admissionRequest(d document, defaultNS string, i int) (admission.Request, error) {
+	gv, err := schema.ParseGroupVersion(d.meta.APIVersion)
+	if err != nil {
+		return admission.Request{}, badInput("%s: apiVersion %q: %v", d.source, d.meta.APIVersion, err)
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(d.meta.Kind))
+	ns := d.meta.Metadata.Namespace
+	if clusterScoped[d.meta.Kind] {
+		ns = ""
+	} else if ns == "" {
+		ns = defaultNS
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID:       types.UID(fmt.Sprintf("pipeguard-cli-%d", i)),
+		Kind:      metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: d.meta.Kind},
+		Resource:  metav1.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: plural.Resource},
+		Namespace: ns,
+		Name:      d.meta.Metadata.Name,
+		Operation: admissionv1.Create,
+		UserInfo:  authnv1.UserInfo{Username: "pipeguard-cli"},
+		Object:    runtime.RawExtension{Raw: d.raw},
+	}}, nil
+}
+
+// printInputs prints the rego input of every reviewed object as a JSON
+// array.
+func printInputs(ctx context.Context, stdout, stderr io.Writer, h *webhook.Handler, engine *policy.Engine, docs []document, defaultNS string) int {
+	inputs := []*policy.Input{}
+	for i, d := range docs {
+		req, err := admissionRequest(d, defaultNS, i)
+		if err == nil {
+			var in *policy.Input
+			if in, err = h.Input(ctx, req); in != nil {
+				inputs = append(inputs, engine.Current().Document(in))
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "pipeguard policy eval: %s: %v\n", d.source, err)
+			return exitBadInput
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(inputs)
+	return exitOK
 }
 
 // lastReview keeps the structured outcome of the latest review, which the
