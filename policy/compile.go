@@ -174,6 +174,17 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 	return cp, modules, nil
 }
 
+// CheckPolicy reports whether a policy compiles on its own with the shipped
+// rules: its spec is valid and its rego parses, type-checks and keeps to its
+// package.
+func CheckPolicy(ctx context.Context, p *v1alpha1.PipeAccessPolicy) error {
+	_, modules, err := compilePolicy(p)
+	if err != nil {
+		return err
+	}
+	return checkModules(ctx, modules)
+}
+
 // Compile builds a Generation from a set of policies. An empty set compiles
 // the default policy. Every policy is checked on its own first, so that an
 // error is reported against the policy that caused it.
@@ -238,6 +249,7 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 		return nil, &CompileError{Policies: []*PolicyError{{Policy: strings.Join(gen.Policies, ","), Err: err}}}
 	}
 	gen.query = pq
+	gen.allowanceLabels = allowanceLabels(gen.policies)
 	return gen, nil
 }
 
@@ -311,4 +323,26 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// allowanceLabels collects the label keys the policies' namespace selectors
+// read, plus the default policy's label.
+func allowanceLabels(policies []*compiledPolicy) []string {
+	keys := map[string]bool{AllowLabel: true}
+	for _, p := range policies {
+		if s := p.facts.Allow.NamespaceSelector; s != nil {
+			for k := range s.MatchLabels {
+				keys[k] = true
+			}
+			for _, r := range s.MatchExpressions {
+				keys[r.Key] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -20,8 +20,9 @@ type Generation struct {
 	// Policies names the policies in force, sorted.
 	Policies []string
 
-	policies []*compiledPolicy
-	query    rego.PreparedEvalQuery
+	policies        []*compiledPolicy
+	query           rego.PreparedEvalQuery
+	allowanceLabels []string
 }
 
 // Options configure an Engine.
@@ -61,6 +62,11 @@ func (e *Engine) Load(ctx context.Context, policies []v1alpha1.PipeAccessPolicy)
 	e.current.Store(gen)
 	return gen, nil
 }
+
+// AllowanceLabels lists the namespace label keys that grant pipe access in
+// the generation in force: every key a namespaceSelector names, and
+// always the default policy's label.
+func (e *Engine) AllowanceLabels() []string { return e.current.Load().allowanceLabels }
 
 // Current returns the generation in force.
 func (e *Engine) Current() *Generation { return e.current.Load() }

@@ -21,6 +21,9 @@ import (
 // Evaluator decides on a rego input; *policy.Engine is one.
 type Evaluator interface {
 	Evaluate(ctx context.Context, in *policy.Input) (*policy.Decision, error)
+	// AllowanceLabels lists the namespace label keys that grant pipe
+	// access under the policies in force.
+	AllowanceLabels() []string
 }
 
 // NamespaceLabels looks up a namespace's labels. found is false when the
@@ -50,6 +53,9 @@ type Review struct {
 type Options struct {
 	Engine     Evaluator
 	Namespaces NamespaceLabels
+	// Grants decides who may change a namespace's allowance labels. Nil
+	// leaves Namespaces unreviewed, which only offline evaluation wants.
+	Grants Grants
 	// Observer, if set, is told every review's outcome.
 	Observer Observer
 	// Now returns the current time; defaults to time.Now.
@@ -98,11 +104,16 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 
 func (h *Handler) review(ctx context.Context, log logr.Logger, req admission.Request) (admission.Response, string, *policy.Decision) {
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
-	if !Supported(gk) || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+	isNamespace := gk == namespaceKind && h.opts.Grants != nil
+	if (!Supported(gk) && !isNamespace) || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return admission.Allowed(""), "allow", nil
 	}
 	if len(req.Object.Raw) == 0 {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s %s request for %s %q carries no object; send the object in request.object", req.Operation, req.Kind.Kind, req.Kind.Kind, req.Name)), "error", nil
+	}
+	if isNamespace {
+		resp, decision := h.reviewNamespace(ctx, log, req)
+		return resp, decision, nil
 	}
 	if !mayHaveHostPath(req.Object.Raw) {
 		return admission.Allowed(""), "allow", nil

@@ -69,6 +69,15 @@ func inNamespace(ns string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Namespace = ns }
 }
 
+func mustJSON(t testing.TB, obj any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 func request(t testing.TB, op admissionv1.Operation, gvk metav1.GroupVersionKind, ns, name string, obj any) admission.Request {
 	t.Helper()
 	raw, err := json.Marshal(obj)
@@ -396,6 +405,8 @@ func (f failingEvaluator) Evaluate(context.Context, *policy.Input) (*policy.Deci
 	}
 	return nil, errors.New("rego exploded")
 }
+
+func (failingEvaluator) AllowanceLabels() []string { return []string{policy.AllowLabel} }
 
 type failingNamespaces struct{}
 

@@ -127,6 +127,13 @@ type PipeAccessPolicyStatus struct {
 	// +optional
 	PolicyGeneration int64 `json:"policyGeneration,omitempty"`
 
+	// LastEnforced is the latest version of this policy that compiled and
+	// went into force. While a newer version fails to compile, every
+	// webhook replica, including one that starts later, keeps enforcing
+	// this one.
+	// +optional
+	LastEnforced *EnforcedVersion `json:"lastEnforced,omitempty"`
+
 	// Conditions: Ready is True when this version of the policy is enforced;
 	// False with the reason (compile error with file:row, invalid spec)
 	// otherwise, in which case the last good policy set stays in force.
@@ -134,6 +141,14 @@ type PipeAccessPolicyStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EnforcedVersion is a version of a policy that was in force.
+type EnforcedVersion struct {
+	// Generation is the metadata.generation of that version.
+	Generation int64 `json:"generation"`
+	// Spec is that version's spec.
+	Spec PipeAccessPolicySpec `json:"spec"`
 }
 
 // PipeAccessPolicy protects host named pipes from containers that have no

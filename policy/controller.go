@@ -1,0 +1,257 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+)
+
+// ConditionReady is the condition that says whether a policy is in force.
+const ConditionReady = "Ready"
+
+// Condition reasons.
+const (
+	ReasonEnforced = "Enforced"
+	ReasonInvalid  = "Invalid"
+)
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	Client client.Client
+	Engine *Engine
+	// Recorder receives a Warning event for every policy that fails to
+	// compile. Only the leader emits.
+	Recorder events.EventRecorder
+	// Elected is closed when this replica becomes leader, after which it
+	// writes status. Nil: always leader (a single replica).
+	Elected <-chan struct{}
+	Metrics *ControllerMetrics
+}
+
+// Controller keeps an Engine in step with the PipeAccessPolicies in the
+// cluster. It runs on every replica, since each must answer reviews with the
+// same policies; only the leader writes status and events.
+//
+// Every change recompiles the whole set. A policy that does not compile is
+// replaced in the set by its last enforced version (kept in memory and in
+// its status), so a broken edit never lapses enforcement and a replica that
+// starts later enforces the same thing.
+type Controller struct {
+	opts ControllerOptions
+
+	mu       sync.Mutex
+	lastGood map[string]v1alpha1.PipeAccessPolicy // by policy name
+	loaded   atomic.Bool
+	resync   chan event.GenericEvent
+}
+
+// NewController returns a Controller.
+func NewController(opts ControllerOptions) *Controller {
+	return &Controller{opts: opts, lastGood: map[string]v1alpha1.PipeAccessPolicy{}, resync: make(chan event.GenericEvent, 1)}
+}
+
+// Loaded reports whether policies from the cluster have been compiled and
+// put in force at least once. Readiness waits for it.
+func (c *Controller) Loaded() bool { return c.loaded.Load() }
+
+// allPolicies is the single work item: any change recompiles the set.
+var allPolicies = reconcile.Request{}
+
+// SetupWithManager registers the controller. It runs without leader
+// election.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{allPolicies}
+	})
+	if c.opts.Elected != nil {
+		// Write status as soon as this replica becomes leader.
+		go func() {
+			<-c.opts.Elected
+			c.resync <- event.GenericEvent{Object: &v1alpha1.PipeAccessPolicy{}}
+		}()
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pipeaccesspolicy").
+		For(&v1alpha1.PipeAccessPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(c.resync, toAll)).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1}).
+		Complete(c)
+}
+
+// outcome is what happened to one policy in a reconcile.
+type outcome struct {
+	err      error                    // nil: this version is in force
+	fallback *v1alpha1.PipeAccessPolicy // the version in force instead, if any
+}
+
+// Reconcile compiles every policy and puts the set in force.
+func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	var list v1alpha1.PipeAccessPolicyList
+	if err := c.opts.Client.List(ctx, &list); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing PipeAccessPolicies: %w", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	outcomes := make(map[string]*outcome, len(list.Items))
+	var set []v1alpha1.PipeAccessPolicy
+	for i := range list.Items {
+		p := &list.Items[i]
+		o := &outcome{err: CheckPolicy(ctx, p)}
+		outcomes[p.Name] = o
+		if o.err == nil {
+			set = append(set, *p)
+			continue
+		}
+		if good := c.fallback(ctx, p); good != nil {
+			o.fallback = good
+			set = append(set, *good)
+		}
+		log.Info("PipeAccessPolicy does not compile", "policy", p.Name, "generation", p.Generation, "error", o.err.Error(), "fallback", o.fallback != nil)
+	}
+
+	gen, err := c.opts.Engine.Load(ctx, set)
+	if err != nil {
+		// The policies compile one by one but not together (e.g. two share
+		// a package): keep the generation in force and blame every policy
+		// whose version in force would have changed.
+		var ce *CompileError
+		if !errors.As(err, &ce) {
+			return reconcile.Result{}, err
+		}
+		c.opts.Metrics.compileFailed()
+		for i := range list.Items {
+			p := &list.Items[i]
+			if good, ok := c.lastGood[p.Name]; !ok || good.Generation != p.Generation {
+				outcomes[p.Name] = &outcome{err: err, fallback: ptrIf(ok, good)}
+			}
+		}
+		c.writeStatus(ctx, list.Items, outcomes, c.opts.Engine.Current())
+		return reconcile.Result{}, nil
+	}
+
+	c.lastGood = map[string]v1alpha1.PipeAccessPolicy{}
+	for _, p := range set {
+		c.lastGood[p.Name] = p
+	}
+	c.loaded.Store(true)
+	failed := 0
+	for _, o := range outcomes {
+		if o.err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		c.opts.Metrics.compileFailed()
+	}
+	c.opts.Metrics.loaded(gen, failed)
+	log.Info("policy generation in force", "generation", gen.Number, "policies", gen.Policies, "invalid", failed)
+	c.writeStatus(ctx, list.Items, outcomes, gen)
+	return reconcile.Result{}, nil
+}
+
+// fallback returns the last version of p that was in force: from memory,
+// else from its status (written by whichever replica led then).
+func (c *Controller) fallback(ctx context.Context, p *v1alpha1.PipeAccessPolicy) *v1alpha1.PipeAccessPolicy {
+	if good, ok := c.lastGood[p.Name]; ok {
+		return &good
+	}
+	last := p.Status.LastEnforced
+	if last == nil {
+		return nil
+	}
+	good := p.DeepCopy()
+	good.Generation = last.Generation
+	good.Spec = *last.Spec.DeepCopy()
+	if CheckPolicy(ctx, good) != nil {
+		return nil
+	}
+	return good
+}
+
+func (c *Controller) leader() bool {
+	if c.opts.Elected == nil {
+		return true
+	}
+	select {
+	case <-c.opts.Elected:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeStatus records each policy's outcome, on the leader only.
+func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAccessPolicy, outcomes map[string]*outcome, gen *Generation) {
+	if !c.leader() {
+		return
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	for i := range items {
+		p := &items[i]
+		o := outcomes[p.Name]
+		want := p.Status.DeepCopy()
+		want.ObservedGeneration = p.Generation
+		want.PolicyGeneration = gen.Number
+		cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: p.Generation}
+		if o.err == nil {
+			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonEnforced
+			cond.Message = fmt.Sprintf("generation %d of this policy is in force (policy set generation %d)", p.Generation, gen.Number)
+			want.LastEnforced = &v1alpha1.EnforcedVersion{Generation: p.Generation, Spec: *p.Spec.DeepCopy()}
+		} else {
+			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonInvalid
+			cond.Message = o.err.Error() + "; " + fallbackNote(o.fallback)
+		}
+		meta.SetStatusCondition(&want.Conditions, cond)
+		if equality.Semantic.DeepEqual(want, &p.Status) {
+			continue
+		}
+		if o.err != nil && c.opts.Recorder != nil {
+			c.opts.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonInvalid, "Compile", "%s", cond.Message)
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Status = *want
+		if err := c.opts.Client.Status().Patch(ctx, p, patch); err != nil {
+			log.Error(err, "cannot write PipeAccessPolicy status", "policy", p.Name)
+		}
+	}
+}
+
+func fallbackNote(good *v1alpha1.PipeAccessPolicy) string {
+	if good == nil {
+		return "no version of this policy is in force; fix the error to enforce it"
+	}
+	return fmt.Sprintf("generation %d of this policy stays in force until the error is fixed", good.Generation)
+}
+
+func ptrIf(ok bool, p v1alpha1.PipeAccessPolicy) *v1alpha1.PipeAccessPolicy {
+	if !ok {
+		return nil
+	}
+	return &p
+}

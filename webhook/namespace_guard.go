@@ -1,0 +1,112 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+)
+
+var namespaceKind = schema.GroupKind{Kind: "Namespace"}
+
+// GrantVerb is the verb on pipeaccesspolicies.pipeguard.io that lets a user
+// add, change or remove a namespace's allowance labels.
+const GrantVerb = "grant"
+
+// Grants decides whether a user may change allowance labels.
+type Grants interface {
+	MayGrant(ctx context.Context, user authnv1.UserInfo) (allowed bool, reason string, err error)
+}
+
+// SubjectAccessReviewGrants asks the API server, with a
+// SubjectAccessReview, whether the user may "grant" pipeaccesspolicies.
+// Cluster admins hold every verb; others get it through a ClusterRole such
+// as pipeguard-allowance-granter.
+type SubjectAccessReviewGrants struct {
+	Client client.Client
+}
+
+// MayGrant implements Grants.
+func (g SubjectAccessReviewGrants) MayGrant(ctx context.Context, user authnv1.UserInfo) (bool, string, error) {
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User: user.Username, Groups: user.Groups, UID: user.UID,
+		ResourceAttributes: &authzv1.ResourceAttributes{
+			Group: v1alpha1.GroupVersion.Group, Resource: "pipeaccesspolicies", Verb: GrantVerb,
+		},
+	}}
+	if len(user.Extra) > 0 {
+		sar.Spec.Extra = map[string]authzv1.ExtraValue{}
+		for k, v := range user.Extra {
+			sar.Spec.Extra[k] = authzv1.ExtraValue(v)
+		}
+	}
+	if err := g.Client.Create(ctx, sar); err != nil {
+		return false, "", fmt.Errorf("SubjectAccessReview: %w", err)
+	}
+	return sar.Status.Allowed, sar.Status.Reason, nil
+}
+
+// reviewNamespace guards the labels that grant pipe access: whoever can edit
+// a Namespace must not thereby let its pods mount protected pipes.
+func (h *Handler) reviewNamespace(ctx context.Context, log logr.Logger, req admission.Request) (admission.Response, string) {
+	newLabels, err := namespaceLabels(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.object as a Namespace: %v", err)), "error"
+	}
+	var oldLabels map[string]string
+	if len(req.OldObject.Raw) > 0 {
+		if oldLabels, err = namespaceLabels(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.oldObject as a Namespace: %v", err)), "error"
+		}
+	}
+	var changed []string
+	for _, key := range h.opts.Engine.AllowanceLabels() {
+		oldValue, hadOld := oldLabels[key]
+		newValue, hasNew := newLabels[key]
+		if hadOld != hasNew || oldValue != newValue {
+			changed = append(changed, key)
+		}
+	}
+	if len(changed) == 0 {
+		return admission.Allowed(""), "allow"
+	}
+	sort.Strings(changed)
+	allowed, reason, err := h.opts.Grants.MayGrant(ctx, req.UserInfo)
+	if err != nil {
+		log.Error(err, "cannot check who may change allowance labels")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: cannot check whether %q may change the allowance labels of namespace %q: %w; the change is rejected until the check succeeds", req.UserInfo.Username, req.Name, err)), "error"
+	}
+	if allowed {
+		log.Info("allowance labels changed", "labels", changed)
+		return admission.Allowed(""), "allow"
+	}
+	if reason != "" {
+		reason = " (" + reason + ")"
+	}
+	msg := fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: it grants the namespace's pods access to protected host pipes%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
+		req.UserInfo.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb)
+	log.Info("denied", "violations", []string{msg})
+	return admission.Denied(msg), "deny"
+}
+
+func namespaceLabels(raw []byte) (map[string]string, error) {
+	var ns struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &ns); err != nil {
+		return nil, err
+	}
+	return ns.Metadata.Labels, nil
+}

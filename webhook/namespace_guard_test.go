@@ -1,0 +1,81 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	"github.com/pipeguard/pipeguard/webhook"
+)
+
+// grants lets the users in the set grant allowances.
+type grants map[string]bool
+
+func (g grants) MayGrant(_ context.Context, u authnv1.UserInfo) (bool, string, error) {
+	if u.Username == "broken" {
+		return false, "", errors.New("authorizer unavailable")
+	}
+	return g[u.Username], "", nil
+}
+
+func namespaceRequest(t *testing.T, user string, oldLabels, newLabels map[string]string) admission.Request {
+	op := admissionv1.Update
+	if oldLabels == nil {
+		op = admissionv1.Create
+	}
+	req := request(t, op, metav1.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "team-a",
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: newLabels}})
+	req.UserInfo = authnv1.UserInfo{Username: user}
+	if oldLabels != nil {
+		req.OldObject = runtime.RawExtension{Raw: mustJSON(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: oldLabels}})}
+	}
+	return req
+}
+
+func TestNamespaceAllowanceGuard(t *testing.T) {
+	e, err := policy.NewEngine(context.Background(), policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second policy makes "storage-tier" an allowance label too.
+	_, err = e.Load(context.Background(), []v1alpha1.PipeAccessPolicy{
+		policy.DefaultPolicy(),
+		{ObjectMeta: metav1.ObjectMeta{Name: "tiers"}, Spec: v1alpha1.PipeAccessPolicySpec{Pipes: []string{"csi-proxy-*"},
+			Allow: v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "storage-tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"system"}}}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := webhook.NewHandler(webhook.Options{Engine: e, Namespaces: testNamespaces, Grants: grants{"admin": true}})
+	on := map[string]string{policy.AllowLabel: "true"}
+	cases := map[string]struct {
+		req  admission.Request
+		want want
+	}{
+		"user adds the label": {namespaceRequest(t, "alice", map[string]string{}, on),
+			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a": it grants the namespace's pods access to protected host pipes; ask a cluster admin, or get the "grant" verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)`)},
+		"user creates a namespace with the label": {namespaceRequest(t, "alice", nil, on), denied(`user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy`)},
+		"user removes the label":                  {namespaceRequest(t, "alice", on, map[string]string{}), denied(`label pipeguard.io/allow-csi-proxy`)},
+		"user changes a selector label":           {namespaceRequest(t, "alice", nil, map[string]string{"storage-tier": "system"}), denied(`label storage-tier on namespace "team-a"`)},
+		"user changes other labels":               {namespaceRequest(t, "alice", on, map[string]string{policy.AllowLabel: "true", "team": "b"}), allowed},
+		"admin adds the label":                    {namespaceRequest(t, "admin", map[string]string{}, on), allowed},
+		"authorizer failure rejects": {namespaceRequest(t, "broken", map[string]string{}, on),
+			want{code: http.StatusInternalServerError, message: `internal error: cannot check whether "broken" may change the allowance labels of namespace "team-a": authorizer unavailable`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			check(t, h.Handle(context.Background(), tc.req), tc.want)
+		})
+	}
+}
