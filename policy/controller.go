@@ -102,7 +102,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 
 // outcome is what happened to one policy in a reconcile.
 type outcome struct {
-	err      error                    // nil: this version is in force
+	err      error                      // nil: this version is in force
 	fallback *v1alpha1.PipeAccessPolicy // the version in force instead, if any
 }
 
