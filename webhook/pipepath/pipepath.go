@@ -45,7 +45,7 @@ const (
 	reasonRootDot     = "path has a `.` where Windows expects a device, server or share name"
 	reasonEmptyName   = "path has an empty server or share name in a pipe-like UNC path"
 	reasonDots        = "path has a segment made only of dots and spaces in a pipe-like path"
-	reasonLeadingRun  = "path starts with three or more separators and mentions a pipe"
+	reasonLeadingRun  = "path starts with three or more separators and could reach the pipe namespace"
 	reasonRun         = "path has a run of three or more separators in the device or UNC namespace"
 	reasonReserved    = `pipe name contains a character Windows reserves in names (< > : " | ? *)`
 	reasonNUL         = "path contains a NUL byte"
