@@ -1,0 +1,13 @@
+# pipeguard-webhook and the pipeguard CLI in one image: static binaries on a
+# distroless, non-root base.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/pipeguard-webhook ./cmd/pipeguard
+
+FROM gcr.io/distroless/static:nonroot
+COPY --from=build /out/pipeguard-webhook /out/pipeguard /usr/local/bin/
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/pipeguard-webhook"]

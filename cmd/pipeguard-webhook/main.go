@@ -1,0 +1,69 @@
+// Command pipeguard-webhook serves pipeguard's validating admission webhook
+// and keeps its policies in step with the cluster's PipeAccessPolicies.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/pipeguard/pipeguard/webhook/app"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	opts := app.Options{}
+	fs := flag.NewFlagSet("pipeguard-webhook", flag.ContinueOnError)
+	fs.StringVar(&opts.WebhookHost, "webhook-host", "", "address the webhook server listens on (all addresses when empty)")
+	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the webhook server (TLS)")
+	fs.StringVar(&opts.CertDir, "webhook-cert-path", "/tmp/k8s-webhook-server/serving-certs", "directory holding the webhook server's certificate and key")
+	fs.StringVar(&opts.CertName, "webhook-cert-name", "tls.crt", "certificate file name in --webhook-cert-path")
+	fs.StringVar(&opts.KeyName, "webhook-cert-key", "tls.key", "key file name in --webhook-cert-path")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 disables it")
+	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes policy status")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (the pod's namespace when empty)")
+	fs.DurationVar(&opts.DrainDelay, "drain-delay", 5*time.Second, "after SIGTERM, keep serving this long with readiness failing so no admission call is dropped")
+	fs.IntVar(&opts.MaxConcurrentEvaluations, "max-concurrent-evaluations", 0, "bound on concurrent rego evaluations (default 2 per CPU)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+
+	log := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	opts.Logger = log
+
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pipeguard-webhook: %v\n", err)
+		return 1
+	}
+	opts.Config = cfg
+	ctx := ctrl.SetupSignalHandler()
+	a, err := app.New(ctx, opts)
+	if err != nil {
+		log.Error(err, "cannot start")
+		return 1
+	}
+	if err := a.Run(ctx); err != nil {
+		log.Error(err, "stopped with an error")
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}

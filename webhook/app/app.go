@@ -1,0 +1,212 @@
+// Package app assembles pipeguard-webhook: a controller-runtime manager that
+// serves the admission webhook over TLS, runs the policy controller on every
+// replica, and exposes metrics and health probes. Every dependency is built
+// in New, in one place.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	"github.com/pipeguard/pipeguard/webhook"
+)
+
+// Path is where the webhook server answers AdmissionReviews.
+const Path = "/validate"
+
+// Options configure pipeguard-webhook.
+type Options struct {
+	// Config reaches the API server.
+	Config *rest.Config
+	Logger logr.Logger
+
+	// WebhookHost and WebhookPort are where the TLS webhook server listens.
+	WebhookHost string
+	WebhookPort int
+	// CertDir holds CertName and KeyName; they are reloaded when they change.
+	CertDir, CertName, KeyName string
+
+	// MetricsAddr serves /metrics; "0" disables it.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; "0" disables it.
+	ProbeAddr string
+	// Registry receives pipeguard's metrics. Defaults to controller-runtime's
+	// registry, the one MetricsAddr serves.
+	Registry prometheus.Registerer
+
+	LeaderElect             bool
+	LeaderElectionNamespace string
+
+	// DrainDelay is how long the server keeps answering after SIGTERM while
+	// readiness already fails, so endpoints drop it before it stops.
+	DrainDelay time.Duration
+	// MaxConcurrentEvaluations bounds concurrent rego evaluations.
+	MaxConcurrentEvaluations int
+}
+
+// App is an assembled pipeguard-webhook.
+type App struct {
+	opts       Options
+	mgr        manager.Manager
+	engine     *policy.Engine
+	controller *policy.Controller
+	draining   atomic.Bool
+}
+
+// LeaderElectionID names the lease replicas compete for.
+const LeaderElectionID = "pipeguard-webhook.pipeguard.io"
+
+// New builds the manager and everything it runs.
+func New(ctx context.Context, opts Options) (*App, error) {
+	if opts.Registry == nil {
+		opts.Registry = ctrlmetrics.Registry
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(opts.Config, manager.Options{
+		Scheme:                  scheme,
+		Logger:                  opts.Logger,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// Release the lease on shutdown so a rolling update elects the next
+		// leader at once.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host: opts.WebhookHost, Port: opts.WebhookPort,
+			CertDir: opts.CertDir, CertName: opts.CertName, KeyName: opts.KeyName,
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	engine, err := policy.NewEngine(ctx, policy.Options{MaxConcurrent: opts.MaxConcurrentEvaluations})
+	if err != nil {
+		return nil, err
+	}
+	controllerMetrics, err := policy.NewControllerMetrics(opts.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering policy metrics: %w", err)
+	}
+	a := &App{opts: opts, mgr: mgr, engine: engine}
+	var elected <-chan struct{}
+	if opts.LeaderElect {
+		elected = mgr.Elected()
+	}
+	a.controller = policy.NewController(policy.ControllerOptions{
+		Client:   mgr.GetClient(),
+		Engine:   engine,
+		Recorder: mgr.GetEventRecorder("pipeguard-webhook"),
+		Elected:  elected,
+		Metrics:  controllerMetrics,
+	})
+	if err := a.controller.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the policy controller: %w", err)
+	}
+
+	// Namespace labels come from a metadata-only informer; starting it here
+	// makes the manager wait for it to sync like any other.
+	nsInformer, err := mgr.GetCache().GetInformer(ctx, namespaceMetadata())
+	if err != nil {
+		return nil, fmt.Errorf("watching namespaces: %w", err)
+	}
+
+	admissionMetrics, err := webhook.NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering admission metrics: %w", err)
+	}
+	handler := webhook.NewHandler(webhook.Options{
+		Engine:     engine,
+		Namespaces: webhook.CachedNamespaces{Reader: mgr.GetCache()},
+		Grants:     webhook.SubjectAccessReviewGrants{Client: mgr.GetClient()},
+		Observer:   admissionMetrics,
+	})
+	server := mgr.GetWebhookServer()
+	server.Register(Path, &admission.Webhook{Handler: handler, RecoverPanic: ptr.To(true)})
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	ready := func(req *http.Request) error {
+		switch {
+		case a.draining.Load():
+			return errors.New("shutting down")
+		case !nsInformer.HasSynced():
+			return errors.New("namespace cache has not synced")
+		case !a.controller.Loaded():
+			return errors.New("policies have not been compiled yet")
+		}
+		return server.StartedChecker()(req)
+	}
+	if err := mgr.AddReadyzCheck("pipeguard", ready); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Engine returns the policy engine the webhook decides with.
+func (a *App) Engine() *policy.Engine { return a.engine }
+
+// Ready reports whether the app would pass its readiness probe.
+func (a *App) Ready() bool {
+	return !a.draining.Load() && a.controller.Loaded()
+}
+
+// Run serves until ctx ends, then fails readiness, keeps answering for
+// DrainDelay, and stops gracefully.
+func (a *App) Run(ctx context.Context) error {
+	mgrCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- a.mgr.Start(mgrCtx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	a.draining.Store(true)
+	a.opts.Logger.Info("shutting down: readiness fails now, serving for the drain delay", "drainDelay", a.opts.DrainDelay)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(a.opts.DrainDelay):
+	}
+	stop()
+	return <-done
+}
+
+func namespaceMetadata() *metav1.PartialObjectMetadata {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return ns
+}

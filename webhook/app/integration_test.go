@@ -1,0 +1,345 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	"github.com/pipeguard/pipeguard/webhook/app"
+)
+
+// These tests run pipeguard-webhook against a real kube-apiserver and etcd,
+// installed with the CRD and webhook configuration from config/, and talk
+// to it only through the API server, as users do.
+
+const diskPipe = `\\.\pipe\csi-proxy-disk-v1`
+
+type cluster struct {
+	env    *testenv.Env
+	client client.Client
+	app    *app.App
+	// warnings collects the admission warnings the API server returned.
+	warnings *warningRecorder
+}
+
+type warningRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	s := scheme(t)
+	env := testenv.Start(t, testenv.Options{
+		Scheme:            s,
+		CRDDirectoryPaths: []string{"../../config/crd/bases"},
+		Webhooks:          testenv.WebhookOptions{Paths: []string{"../../config/webhook/manifests.yaml"}},
+	})
+	ws := env.WebhookServer()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, app.Options{
+		Config: env.Config, Logger: testr.New(t),
+		WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir,
+		MetricsAddr: "0", ProbeAddr: "0", Registry: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("webhook stopped with %v", err)
+		}
+	})
+
+	warnings := &warningRecorder{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = warnings
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &cluster{env: env, client: c, app: a, warnings: warnings}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return a.Ready(), nil
+	}); err != nil {
+		t.Fatalf("webhook never became ready: %v", err)
+	}
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "csi-driver", Labels: map[string]string{policy.AllowLabel: "true"}}},
+	} {
+		cl.mustCreate(t, ns)
+	}
+	// The webhook answers once its TLS server is up: wait until a pod that
+	// must be denied is denied.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Create(ctx, pipePod("probe", "team-a"), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "protected-pipe-mount"), nil
+	}); err != nil {
+		t.Fatalf("the API server never got a decision from the webhook: %v", err)
+	}
+	return cl
+}
+
+func (c *cluster) mustCreate(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := c.client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// denied asserts that err is the webhook's rejection and carries msg.
+func denied(t *testing.T, err error, msg string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("admitted, want a rejection containing %q", msg)
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `admission webhook "`) {
+		t.Fatalf("error %v, want a webhook rejection", err)
+	}
+	if !strings.Contains(err.Error(), msg) {
+		t.Fatalf("rejection %q\nwant it to contain %q", err, msg)
+	}
+}
+
+func pipeSpec() corev1.PodSpec {
+	no := false
+	return corev1.PodSpec{
+		ServiceAccountName:           "default",
+		AutomountServiceAccountToken: &no,
+		Containers: []corev1.Container{{
+			Name: "driver", Image: "driver",
+			VolumeMounts: []corev1.VolumeMount{{Name: "pipe", MountPath: `C:\pipe`}},
+		}},
+		Volumes: []corev1.Volume{{Name: "pipe", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: diskPipe}}}},
+	}
+}
+
+func pipePod(name, ns string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: pipeSpec()}
+}
+
+func TestWebhookOnControlPlane(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}, Spec: pipeSpec()}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+
+	t.Run("pod in an unlabelled namespace is rejected with the actionable message", func(t *testing.T) {
+		err := c.client.Create(ctx, pipePod("driver", "team-a"))
+		denied(t, err, `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`)
+	})
+
+	t.Run("the same pod in an allowed namespace is created", func(t *testing.T) {
+		c.mustCreate(t, pipePod("driver", "csi-driver"))
+	})
+
+	t.Run("pod without host paths never reaches the webhook", func(t *testing.T) {
+		p := pipePod("plain", "team-a")
+		p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+		c.mustCreate(t, p)
+	})
+
+	t.Run("Deployment is rejected", func(t *testing.T) {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "team-a"},
+			Spec: appsv1.DeploymentSpec{Selector: selector, Template: template}}
+		denied(t, c.client.Create(ctx, d), `container "driver" mounts \\.\pipe\csi-proxy-disk-v1`)
+	})
+
+	t.Run("CronJob is rejected", func(t *testing.T) {
+		tmpl := template
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+		cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "cj", Namespace: "team-a"},
+			Spec: batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}}
+		denied(t, c.client.Create(ctx, cj), `container "driver" mounts \\.\pipe\csi-proxy-disk-v1`)
+	})
+
+	t.Run("ephemeral container mounting the pipe is rejected", func(t *testing.T) {
+		yes := true
+		p := pipePod("debug-me", "team-a")
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
+		c.mustCreate(t, p)
+		cs := kubernetes.NewForConfigOrDie(c.env.Config)
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debugger", Image: "busybox",
+				VolumeMounts: []corev1.VolumeMount{{Name: "pipe", MountPath: `C:\p`}},
+			},
+			TargetContainerName: "driver",
+		}}
+		_, err := cs.CoreV1().Pods("team-a").UpdateEphemeralContainers(ctx, "debug-me", p, metav1.UpdateOptions{})
+		denied(t, err, `container "debugger" (ephemeralContainer) mounts \\.\pipe\csi-proxy-disk-v1`)
+	})
+
+	t.Run("PersistentVolume pointing at the pipe is rejected", func(t *testing.T) {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pipe-pv"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: `//./PIPE/CSI-PROXY-DISK-V1`}},
+		}}
+		denied(t, c.client.Create(ctx, pv), `[protected-pipe-pv] PersistentVolume "pipe-pv" points at \\.\pipe\csi-proxy-disk-v1 (hostPath)`)
+	})
+
+	t.Run("unprivileged user cannot label a namespace into the allowance", func(t *testing.T) {
+		// alice may edit namespaces, and nothing about pipeguard.
+		c.mustCreate(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-editor"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}}}})
+		c.mustCreate(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-namespace-editor"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "namespace-editor"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "alice", APIGroup: "rbac.authorization.k8s.io"}}})
+		alice, err := client.New(c.env.UserConfig(t, "alice"), client.Options{Scheme: scheme(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := &corev1.Namespace{}
+		if err := alice.Get(ctx, client.ObjectKey{Name: "team-a"}, ns); err != nil {
+			t.Fatal(err)
+		}
+		ns.Labels[policy.AllowLabel] = "true"
+		denied(t, alice.Update(ctx, ns), `[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a"`)
+
+		// Other labels stay hers to change.
+		delete(ns.Labels, policy.AllowLabel)
+		ns.Labels["team"] = "a"
+		if err := alice.Update(ctx, ns); err != nil {
+			t.Fatalf("updating an ordinary label: %v", err)
+		}
+	})
+
+	t.Run("broken rego keeps the old policy in force until it is fixed", func(t *testing.T) {
+		p := &v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: "disk"}, Spec: v1alpha1.PipeAccessPolicySpec{
+			Pipes: []string{"csi-proxy-*"},
+			Allow: v1alpha1.Allowances{Namespaces: []string{"csi-driver"}},
+		}}
+		c.mustCreate(t, p)
+		waitReady(t, c, "disk", metav1.ConditionTrue, "")
+
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.Rego = []v1alpha1.RegoModule{{Name: "rules.rego", Source: "package pipeguard.admission.disk\n\nviolation contains msg if {\n\tmsg := \n}\n"}}
+		if err := c.client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		cond := waitReady(t, c, "disk", metav1.ConditionFalse, "disk/rules.rego:5: rego_parse_error")
+		if !strings.Contains(cond.Message, "generation 1 of this policy stays in force until the error is fixed") {
+			t.Errorf("Ready condition message %q does not say what stays in force", cond.Message)
+		}
+		denied(t, c.client.Create(ctx, pipePod("still-denied", "team-a")), `namespace "team-a" is not allowed`)
+
+		// Fixed: a custom rule that denies every pipe mount from team-a's
+		// "blocked" container name takes effect without a restart.
+		p.Spec.Rego[0].Source = "package pipeguard.admission.disk\n\nviolation contains {\"rule\": \"no-blocked\", \"msg\": \"containers named blocked may not mount pipes\"} if {\n\tsome m in input.mounts\n\tm.container == \"blocked\"\n\tm.pathClass == \"pipe\"\n}\n"
+		if err := c.client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, c, "disk", metav1.ConditionTrue, "")
+		blocked := pipePod("blocked", "csi-driver")
+		blocked.Spec.Containers[0].Name = "blocked"
+		denied(t, c.client.Create(ctx, blocked), "[no-blocked] containers named blocked may not mount pipes")
+	})
+
+	t.Run("warn returns warnings to the client and dryrun admits", func(t *testing.T) {
+		p := &v1alpha1.PipeAccessPolicy{}
+		if err := c.client.Get(ctx, client.ObjectKey{Name: "disk"}, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.EnforcementAction = v1alpha1.Warn
+		p.Spec.Rego = nil
+		if err := c.client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, c, "disk", metav1.ConditionTrue, "")
+		c.warnings.take()
+		c.mustCreate(t, pipePod("warned", "team-a"))
+		warnings := c.warnings.take()
+		if len(warnings) != 1 || !strings.HasPrefix(warnings[0], `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1`) {
+			t.Fatalf("warnings %q, want the violation", warnings)
+		}
+
+		p.Spec.EnforcementAction = v1alpha1.DryRun
+		if err := c.client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, c, "disk", metav1.ConditionTrue, "")
+		c.mustCreate(t, pipePod("dry", "team-a"))
+		if w := c.warnings.take(); len(w) != 0 {
+			t.Fatalf("dryrun returned warnings %q", w)
+		}
+	})
+}
+
+// waitReady waits until the policy's Ready condition for its current
+// generation has the status and, if given, a message containing msg.
+func waitReady(t *testing.T, c *cluster, name string, status metav1.ConditionStatus, msg string) metav1.Condition {
+	t.Helper()
+	var last metav1.Condition
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := &v1alpha1.PipeAccessPolicy{}
+		if err := c.client.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(p.Status.Conditions, policy.ConditionReady)
+		if cond == nil || cond.ObservedGeneration != p.Generation {
+			return false, nil
+		}
+		last = *cond
+		return cond.Status == status && strings.Contains(cond.Message, msg), nil
+	})
+	if err != nil {
+		t.Fatalf("PipeAccessPolicy %s: Ready=%s %q, want %s with %q: %v", name, last.Status, last.Message, status, msg, errors.Unwrap(err))
+	}
+	return last
+}
