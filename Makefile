@@ -18,6 +18,16 @@ CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)/controll
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
+##@ Try it
+
+.PHONY: demo
+demo: build control-plane ## Run pipeguard-webhook on a local control plane with sample manifests (DEMO_EXIT=1 to exit after them).
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) run ./hack/demo --webhook $(BIN)/pipeguard-webhook
+
+.PHONY: control-plane
+control-plane: ## Build kube-apiserver, etcd and kubectl from Go modules into bin/k8s (once).
+	hack/control-plane.sh >/dev/null
+
 ##@ Development
 
 .PHONY: build
@@ -43,9 +53,18 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 manifests: $(CONTROLLER_GEN) ## Regenerate the CRD from policy/v1alpha1.
 	$(CONTROLLER_GEN) crd paths=./policy/... output:crd:artifacts:config=config/crd/bases
 
+.PHONY: verify-generated
+verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD or deepcopy code is stale.
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(CONTROLLER_GEN) crd paths=./policy/... output:crd:artifacts:config="$$tmp/crd"; \
+	if ! diff -r config/crd/bases "$$tmp/crd"; then echo "config/crd/bases is stale: run make manifests and commit the result"; exit 1; fi; \
+	cp policy/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go"; \
+	$(CONTROLLER_GEN) object paths=./policy/...; \
+	if ! diff "$$tmp/deepcopy.go" policy/v1alpha1/zz_generated.deepcopy.go; then cp "$$tmp/deepcopy.go" policy/v1alpha1/zz_generated.deepcopy.go; echo "policy/v1alpha1/zz_generated.deepcopy.go is stale: run make generate and commit the result"; exit 1; fi
+
 .PHONY: test
-test: lint ## Run every test: lint, unit, rego, fuzz seeds and integration tests.
-	$(GO) test ./...
+test: lint verify-generated control-plane ## Run every test: lint, unit, rego, fuzz seeds and integration tests.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test ./...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the pipe path normalizer for FUZZTIME (default 3m).
