@@ -38,7 +38,7 @@ violation contains v if {
 	not allowed_by_any(ps, m)
 	v := {
 		"rule": rule_id(m),
-		"msg": message(m, ps),
+		"msg": violation_message(m, ps),
 		"action": strictest(ps),
 		"container": m.container,
 		"containerKind": m.containerKind,
@@ -93,8 +93,9 @@ namespace_allows(p) if {
 	input.pod.serviceAccountName in p.allow.serviceAccounts
 }
 
+# An unknown action counts as deny.
 strictest(ps) := action if {
-	top := max({action_rank[p.enforcementAction] | some p in ps})
+	top := max({object.get(action_rank, object.get(p, "enforcementAction", ""), 3) | some p in ps})
 	some action, rank in action_rank
 	rank == top
 }
@@ -112,7 +113,14 @@ rule_id(m) := "protected-pipe-mount" if {
 }
 
 # Messages. Each says what was mounted, what allowance is missing and how to
-# get one.
+# get one. A violation never depends on its message being buildable: if a
+# fact the message needs is missing, a plainer message is used.
+
+violation_message(m, ps) := msg if {
+	msg := message(m, ps)
+} else := sprintf("volume %q reaches %s, a protected pipe, and no allowance covers it", [object.get(m, "volume", ""), object.get(m, "rawPath", "")])
+
+namespace_name := object.get(input, ["namespace", "name"], "")
 
 message(m, _) := msg if {
 	m.containerKind == "persistentVolume"
@@ -165,10 +173,10 @@ missing_security(_, ps) := ["it is not privileged or HostProcess"] if {
 	p.allow.hostProcess
 } else := []
 
-missing_namespace(ps) := [sprintf("namespace %q allows only ServiceAccounts %s and the pod runs as %q", [input.namespace.name, service_accounts(ps), pod_service_account])] if {
+missing_namespace(ps) := [sprintf("namespace %q allows only ServiceAccounts %s and the pod runs as %q", [namespace_name, service_accounts(ps), pod_service_account])] if {
 	some p in ps
 	p.namespaceMatch
-} else := [sprintf("namespace %q is not allowed", [input.namespace.name])]
+} else := [sprintf("namespace %q is not allowed", [namespace_name])]
 
 service_accounts(ps) := concat(", ", sort({sprintf("%q", [sa]) | some p in ps; p.namespaceMatch; some sa in p.allow.serviceAccounts}))
 
@@ -193,7 +201,7 @@ label_remedies(p) := [sprintf("label the namespace %s=%s", [k, v]) | some k, v i
 	p.allow.namespaceSelector
 } else := []
 
-name_remedies(p) := [sprintf("add %q to spec.allow.namespaces of PipeAccessPolicy %q", [input.namespace.name, p.name])] if {
+name_remedies(p) := [sprintf("add %q to spec.allow.namespaces of PipeAccessPolicy %q", [namespace_name, p.name])] if {
 	count(p.allow.namespaces) > 0
 } else := []
 

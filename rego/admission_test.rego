@@ -169,3 +169,9 @@ test_custom_violation_string_and_garbage_fail_closed if {
 	bad.action == "deny"
 	contains(bad.msg, "neither an object nor a string")
 }
+
+test_missing_facts_never_turn_into_an_allow if {
+	inp := object.remove(pod_input([pipe_mount], [object.remove(default_policy, ["enforcementAction"])]), ["namespace", "pod"])
+	some v in admission.deny with input as inp
+	v.rule == "protected-pipe-mount"
+}

@@ -210,17 +210,20 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.
 			}
 		}
 	}
-	if len(in.Mounts) == 0 || req.Namespace == "" {
+	if len(in.Mounts) == 0 || subj.pv != nil {
+		return in, nil
+	}
+	in.Namespace = &policy.Namespace{Name: req.Namespace, Labels: map[string]string{}}
+	if req.Namespace == "" {
 		return in, nil
 	}
 	labels, _, err := h.opts.Namespaces.NamespaceLabels(ctx, req.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("internal error: looking up namespace %q: %w", req.Namespace, err)
 	}
-	if labels == nil {
-		labels = map[string]string{}
+	if labels != nil {
+		in.Namespace.Labels = labels
 	}
-	in.Namespace = &policy.Namespace{Name: req.Namespace, Labels: labels}
 	return in, nil
 }
 
