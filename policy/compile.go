@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 	shipped "github.com/pipeguard/pipeguard/rego"
+	"github.com/pipeguard/pipeguard/webhook/pipepath"
 )
 
 // adminPackageRoot is the package every admin-written module must live
@@ -128,7 +129,9 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 		return nil, nil, fmt.Errorf("spec.enforcementAction %q is not one of deny, warn, dryrun", spec.EnforcementAction)
 	}
 	for i, pattern := range spec.Pipes {
-		pattern = strings.ToLower(strings.TrimSpace(pattern))
+		// Fold the pattern exactly as pipe names are folded, so both sides of
+		// a match use one spelling.
+		pattern = pipepath.CanonicalPipeName(strings.TrimSpace(pattern))
 		if pattern == "" {
 			return nil, nil, fmt.Errorf("spec.pipes[%d] is empty; give a pipe name pattern such as \"csi-proxy-*\"", i)
 		}

@@ -96,7 +96,10 @@ func pathFacts(volumePath, subPath, subPathExpr string) policy.Mount {
 	if subPathExpr != "" {
 		raw = pipepath.JoinSubPath(volumePath, subPathExpr)
 	}
-	r := pipepath.Classify(raw)
+	r := pipepath.ClassifyMount(volumePath, subPath)
+	if subPathExpr != "" {
+		r = pipepath.Classify(raw)
+	}
 	if subPathExpr != "" && (r.Class != pipepath.NotPipe || pipepath.Classify(volumePath).Class != pipepath.NotPipe) {
 		r = pipepath.Result{Class: pipepath.Ambiguous, Normalized: r.Normalized,
 			Reason: "subPathExpr " + strconv.Quote(subPathExpr) + " is expanded on the node, so the pipe it names is unknown at admission"}
