@@ -1,0 +1,18 @@
+// Package audit writes and reads pipeguard-agent's audit log: one JSON line
+// per request stage, shaped as a Kubernetes audit.k8s.io/v1 Event so that
+// existing audit tooling reads it, chained with SHA-256 so that edits,
+// deletions, reordering and missing rotated files are found.
+//
+// Writing (Log): every record gets a sequence number and the hash of the
+// record before it (annotations pipeguard.io/seq and pipeguard.io/prev-hash).
+// A record's own hash is SHA-256(previous hash ‖ the record's raw line
+// without its newline), so the chain covers the exact bytes on disk. The
+// chain continues across size-based rotation and agent restarts; checkpoint
+// records mark starts, stops, rotations, removals of old files and every
+// CheckpointEvery records. A durable Append returns only after the record is
+// fsynced; concurrent durable appends share one fsync (group commit).
+//
+// Reading (Files, Scan, Verify, Query, Summarize, Follow): the log file and
+// its rotated siblings beside it, a directory of them, or a stream; Verify
+// recomputes the chain and reports the first bad or missing record.
+package audit

@@ -1,0 +1,181 @@
+package audit
+
+import (
+	"strconv"
+	"time"
+)
+
+// The Event shape follows audit.k8s.io/v1.
+const (
+	Kind       = "Event"
+	APIVersion = "audit.k8s.io/v1"
+)
+
+// Level says how much of a request is recorded.
+type Level string
+
+const (
+	// LevelMetadata records who called what, the decision and the outcome.
+	LevelMetadata Level = "Metadata"
+	// LevelRequest records the request body too, with secrets redacted.
+	LevelRequest Level = "Request"
+)
+
+// ParseLevel accepts the levels pipeguard-agent supports.
+func ParseLevel(s string) (Level, bool) {
+	switch Level(s) {
+	case LevelMetadata, LevelRequest:
+		return Level(s), true
+	}
+	return "", false
+}
+
+// Stage is the point of a request's life a record was written at.
+type Stage string
+
+const (
+	// StageRequestReceived is the write-ahead record of a mutating request,
+	// on disk before the host operation runs.
+	StageRequestReceived Stage = "RequestReceived"
+	// StageResponseComplete is written when the response is known.
+	StageResponseComplete Stage = "ResponseComplete"
+)
+
+// Annotation keys. Chain fields and decisions live in annotations so that
+// tools that know only audit.k8s.io/v1 still parse every record.
+const (
+	AnnotationSeq        = "pipeguard.io/seq"
+	AnnotationPrevHash   = "pipeguard.io/prev-hash"
+	AnnotationRecord     = "pipeguard.io/record" // "request" or "checkpoint"
+	AnnotationDecision   = "pipeguard.io/decision"
+	AnnotationRule       = "pipeguard.io/rule"
+	AnnotationReason     = "pipeguard.io/reason"
+	AnnotationGRPCCode   = "pipeguard.io/grpc-code"
+	AnnotationGroup      = "pipeguard.io/group"
+	AnnotationToken      = "pipeguard.io/token"
+	AnnotationAuditError = "pipeguard.io/audit-error"
+	AnnotationTruncated  = "pipeguard.io/request-truncated"
+
+	AnnotationCheckpoint   = "pipeguard.io/checkpoint" // start, stop, rotate, periodic, prune
+	AnnotationPreviousFile = "pipeguard.io/previous-file"
+	AnnotationTornBytes    = "pipeguard.io/torn-bytes"
+	AnnotationPrunedFile   = "pipeguard.io/pruned-file"
+	AnnotationPrunedSeqs   = "pipeguard.io/pruned-seqs"     // "first-last"
+	AnnotationPrunedHash   = "pipeguard.io/pruned-last-hash" // hash of the pruned file's last record
+)
+
+// Record kinds and decisions.
+const (
+	RecordRequest    = "request"
+	RecordCheckpoint = "checkpoint"
+	DecisionAllow    = "allow"
+	DecisionDeny     = "deny"
+)
+
+// Keys of User.Extra describing the caller.
+const (
+	ExtraPID            = "pipeguard.io/pid"
+	ExtraProcessStart   = "pipeguard.io/process-start"
+	ExtraUID            = "pipeguard.io/uid"
+	ExtraGID            = "pipeguard.io/gid"
+	ExtraSID            = "pipeguard.io/sid"
+	ExtraContainerID    = "pipeguard.io/container-id"
+	ExtraPodUID         = "pipeguard.io/pod-uid"
+	ExtraPodName        = "pipeguard.io/pod-name"
+	ExtraNamespace      = "pipeguard.io/namespace"
+	ExtraServiceAccount = "pipeguard.io/service-account"
+	ExtraSource         = "pipeguard.io/identity-source"
+	ExtraNote           = "pipeguard.io/identity-note"
+)
+
+// Event is one audit record, as audit.k8s.io/v1 Event.
+type Event struct {
+	Kind                     string            `json:"kind"`
+	APIVersion               string            `json:"apiVersion"`
+	Level                    Level             `json:"level"`
+	AuditID                  string            `json:"auditID"`
+	Stage                    Stage             `json:"stage"`
+	RequestURI               string            `json:"requestURI"`
+	Verb                     string            `json:"verb"`
+	User                     UserInfo          `json:"user"`
+	UserAgent                string            `json:"userAgent,omitempty"`
+	ObjectRef                *ObjectReference  `json:"objectRef,omitempty"`
+	ResponseStatus           *Status           `json:"responseStatus,omitempty"`
+	RequestObject            map[string]any    `json:"requestObject,omitempty"`
+	RequestReceivedTimestamp MicroTime         `json:"requestReceivedTimestamp"`
+	StageTimestamp           MicroTime         `json:"stageTimestamp"`
+	Annotations              map[string]string `json:"annotations,omitempty"`
+}
+
+// UserInfo is authentication.k8s.io/v1 UserInfo.
+type UserInfo struct {
+	Username string              `json:"username"`
+	UID      string              `json:"uid,omitempty"`
+	Groups   []string            `json:"groups,omitempty"`
+	Extra    map[string][]string `json:"extra,omitempty"`
+}
+
+// ExtraValue returns the first value of an extra key, or "".
+func (u UserInfo) ExtraValue(key string) string {
+	if v := u.Extra[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// ObjectReference names what a request acted on: the API group as
+// resource, its version, and the main path, volume or share as name.
+type ObjectReference struct {
+	Resource   string `json:"resource,omitempty"`
+	Name       string `json:"name,omitempty"`
+	APIGroup   string `json:"apiGroup,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// Status is the subset of meta/v1 Status that audit records carry.
+type Status struct {
+	Status  string `json:"status,omitempty"` // Success or Failure
+	Message string `json:"message,omitempty"`
+	Reason  string `json:"reason,omitempty"` // the gRPC code name
+	Code    int32  `json:"code,omitempty"`   // the HTTP equivalent of the gRPC code
+}
+
+// MicroTime marshals as RFC 3339 with microseconds in UTC, as meta/v1
+// MicroTime does.
+type MicroTime struct{ time.Time }
+
+const microLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// MarshalJSON implements json.Marshaler.
+func (t MicroTime) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, len(microLayout)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, microLayout)
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *MicroTime) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		t.Time = time.Time{}
+		return nil
+	}
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	t.Time, err = time.Parse(time.RFC3339Nano, s)
+	return err
+}
+
+// Annotation returns an annotation or "".
+func (e *Event) Annotation(key string) string { return e.Annotations[key] }
+
+// IsCheckpoint reports whether the record is a checkpoint, not a request.
+func (e *Event) IsCheckpoint() bool { return e.Annotations[AnnotationRecord] == RecordCheckpoint }
+
+// Method is the gRPC method name without its service, e.g. "Mkdir".
+func (e *Event) Method() string { return e.Verb }

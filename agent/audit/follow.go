@@ -1,0 +1,101 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Follow reads the current log file at path from its start and then keeps
+// reading what is appended, across rotations, until ctx ends. It checks for
+// new data every poll.
+func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record) error) error {
+	var (
+		f       *os.File
+		partial []byte
+		line    int
+		drained bool // the file was rotated and read once more to its end
+		chunk   = make([]byte, 64<<10)
+	)
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	wait := func() error {
+		t := time.NewTimer(poll)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			return nil
+		}
+	}
+	emit := func(raw []byte, torn bool) error {
+		line++
+		r := Record{File: path, Line: line, Raw: raw, Torn: torn}
+		parse(&r)
+		return fn(r)
+	}
+	for ctx.Err() == nil {
+		if f == nil {
+			var err error
+			f, err = os.Open(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				if err := wait(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			partial, line, drained = nil, 0, false
+		}
+		n, err := f.Read(chunk)
+		if n > 0 {
+			partial = append(partial, chunk[:n]...)
+			for {
+				i := bytes.IndexByte(partial, '\n')
+				if i < 0 {
+					break
+				}
+				raw := append([]byte(nil), partial[:i]...)
+				partial = partial[i+1:]
+				if err := emit(raw, false); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		// At the end: has the file been rotated away?
+		cur, serr := os.Stat(path)
+		open, ferr := f.Stat()
+		if ferr == nil && (serr != nil || !os.SameFile(cur, open)) {
+			if !drained {
+				drained = true // read what was appended before the rename
+				continue
+			}
+			if len(partial) > 0 {
+				if err := emit(partial, true); err != nil {
+					return err
+				}
+			}
+			f.Close()
+			f = nil
+			continue
+		}
+		if err := wait(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

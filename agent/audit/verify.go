@@ -1,0 +1,241 @@
+package audit
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// maxProblems bounds the problems one verification collects.
+const maxProblems = 50
+
+// Finding is a problem or a notice at a place in the log.
+type Finding struct {
+	Where string
+	Msg   string
+}
+
+func (f Finding) String() string { return f.Where + ": " + f.Msg }
+
+// FileReport describes one file of a verified log.
+type FileReport struct {
+	Path        string
+	Records     int
+	First, Last uint64
+	TornBytes   int
+}
+
+// Report is the result of Verify.
+type Report struct {
+	Files   []FileReport
+	Records int
+	// First and Last are the sequence numbers the chain spans.
+	First, Last uint64
+	// Problems break the chain: an edited, deleted, reordered or invalid
+	// record, or a missing file. The first is the one to look at.
+	Problems []Finding
+	// Notices do not break it: torn final lines, pruned files, empty files.
+	Notices []Finding
+}
+
+// OK reports whether the whole chain is intact.
+func (r *Report) OK() bool { return len(r.Problems) == 0 && r.Records > 0 }
+
+func (r *Report) problem(where, format string, args ...any) {
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, Finding{where, fmt.Sprintf(format, args...)})
+	}
+}
+
+// fileChain is what verification keeps of one file: its ends.
+type fileChain struct {
+	FileReport
+	firstPrev            Hash
+	lastHash             Hash
+	firstWhere, lastWhere string
+}
+
+type pruned struct {
+	first, last uint64
+	hash        Hash
+	where, file string
+}
+
+// Verify recomputes the hash chain over every file of src, each file in
+// itself and then file after file in sequence order, and reports the first
+// bad or missing record. An I/O error is returned as an error; everything
+// wrong with the content is in the report.
+func Verify(src Source) (*Report, error) {
+	rep := &Report{}
+	var files []*fileChain
+	var prunes []pruned
+	var cur *fileChain
+	var pendingBad *Record // an invalid line: fatal unless it is the torn end
+	flushBad := func() {
+		if pendingBad != nil {
+			rep.problem(pendingBad.Where(), "line is not a valid audit record: %v", pendingBad.Err)
+			pendingBad = nil
+		}
+	}
+	err := src.each(func(r Record) error {
+		if cur == nil || cur.Path != r.File {
+			flushBad()
+			cur = &fileChain{FileReport: FileReport{Path: r.File}}
+			files = append(files, cur)
+		}
+		flushBad()
+		if r.Torn {
+			cur.TornBytes = len(r.Raw)
+			rep.Notices = append(rep.Notices, Finding{r.Where(), fmt.Sprintf(
+				"torn final line (%d bytes without a newline): a write cut short when the agent stopped; it is not part of the chain and no client was answered for it", len(r.Raw))})
+			return nil
+		}
+		if r.Err != nil {
+			rec := r
+			pendingBad = &rec
+			return nil
+		}
+		h := Link(r.Prev, r.Raw)
+		if cur.Records == 0 {
+			cur.First, cur.firstPrev, cur.firstWhere = r.Seq, r.Prev, r.Where()
+		} else {
+			checkLink(rep, r, cur.Last, cur.lastHash, cur.lastWhere)
+		}
+		cur.Records++
+		cur.Last, cur.lastHash, cur.lastWhere = r.Seq, h, r.Where()
+		rep.Records++
+		if r.Event.Annotation(AnnotationCheckpoint) == "prune" {
+			p, err := parsePrune(r)
+			if err != nil {
+				rep.problem(r.Where(), "%v", err)
+			} else {
+				prunes = append(prunes, p)
+			}
+		}
+		return nil
+	})
+	flushBad()
+	if err != nil {
+		return rep, err
+	}
+
+	var chained []*fileChain
+	for _, f := range files {
+		rep.Files = append(rep.Files, f.FileReport)
+		if f.Records == 0 {
+			rep.Notices = append(rep.Notices, Finding{f.Path, "holds no complete record"})
+			continue
+		}
+		chained = append(chained, f)
+	}
+	if len(chained) == 0 {
+		rep.problem(src.name(), "no audit records found")
+		return rep, nil
+	}
+	sort.SliceStable(chained, func(i, j int) bool { return chained[i].First < chained[j].First })
+	for i := 1; i < len(chained); i++ {
+		a, b := chained[i-1], chained[i]
+		switch {
+		case b.First <= a.Last:
+			rep.problem(b.firstWhere, "records seq %d–%d overlap those of %s (seq %d–%d): a file was copied or records were replayed", b.First, b.Last, a.Path, a.First, a.Last)
+		case b.First > a.Last+1:
+			rep.problem(b.firstWhere, "records seq %s are missing between %s (ends at seq %d) and %s (starts at seq %d): a rotated file may have been deleted",
+				seqRange(a.Last+1, b.First-1), a.lastWhere, a.Last, b.Path, b.First)
+		case b.firstPrev != a.lastHash:
+			rep.problem(b.firstWhere, "record seq %d does not continue %s: its prev-hash is %s but the record before it (%s) hashes to %s; that record was changed, or the files do not belong together",
+				b.First, a.Path, short(b.firstPrev), a.lastWhere, short(a.lastHash))
+		}
+	}
+	first := chained[0]
+	rep.First, rep.Last = first.First, chained[len(chained)-1].Last
+	checkStart(rep, first, prunes)
+	return rep, nil
+}
+
+// checkLink checks that record r directly follows the record seq prevSeq
+// hashing to prevHash.
+func checkLink(rep *Report, r Record, prevSeq uint64, prevHash Hash, prevWhere string) {
+	switch {
+	case r.Seq == prevSeq+1 && r.Prev == prevHash:
+	case r.Seq == prevSeq+1:
+		rep.problem(r.Where(), "record seq %d does not follow record seq %d (%s): its prev-hash is %s but that record hashes to %s; record seq %d was changed or replaced",
+			r.Seq, prevSeq, prevWhere, short(r.Prev), short(prevHash), prevSeq)
+	case r.Seq <= prevSeq:
+		rep.problem(r.Where(), "record seq %d comes after record seq %d (%s): records are out of order or repeated", r.Seq, prevSeq, prevWhere)
+	default:
+		rep.problem(r.Where(), "record seq %d follows record seq %d (%s): record seq %s missing (deleted?)", r.Seq, prevSeq, prevWhere, seqRange(prevSeq+1, r.Seq-1)+plural(r.Seq-1-prevSeq))
+	}
+}
+
+// checkStart checks the beginning of the chain: genesis, or files removed
+// by rotation that prune checkpoints account for.
+func checkStart(rep *Report, first *fileChain, prunes []pruned) {
+	if first.First == 1 {
+		if first.firstPrev != Genesis {
+			rep.problem(first.firstWhere, "record seq 1 has prev-hash %s; the first record of a log has %s", short(first.firstPrev), short(Genesis))
+		}
+		return
+	}
+	sort.Slice(prunes, func(i, j int) bool { return prunes[i].first < prunes[j].first })
+	next := uint64(1)
+	var last *pruned
+	for i := range prunes {
+		p := &prunes[i]
+		if p.first > next || p.last >= first.First {
+			break
+		}
+		if p.last+1 >= next {
+			next, last = p.last+1, p
+		}
+	}
+	if next != first.First {
+		rep.problem(first.firstWhere, "records seq %s are missing before %s: no prune checkpoint accounts for them, so earlier files were deleted by something other than the agent's --audit-log-maxbackup",
+			seqRange(next, first.First-1), first.Path)
+		return
+	}
+	if last.hash != first.firstPrev {
+		rep.problem(first.firstWhere, "record seq %d does not continue the pruned file %s (prune checkpoint at %s): its prev-hash is %s, the pruned file ended with %s",
+			first.First, last.file, last.where, short(first.firstPrev), short(last.hash))
+		return
+	}
+	rep.Notices = append(rep.Notices, Finding{first.Path, fmt.Sprintf("records seq %s were in files the agent removed under --audit-log-maxbackup; their prune checkpoints match", seqRange(1, first.First-1))})
+}
+
+func parsePrune(r Record) (pruned, error) {
+	a := r.Event.Annotations
+	lo, hi, ok := strings.Cut(a[AnnotationPrunedSeqs], "-")
+	first, err1 := strconv.ParseUint(lo, 10, 64)
+	last, err2 := strconv.ParseUint(hi, 10, 64)
+	h, err3 := ParseHash(a[AnnotationPrunedHash])
+	if !ok || err1 != nil || err2 != nil || err3 != nil || first == 0 || last < first {
+		return pruned{}, fmt.Errorf("prune checkpoint has an unreadable %s %q or %s", AnnotationPrunedSeqs, a[AnnotationPrunedSeqs], AnnotationPrunedHash)
+	}
+	return pruned{first: first, last: last, hash: h, where: r.Where(), file: a[AnnotationPrunedFile]}, nil
+}
+
+func seqRange(a, b uint64) string {
+	if a == b {
+		return strconv.FormatUint(a, 10)
+	}
+	return fmt.Sprintf("%d–%d", a, b)
+}
+
+func plural(n uint64) string {
+	if n == 1 {
+		return " is"
+	}
+	return " are"
+}
+
+func short(h Hash) string { return h.String()[:16] + "…" }
+
+func (s Source) name() string {
+	if s.Reader != nil {
+		return s.Name
+	}
+	if len(s.Paths) > 0 {
+		return s.Paths[len(s.Paths)-1]
+	}
+	return "audit log"
+}
