@@ -60,7 +60,7 @@ const (
 	AnnotationPreviousFile = "pipeguard.io/previous-file"
 	AnnotationTornBytes    = "pipeguard.io/torn-bytes"
 	AnnotationPrunedFile   = "pipeguard.io/pruned-file"
-	AnnotationPrunedSeqs   = "pipeguard.io/pruned-seqs"     // "first-last"
+	AnnotationPrunedSeqs   = "pipeguard.io/pruned-seqs"      // "first-last"
 	AnnotationPrunedHash   = "pipeguard.io/pruned-last-hash" // hash of the pruned file's last record
 )
 

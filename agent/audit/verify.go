@@ -51,8 +51,8 @@ func (r *Report) problem(where, format string, args ...any) {
 // fileChain is what verification keeps of one file: its ends.
 type fileChain struct {
 	FileReport
-	firstPrev            Hash
-	lastHash             Hash
+	firstPrev             Hash
+	lastHash              Hash
 	firstWhere, lastWhere string
 }
 

@@ -59,20 +59,20 @@ type Options struct {
 type Log struct {
 	o Options
 
-	mu       sync.Mutex
-	f        File
-	size     int64
-	seq      uint64 // last written
-	prev     Hash   // hash of the last written record
-	sinceCP  int
+	mu      sync.Mutex
+	f       File
+	size    int64
+	seq     uint64 // last written
+	prev    Hash   // hash of the last written record
+	sinceCP int
 	// prunedThrough is the last sequence number of the files removed so
 	// far, when every record from 1 to it was removed by pruning.
 	prunedThrough uint64
-	broken   error // set when a failed write could not be undone
-	closed   bool
-	syncMu   sync.Mutex
-	synced   atomic.Uint64
-	syncErrs atomic.Uint64
+	broken        error // set when a failed write could not be undone
+	closed        bool
+	syncMu        sync.Mutex
+	synced        atomic.Uint64
+	syncErrs      atomic.Uint64
 }
 
 func openAppend(path string) (File, error) {
