@@ -1,0 +1,89 @@
+package identity
+
+import (
+	"context"
+	"strconv"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+)
+
+// Identity sources.
+const (
+	SourcePeer  = "peer"
+	SourceToken = "token"
+)
+
+// Caller is who sent a request.
+type Caller struct {
+	// Source is SourcePeer, or SourceToken once a ServiceAccount token was
+	// verified.
+	Source string
+	// PID is the calling process; 0 when unknown.
+	PID int
+	// ProcessStart is when the calling process started (RFC 3339), which
+	// with PID names one process even when pids are reused.
+	ProcessStart string
+	// UID and GID are the caller's user and group (Linux); -1 when unknown.
+	UID, GID int64
+	// SID is the caller's user SID (Windows); SIDSource says which token it
+	// came from: "client-token" or "process-token".
+	SID, SIDSource string
+	// ContainerID and Runtime name the caller's container, when it runs in
+	// one; PodUID is its pod.
+	ContainerID, Runtime, PodUID string
+	// PodMapped says the platform maps processes to pods, so an empty
+	// PodUID means "not in a pod" rather than "unknown".
+	PodMapped bool
+	// PodName, Namespace and ServiceAccount come from the pod watch or a
+	// verified token; empty when unresolved.
+	PodName, Namespace, ServiceAccount string
+	// TokenUser is the username of a verified ServiceAccount token.
+	TokenUser string
+	// Notes say honestly what could not be established.
+	Notes []string
+}
+
+// Username is the audit username: the verified token's, else
+// pipeguard:peer:sid:<SID> or pipeguard:peer:uid:<UID>.
+func (c *Caller) Username() string {
+	switch {
+	case c.TokenUser != "":
+		return c.TokenUser
+	case c.SID != "":
+		return "pipeguard:peer:sid:" + c.SID
+	case c.UID >= 0:
+		return "pipeguard:peer:uid:" + strconv.FormatInt(c.UID, 10)
+	}
+	return "pipeguard:peer:unknown"
+}
+
+// Clone returns a copy that can be enriched per request.
+func (c *Caller) Clone() *Caller {
+	out := *c
+	out.Notes = append([]string(nil), c.Notes...)
+	return &out
+}
+
+// AuthInfo carries the peer's Caller in the gRPC peer of every request on a
+// connection.
+type AuthInfo struct {
+	credentials.CommonAuthInfo
+	Caller *Caller
+}
+
+// AuthType implements credentials.AuthInfo.
+func (AuthInfo) AuthType() string { return "pipeguard-peer" }
+
+// FromContext returns the peer identity of the connection a request came on.
+func FromContext(ctx context.Context) (*Caller, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil, false
+	}
+	ai, ok := p.AuthInfo.(AuthInfo)
+	if !ok || ai.Caller == nil {
+		return nil, false
+	}
+	return ai.Caller, true
+}

@@ -1,0 +1,22 @@
+// Package identity tells pipeguard-agent who is calling.
+//
+// Peer identity is captured once per connection, by transport credentials
+// that run when the connection is accepted, and is reachable from every
+// handler through the gRPC peer (FromContext):
+//
+//   - Linux: SO_PEERCRED (pid, uid, gid), the process start time (so a
+//     reused pid is not mistaken for the caller), and /proc/PID/cgroup mapped
+//     to the container id and pod UID. When the kernel offers SO_PEERPIDFD the
+//     process is pinned while /proc is read.
+//   - Windows: GetNamedPipeClientProcessId, a process handle held for the
+//     connection's life (so the pid cannot be reused while it is open), the
+//     process creation time, and the user SID of the client's impersonation
+//     token or, for clients that dial at anonymous impersonation level, of its
+//     process token, with a note saying which.
+//
+// Existing CSI drivers send nothing more, so peer identity stands on its own.
+// A driver may add a projected ServiceAccount token (WithServiceAccountToken);
+// TokenVerifier checks it with a TokenReview and against the peer's pod and
+// this node. PodIndex fills in pod name, namespace and ServiceAccount from the
+// pod UID through a node-scoped pod watch; what it cannot resolve stays empty.
+package identity

@@ -1,0 +1,15 @@
+//go:build !linux && !windows
+
+package identity
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+)
+
+// Peer is not implemented on this OS: pipeguard-agent runs on Windows nodes
+// and is tested on Linux.
+func Peer(net.Conn) (*Caller, func(), error) {
+	return nil, nil, fmt.Errorf("caller identity is not implemented on %s", runtime.GOOS)
+}
