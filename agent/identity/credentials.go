@@ -58,7 +58,9 @@ func (c *Credentials) Info() credentials.ProtocolInfo {
 }
 
 // Clone implements credentials.TransportCredentials.
-func (c *Credentials) Clone() credentials.TransportCredentials { return &Credentials{peer: c.peer, log: c.log} }
+func (c *Credentials) Clone() credentials.TransportCredentials {
+	return &Credentials{peer: c.peer, log: c.log}
+}
 
 // OverrideServerName implements credentials.TransportCredentials.
 func (c *Credentials) OverrideServerName(string) error { return nil }

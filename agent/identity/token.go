@@ -1,0 +1,193 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Extra keys the API server sets on bound ServiceAccount tokens.
+const (
+	extraPodName  = "authentication.kubernetes.io/pod-name"
+	extraPodUID   = "authentication.kubernetes.io/pod-uid"
+	extraNodeName = "authentication.kubernetes.io/node-name"
+)
+
+// DefaultTokenCacheTTL is how long a TokenReview answer is reused.
+const DefaultTokenCacheTTL = 30 * time.Second
+
+const maxCachedTokens = 1024
+
+// TokenReviewer creates TokenReviews; client-go's
+// AuthenticationV1().TokenReviews() is the real one.
+type TokenReviewer interface {
+	Create(ctx context.Context, tr *authnv1.TokenReview, opts metav1.CreateOptions) (*authnv1.TokenReview, error)
+}
+
+// TokenOptions configures a TokenVerifier.
+type TokenOptions struct {
+	// Reviewer sends TokenReviews to the API server.
+	Reviewer TokenReviewer
+	// Audience is the audience tokens must be issued for.
+	Audience string
+	// NodeName is this node; a token bound to another node is refused.
+	NodeName string
+	// CacheTTL bounds how long an answer is reused; 0 means
+	// DefaultTokenCacheTTL.
+	CacheTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// TokenVerifier verifies projected ServiceAccount tokens with TokenReview
+// and checks them against the caller's peer identity.
+type TokenVerifier struct {
+	o     TokenOptions
+	mu    sync.Mutex
+	cache map[[32]byte]cached
+}
+
+type cached struct {
+	id      *TokenIdentity
+	err     error
+	expires time.Time
+}
+
+// TokenIdentity is what a verified token says.
+type TokenIdentity struct {
+	Username, Namespace, ServiceAccount string
+	PodName, PodUID, NodeName           string
+}
+
+// Rejection is a token that must not be used: its request is denied.
+type Rejection struct{ Msg string }
+
+func (r *Rejection) Error() string { return r.Msg }
+
+// NewTokenVerifier checks the options.
+func NewTokenVerifier(o TokenOptions) (*TokenVerifier, error) {
+	if o.Reviewer == nil {
+		return nil, errors.New("token verification needs a Kubernetes client: set --kubeconfig")
+	}
+	if o.Audience == "" {
+		return nil, errors.New("token verification needs an audience: set --token-audience")
+	}
+	if o.NodeName == "" {
+		return nil, errors.New("token verification needs this node's name: set --node-name")
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = DefaultTokenCacheTTL
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &TokenVerifier{o: o, cache: map[[32]byte]cached{}}, nil
+}
+
+// Review asks the API server about a token, or reuses a recent answer. A
+// *Rejection means the API server refused the token; another error means no
+// answer was obtained.
+func (v *TokenVerifier) Review(ctx context.Context, token string) (*TokenIdentity, error) {
+	key := sha256.Sum256([]byte(token))
+	now := v.o.Now()
+	v.mu.Lock()
+	if c, ok := v.cache[key]; ok && now.Before(c.expires) {
+		v.mu.Unlock()
+		return c.id, c.err
+	}
+	v.mu.Unlock()
+
+	tr, err := v.o.Reviewer.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{v.o.Audience}}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("TokenReview failed: %w", err)
+	}
+	id, rerr := identityOf(tr, v.o.Audience)
+	v.mu.Lock()
+	if len(v.cache) >= maxCachedTokens {
+		for k, c := range v.cache {
+			if !now.Before(c.expires) || len(v.cache) >= maxCachedTokens {
+				delete(v.cache, k)
+			}
+		}
+	}
+	v.cache[key] = cached{id: id, err: rerr, expires: now.Add(v.o.CacheTTL)}
+	v.mu.Unlock()
+	return id, rerr
+}
+
+func identityOf(tr *authnv1.TokenReview, audience string) (*TokenIdentity, error) {
+	st := tr.Status
+	if !st.Authenticated {
+		reason := st.Error
+		if reason == "" {
+			reason = "not authenticated"
+		}
+		return nil, &Rejection{Msg: fmt.Sprintf("the API server rejected the ServiceAccount token (%s); send a current token projected for audience %q", reason, audience)}
+	}
+	if !slices.Contains(st.Audiences, audience) {
+		return nil, &Rejection{Msg: fmt.Sprintf("the ServiceAccount token is not for audience %q (it is for %v); project one with audience %q", audience, st.Audiences, audience)}
+	}
+	parts := strings.Split(st.User.Username, ":")
+	if len(parts) != 4 || parts[0] != "system" || parts[1] != "serviceaccount" {
+		return nil, &Rejection{Msg: fmt.Sprintf("the token's user %q is not a ServiceAccount; send a projected ServiceAccount token", st.User.Username)}
+	}
+	id := &TokenIdentity{Username: st.User.Username, Namespace: parts[2], ServiceAccount: parts[3]}
+	first := func(k string) string {
+		if v := st.User.Extra[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	id.PodName, id.PodUID, id.NodeName = first(extraPodName), first(extraPodUID), first(extraNodeName)
+	if id.PodUID == "" {
+		return nil, &Rejection{Msg: fmt.Sprintf("the token of %s is not bound to a pod; send the token of a projected serviceAccountToken volume, which names its pod", id.Username)}
+	}
+	return id, nil
+}
+
+// Apply verifies token and checks it against the caller's peer identity
+// and this node; on success the caller takes the token's identity. pods,
+// when set, confirms the pod of a token that does not name its node.
+func (v *TokenVerifier) Apply(ctx context.Context, c *Caller, token string, pods PodLookup) error {
+	id, err := v.Review(ctx, token)
+	if err != nil {
+		return err
+	}
+	pod := id.Namespace + "/" + id.PodName
+	switch {
+	case c.PodMapped && c.PodUID == "":
+		return &Rejection{Msg: fmt.Sprintf("the token names pod %s (uid %s) but the calling process (pid %d) is not in a pod; send no token, or call from that pod", pod, id.PodUID, c.PID)}
+	case c.PodMapped && c.PodUID != id.PodUID:
+		return &Rejection{Msg: fmt.Sprintf("the token names pod %s (uid %s) but the calling process (pid %d) runs in pod uid %s; a pod must send its own token", pod, id.PodUID, c.PID, c.PodUID)}
+	}
+	switch {
+	case id.NodeName != "" && id.NodeName != v.o.NodeName:
+		return &Rejection{Msg: fmt.Sprintf("the token names pod %s on node %q, but this is node %q", pod, id.NodeName, v.o.NodeName)}
+	case id.NodeName == "":
+		if _, ok := lookup(pods, id.PodUID); !ok {
+			return &Rejection{Msg: fmt.Sprintf("the token names pod %s, which does not name its node and is not among this node's pods", pod)}
+		}
+	}
+	if !c.PodMapped {
+		c.Notes = append(c.Notes, "the calling process could not be mapped to a pod on this platform; the pod is the token's")
+		c.PodUID = id.PodUID
+	}
+	c.Source, c.TokenUser = SourceToken, id.Username
+	c.PodName, c.Namespace, c.ServiceAccount = id.PodName, id.Namespace, id.ServiceAccount
+	return nil
+}
+
+func lookup(pods PodLookup, uid string) (PodInfo, bool) {
+	if pods == nil {
+		return PodInfo{}, false
+	}
+	return pods.PodByUID(uid)
+}
