@@ -26,6 +26,10 @@ func Admission() []File { return load("admission") }
 // AdmissionTests returns the rego tests of the admission rules.
 func AdmissionTests() []File { return load("admission_test") }
 
+// Agent returns the agent gate rules (package pipeguard.agent), without
+// their tests.
+func Agent() []File { return load("agent") }
+
 // FS exposes every embedded file, rules and tests, for `pipeguard policy
 // test`.
 func FS() fs.FS { return files }
