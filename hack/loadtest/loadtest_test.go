@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Both targets answer every request of the mix, over the real server, with
+// the decision its kind expects. Timing is not asserted.
+func TestTargetsDecideTheMix(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	m, err := newMix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, k := range m.kinds {
+		want[k.name] = k.allowed
+	}
+	tests := map[string]Options{
+		"pipeguard, default policy":            {Target: TargetPipeguard, Namespaces: 20},
+		"pipeguard, many namespaces, policies": {Target: TargetPipeguard, Namespaces: 2000, Policies: 12},
+		"baseline":                             {Target: TargetBaseline, Namespaces: 20},
+	}
+	for name, opts := range tests {
+		t.Run(name, func(t *testing.T) {
+			const n = 200
+			// No request can be dropped: as many may be outstanding as are
+			// sent, and the duration does not end the run first.
+			opts.Rate, opts.Requests, opts.Duration, opts.MaxInFlight = 400, n, time.Minute, n
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r, err := Run(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Sent != n || r.Errors != 0 || r.Dropped != 0 {
+				t.Fatalf("sent %d, errors %d %v, dropped %d; want %d sent and no errors or drops; first error: %s",
+					r.Sent, r.Errors, r.ErrorKinds, r.Dropped, n, r.FirstError)
+			}
+			for kind, allowed := range want {
+				d := r.Decisions[kind]
+				switch {
+				case d == nil:
+					t.Errorf("%s: never sent", kind)
+				case allowed && (d.Allowed == 0 || d.Denied > 0):
+					t.Errorf("%s: %d allowed, %d denied; want all allowed", kind, d.Allowed, d.Denied)
+				case !allowed && (d.Denied == 0 || d.Allowed > 0):
+					t.Errorf("%s: %d allowed, %d denied; want all denied", kind, d.Allowed, d.Denied)
+				}
+			}
+		})
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		runs    int
+		wantErr bool
+	}{
+		"default":         {args: nil, runs: 1},
+		"both, rates":     {args: []string{"--target", "both", "--rates", "500,1000"}, runs: 4},
+		"rate and closed": {args: []string{"--rate", "100", "--closed", "4,16"}, runs: 3},
+		"bad target":      {args: []string{"--target", "opa"}, wantErr: true},
+		"bad rates":       {args: []string{"--rates", "1000,x"}, wantErr: true},
+		"too few ns":      {args: []string{"--namespaces", "1"}, wantErr: true},
+		"rate over limit": {args: []string{"--rate", "1000000"}, wantErr: true},
+		"stray argument":  {args: []string{"now"}, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := parseFlags(tc.args)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(cfg.runs()); got != tc.runs {
+				t.Fatalf("%d runs, want %d", got, tc.runs)
+			}
+		})
+	}
+}

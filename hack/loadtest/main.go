@@ -1,0 +1,208 @@
+// Command loadtest measures pipeguard's admission webhook over HTTPS on
+// loopback, next to a baseline that applies the same default rule in plain
+// Go, both served by the controller-runtime webhook server that
+// pipeguard-webhook uses. The server runs in this process.
+//
+//	go run ./hack/loadtest --target both --rate 1000 --duration 20s
+//	go run ./hack/loadtest --target both --closed 4,16 --duration 20s
+//	go run ./hack/loadtest --rates 500,1000,2000,5000 --json results.json
+//	go run ./hack/loadtest --namespaces 10000 --policies 50 --rate 1000
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// config is the command line: the runs to make and where to put results.
+type config struct {
+	targets    []string
+	rates      []int
+	workers    []int
+	base       Options
+	jsonPath   string
+	cpuProfile string
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		return 2
+	}
+	// Review logs would measure the terminal; controller-runtime's logger
+	// is set so that it does not warn that none was set.
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	fmt.Printf("GOMAXPROCS %d, %s, %s/%s; load average before: %s\n",
+		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, loadAverage())
+	var results []*Result
+	for _, opts := range cfg.runs() {
+		r, err := Run(ctx, opts)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "loadtest: %s %s: %v\n", opts.Target, describe(opts), err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "%-9s %-11s %8.0f reviews/s  p99 %.3f ms  errors %d  dropped %d\n",
+			r.Target, load(r), r.ReviewsPerSecond, r.P99, r.Errors, r.Dropped)
+		results = append(results, r)
+	}
+	fmt.Printf("load average after: %s\n\n", loadAverage())
+	printTable(os.Stdout, results)
+
+	if cfg.jsonPath != "" {
+		out, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(cfg.jsonPath, append(out, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			return 1
+		}
+	}
+	for _, r := range results {
+		if r.Errors > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	target := fs.String("target", TargetPipeguard, "what to serve: pipeguard, baseline (the default rule in plain Go) or both")
+	rate := fs.Int("rate", 0, "open loop: reviews per second (default 1000 when neither --rates nor --closed is set)")
+	rates := fs.String("rates", "", "open loop at each of these comma-separated rates, e.g. 500,1000,2000,5000")
+	closed := fs.String("closed", "", "closed loop with each of these comma-separated worker counts, e.g. 4,16")
+	duration := fs.Duration("duration", 20*time.Second, "measured time of each run")
+	requests := fs.Int("requests", 0, "also stop each run after this many requests (0: no limit)")
+	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured load before each run")
+	inFlight := fs.Int("max-inflight", defaultInFlight, "open loop: outstanding requests beyond which a due request is dropped")
+	ns := fs.Int("namespaces", 20, "namespaces in the lookup (every tenth allowed by label)")
+	pol := fs.Int("policies", 0, "PipeAccessPolicies pipeguard loads (0: the built-in default only)")
+	http2 := fs.Bool("http2", false, "negotiate HTTP/2 instead of HTTP/1.1 keep-alive")
+	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole process (server and load) to this file")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q; every setting is a flag", fs.Args())
+	}
+	cfg := &config{
+		base: Options{Duration: *duration, Requests: *requests, Warmup: *warmup, MaxInFlight: *inFlight,
+			Namespaces: *ns, Policies: *pol, HTTP2: *http2},
+		jsonPath: *jsonPath, cpuProfile: *cpuProfile,
+	}
+	switch *target {
+	case TargetPipeguard, TargetBaseline:
+		cfg.targets = []string{*target}
+	case "both":
+		// The baseline goes first in each pair so that the peak RSS
+		// reported for pipeguard is not the baseline's.
+		cfg.targets = []string{TargetBaseline, TargetPipeguard}
+	default:
+		return nil, fmt.Errorf("--target %q is unknown; use pipeguard, baseline or both", *target)
+	}
+	var err error
+	if cfg.rates, err = ints("--rates", *rates); err != nil {
+		return nil, err
+	}
+	if *rate > 0 {
+		cfg.rates = append([]int{*rate}, cfg.rates...)
+	}
+	if cfg.workers, err = ints("--closed", *closed); err != nil {
+		return nil, err
+	}
+	if len(cfg.rates) == 0 && len(cfg.workers) == 0 {
+		cfg.rates = []int{1000}
+	}
+	for _, o := range cfg.runs() {
+		if err := o.validate(); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// runs lists the runs in order: each load for each target in turn, so that
+// the runs compared with each other are made close together in time.
+func (c *config) runs() []Options {
+	var out []Options
+	add := func(rate, workers int) {
+		for _, t := range c.targets {
+			o := c.base
+			o.Target, o.Rate, o.Workers = t, rate, workers
+			out = append(out, o)
+		}
+	}
+	for _, r := range c.rates {
+		add(r, 0)
+	}
+	for _, w := range c.workers {
+		add(0, w)
+	}
+	return out
+}
+
+func ints(flagName, s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive number; give a comma-separated list such as 500,1000", flagName, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func describe(o Options) string {
+	if o.Rate > 0 {
+		return fmt.Sprintf("%d/s", o.Rate)
+	}
+	return fmt.Sprintf("closed x%d", o.Workers)
+}
+
+// loadAverage is the 1, 5 and 15 minute load average, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

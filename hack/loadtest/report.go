@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Decisions counts the answers to one kind of request.
+type Decisions struct {
+	Allowed int `json:"allowed"`
+	Denied  int `json:"denied"`
+	Errors  int `json:"errors"`
+}
+
+// Result is one measured run. Latencies are in milliseconds; open-loop
+// latencies count from the time a request was due, not from when it left.
+type Result struct {
+	Target     string  `json:"target"`
+	Mode       string  `json:"mode"` // "open" or "closed"
+	Rate       int     `json:"rate,omitempty"`
+	Workers    int     `json:"workers,omitempty"`
+	Namespaces int     `json:"namespaces"`
+	Policies   int     `json:"policies"`
+	Seconds    float64 `json:"seconds"`
+	Sent       int     `json:"sent"`
+	Dropped    int     `json:"dropped"`
+	Errors     int     `json:"errors"`
+	// ErrorKinds counts errors by kind: timeout, http-status,
+	// wrong-decision, wrong-uid, other.
+	ErrorKinds map[string]int `json:"errorKinds,omitempty"`
+	FirstError string         `json:"firstError,omitempty"`
+	// ReviewsPerSecond counts correct answers over the run's wall time.
+	ReviewsPerSecond float64 `json:"reviewsPerSecond"`
+	P50              float64 `json:"p50Ms"`
+	P90              float64 `json:"p90Ms"`
+	P99              float64 `json:"p99Ms"`
+	Max              float64 `json:"maxMs"`
+	Mean             float64 `json:"meanMs"`
+	// RSSBytes and PeakRSSBytes are the whole process's VmRSS at the end of
+	// the run and VmHWM since it started: server and load generator share
+	// the process.
+	RSSBytes     int64                 `json:"rssBytes"`
+	PeakRSSBytes int64                 `json:"peakRssBytes"`
+	Decisions    map[string]*Decisions `json:"decisions"`
+}
+
+func summarize(opts Options, t *tally, elapsed time.Duration) *Result {
+	r := &Result{
+		Target: opts.Target, Rate: opts.Rate, Workers: opts.Workers,
+		Namespaces: opts.Namespaces, Policies: opts.Policies,
+		Seconds: elapsed.Seconds(), Sent: t.sent, Dropped: t.dropped,
+		Errors: t.sent - len(t.latencies), FirstError: t.firstErr, Decisions: t.decisions,
+	}
+	r.Mode = "open"
+	if opts.Rate == 0 {
+		r.Mode, r.Rate = "closed", 0
+	} else {
+		r.Workers = 0
+	}
+	if len(t.errors) > 0 {
+		r.ErrorKinds = t.errors
+	}
+	if elapsed > 0 {
+		r.ReviewsPerSecond = float64(len(t.latencies)) / elapsed.Seconds()
+	}
+	lat := t.latencies
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		var sum time.Duration
+		for _, l := range lat {
+			sum += l
+		}
+		r.Mean = ms(sum / time.Duration(len(lat)))
+		r.P50, r.P90, r.P99 = ms(quantile(lat, 0.50)), ms(quantile(lat, 0.90)), ms(quantile(lat, 0.99))
+		r.Max = ms(lat[len(lat)-1])
+	}
+	r.RSSBytes, r.PeakRSSBytes = memory()
+	return r
+}
+
+// quantile is the nearest-rank quantile of sorted latencies.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(float64(len(sorted))*q+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// memory reads VmRSS and VmHWM of this process from /proc/self/status; it
+// returns zeros where there is no such file.
+func memory() (rss, hwm int64) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		name, value, ok := strings.Cut(s.Text(), ":")
+		if !ok || (name != "VmRSS" && name != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if name == "VmRSS" {
+			rss = kb << 10
+		} else {
+			hwm = kb << 10
+		}
+	}
+	return rss, hwm
+}
+
+// printTable writes results as a table, then the pipeguard/baseline ratios
+// of runs that were measured for both.
+func printTable(w io.Writer, results []*Result) {
+	fmt.Fprintf(w, "%-9s %-11s %5s %4s %9s %8s %7s %6s %8s %8s %8s %8s %8s %8s\n",
+		"target", "load", "ns", "pol", "reviews/s", "sent", "dropped", "errors", "p50 ms", "p90 ms", "p99 ms", "max ms", "RSS MiB", "peak MiB")
+	for _, r := range results {
+		fmt.Fprintf(w, "%-9s %-11s %5d %4d %9.0f %8d %7d %6d %8.3f %8.3f %8.3f %8.3f %8.1f %8.1f\n",
+			r.Target, load(r), r.Namespaces, r.Policies, r.ReviewsPerSecond, r.Sent, r.Dropped, r.Errors,
+			r.P50, r.P90, r.P99, r.Max, mib(r.RSSBytes), mib(r.PeakRSSBytes))
+	}
+	for _, r := range results {
+		if r.FirstError != "" {
+			fmt.Fprintf(w, "%s %s: %d errors %v; first: %s\n", r.Target, load(r), r.Errors, r.ErrorKinds, r.FirstError)
+		}
+	}
+	fmt.Fprintln(w, "RSS is the whole process: the webhook server and the load generator run in it together; peak is since the process started.")
+	printRatios(w, results)
+}
+
+func printRatios(w io.Writer, results []*Result) {
+	base := map[string]*Result{}
+	for _, r := range results {
+		if r.Target == TargetBaseline {
+			base[load(r)] = r
+		}
+	}
+	header := false
+	for _, r := range results {
+		b := base[load(r)]
+		if r.Target != TargetPipeguard || b == nil || b.ReviewsPerSecond == 0 || b.P99 == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\npipeguard / baseline:")
+			header = true
+		}
+		fmt.Fprintf(w, "  %-11s throughput %5.1f%%   p50 %.2fx   p99 %.2fx\n",
+			load(r), 100*r.ReviewsPerSecond/b.ReviewsPerSecond, r.P50/b.P50, r.P99/b.P99)
+	}
+}
+
+func load(r *Result) string {
+	if r.Mode == "closed" {
+		return fmt.Sprintf("closed x%d", r.Workers)
+	}
+	return fmt.Sprintf("%d/s", r.Rate)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/ptr"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook"
+	"github.com/pipeguard/pipeguard/webhook/app"
+)
+
+// Targets the load runs against.
+const (
+	TargetPipeguard = "pipeguard"
+	TargetBaseline  = "baseline"
+)
+
+// server is a running controller-runtime webhook server on loopback.
+type server struct {
+	url    string
+	caPEM  []byte
+	dir    string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// newHandler builds the admission handler of a target, with the same
+// metrics observer pipeguard-webhook uses, on a private registry.
+func newHandler(ctx context.Context, target string, namespaces webhook.StaticNamespaces, policies int) (admission.Handler, error) {
+	metrics, err := webhook.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	switch target {
+	case TargetBaseline:
+		return &baseline{namespaces: namespaces, observer: metrics}, nil
+	case TargetPipeguard:
+		engine, err := policy.NewEngine(ctx, policy.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if policies > 0 {
+			if _, err := engine.Load(ctx, accessPolicies(policies)); err != nil {
+				return nil, fmt.Errorf("loading %d policies: %w", policies, err)
+			}
+		}
+		return webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: metrics}), nil
+	}
+	return nil, fmt.Errorf("unknown target %q; use %s or %s", target, TargetPipeguard, TargetBaseline)
+}
+
+// startServer serves h at app.Path exactly as pipeguard-webhook does: a
+// controller-runtime webhook server with TLS from a certificate directory
+// and an admission.Webhook that recovers panics. It listens on a free
+// loopback port with a fresh self-signed certificate.
+func startServer(ctx context.Context, h admission.Handler) (*server, error) {
+	dir, err := os.MkdirTemp("", "pipeguard-loadtest-")
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := writeCert(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	// The port is found free, released, then bound by the server: another
+	// process may take it in between, so binding is retried.
+	for attempt := 0; ; attempt++ {
+		s, err := listen(ctx, h, dir)
+		if err == nil {
+			s.caPEM = caPEM
+			return s, nil
+		}
+		if attempt == 4 {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+}
+
+func listen(ctx context.Context, h admission.Handler, dir string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	ws := ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: "127.0.0.1", Port: port, CertDir: dir, CertName: "tls.crt", KeyName: "tls.key",
+	})
+	ws.Register(app.Path, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+	sctx, cancel := context.WithCancel(ctx)
+	s := &server{url: fmt.Sprintf("https://127.0.0.1:%d%s", port, app.Path), dir: dir, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- ws.Start(sctx) }()
+	started := ws.StartedChecker()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-s.done:
+			cancel()
+			if err == nil {
+				err = errors.New("webhook server stopped while starting")
+			}
+			return nil, err
+		case <-time.After(5 * time.Millisecond):
+		}
+		if started(nil) == nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			return nil, fmt.Errorf("webhook server on port %d did not start within 10s", port)
+		}
+	}
+}
+
+// stop shuts the server down and removes its certificate.
+func (s *server) stop() error {
+	s.cancel()
+	err := <-s.done
+	os.RemoveAll(s.dir)
+	return err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writeCert writes a self-signed ECDSA P-256 certificate for 127.0.0.1 to
+// dir/tls.crt and dir/tls.key and returns the certificate PEM.
+func writeCert(dir string) ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "pipeguard-loadtest"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:              []string{"localhost"},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	return certPEM, nil
+}
