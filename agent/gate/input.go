@@ -1,0 +1,186 @@
+package gate
+
+import (
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/pipeguard/pipeguard/agent/identity"
+)
+
+// InputVersion is the version of the input document.
+const InputVersion = "pipeguard.io/agent/v1"
+
+// Redacted replaces the value of every secret field.
+const Redacted = "[redacted]"
+
+// Input is what the rules decide on.
+type Input struct {
+	Group, Version, Method, FullMethod string
+	Mutating                           bool
+	Caller                             *identity.Caller
+	// Request is the request as plain values, secrets redacted (Redact).
+	Request map[string]any
+}
+
+// value builds the rego input directly as an ast.Value.
+func (in *Input) value() ast.Value {
+	c := in.Caller
+	if c == nil {
+		c = &identity.Caller{UID: -1, GID: -1}
+	}
+	caller := ast.NewObject(
+		item("username", ast.String(c.Username())),
+		item("source", ast.String(c.Source)),
+		item("pid", ast.IntNumberTerm(c.PID).Value),
+		item("processStart", ast.String(c.ProcessStart)),
+		item("uid", ast.IntNumberTerm(int(c.UID)).Value),
+		item("gid", ast.IntNumberTerm(int(c.GID)).Value),
+		item("sid", ast.String(c.SID)),
+		item("containerID", ast.String(c.ContainerID)),
+		item("runtime", ast.String(c.Runtime)),
+		item("podUID", ast.String(c.PodUID)),
+		item("podName", ast.String(c.PodName)),
+		item("namespace", ast.String(c.Namespace)),
+		item("serviceAccount", ast.String(c.ServiceAccount)),
+	)
+	req, err := ast.InterfaceToValue(in.Request)
+	if err != nil || in.Request == nil {
+		req = ast.NewObject()
+	}
+	return ast.NewObject(
+		item("apiVersion", ast.String(InputVersion)),
+		item("group", ast.String(in.Group)),
+		item("groupVersion", ast.String(in.Version)),
+		item("method", ast.String(in.Method)),
+		item("fullMethod", ast.String(in.FullMethod)),
+		item("mutating", ast.Boolean(in.Mutating)),
+		item("caller", caller),
+		item("request", req),
+	)
+}
+
+func item(k string, v ast.Value) [2]*ast.Term {
+	return [2]*ast.Term{ast.StringTerm(k), ast.NewTerm(v)}
+}
+
+// Document returns the input as plain values, as the rules see it, for
+// documentation and `-o input` style output.
+func (in *Input) Document() (any, error) { return ast.JSON(in.value()) }
+
+// Mutating reports whether a CSI Proxy method changes the host. Reads are
+// named Get…, List…, Is… and PathExists; everything else, including
+// methods added later, counts as mutating, so that it is audited durably.
+func Mutating(method string) bool {
+	for _, p := range []string{"Get", "List", "Is"} {
+		if strings.HasPrefix(method, p) && len(method) > len(p) && method[len(p)] >= 'A' && method[len(p)] <= 'Z' {
+			return false
+		}
+	}
+	return method != "PathExists"
+}
+
+// secretField reports whether a field holds a secret: SMB passwords and
+// iSCSI CHAP secrets, in every API version's spelling.
+func secretField(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "password") || strings.Contains(n, "secret")
+}
+
+// Redact returns a request message as plain values keyed by proto field
+// name, with every secret field replaced by Redacted. Non-messages give nil.
+func Redact(msg any) map[string]any {
+	var m protoreflect.ProtoMessage
+	switch x := msg.(type) {
+	case protoreflect.ProtoMessage:
+		m = x
+	case protoadapt.MessageV1:
+		m = protoadapt.MessageV2Of(x)
+	default:
+		return nil
+	}
+	return message(m.ProtoReflect())
+}
+
+func message(m protoreflect.Message) map[string]any {
+	out := map[string]any{}
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		name := string(fd.Name())
+		if !m.Has(fd) && fd.Kind() != protoreflect.MessageKind {
+			out[name] = zero(fd)
+			continue
+		}
+		if secretField(name) {
+			if m.Has(fd) {
+				out[name] = Redacted
+			} else {
+				out[name] = ""
+			}
+			continue
+		}
+		v := m.Get(fd)
+		switch {
+		case fd.IsList():
+			l := v.List()
+			items := make([]any, l.Len())
+			for j := range l.Len() {
+				items[j] = scalar(fd, l.Get(j))
+			}
+			out[name] = items
+		case fd.IsMap():
+			mm := map[string]any{}
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				mm[k.String()] = scalar(fd.MapValue(), mv)
+				return true
+			})
+			out[name] = mm
+		default:
+			if fd.Kind() == protoreflect.MessageKind && !m.Has(fd) {
+				out[name] = nil
+				continue
+			}
+			out[name] = scalar(fd, v)
+		}
+	}
+	return out
+}
+
+func scalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return message(v.Message())
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return string(ev.Name())
+		}
+		return int64(v.Enum())
+	case protoreflect.BytesKind:
+		return Redacted // no CSI Proxy request carries bytes; never log raw ones
+	case protoreflect.StringKind:
+		return v.String()
+	case protoreflect.BoolKind:
+		return v.Bool()
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return v.Int()
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return v.Uint()
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return v.Float()
+	}
+	return v.Interface()
+}
+
+func zero(fd protoreflect.FieldDescriptor) any {
+	if fd.IsList() {
+		return []any{}
+	}
+	if fd.IsMap() {
+		return map[string]any{}
+	}
+	return scalar(fd, fd.Default())
+}
