@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/endpoint"
+	"github.com/pipeguard/pipeguard/agent/guard"
 	diskgroup "github.com/pipeguard/pipeguard/agent/groups/disk"
 	fsgroup "github.com/pipeguard/pipeguard/agent/groups/filesystem"
 	iscsigroup "github.com/pipeguard/pipeguard/agent/groups/iscsi"
@@ -23,6 +24,7 @@ import (
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/identity"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
@@ -56,8 +58,15 @@ type Options struct {
 	Registry *prometheus.Registry
 	// ShutdownTimeout bounds graceful shutdown; 0 means the server default.
 	ShutdownTimeout time.Duration
+	// Guard, when set, identifies the caller of every connection and gates
+	// and audits every request (package guard); its Confiner is the agent's.
+	// pipeguard-agent always sets it; without it requests are neither gated
+	// nor audited.
+	Guard *guard.Options
+	// Peer identifies callers when Guard is set; nil means identity.Peer.
+	Peer identity.PeerFunc
 	// UnaryInterceptors and StreamInterceptors are inserted in every
-	// endpoint's chain between metrics and the handler.
+	// endpoint's chain between the guard and the handler.
 	UnaryInterceptors  []grpc.UnaryServerInterceptor
 	StreamInterceptors []grpc.StreamServerInterceptor
 
@@ -119,7 +128,7 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(server.Options{
+	so := server.Options{
 		Log:                o.Log,
 		Listen:             listen.Options{SocketDir: o.SocketDir, SDDL: o.PipeSDDL},
 		Endpoints:          eps,
@@ -127,7 +136,22 @@ func New(o Options) (*Agent, error) {
 		UnaryInterceptors:  o.UnaryInterceptors,
 		StreamInterceptors: o.StreamInterceptors,
 		ShutdownTimeout:    o.ShutdownTimeout,
-	})
+	}
+	if o.Guard != nil {
+		gopts := *o.Guard
+		gopts.Confiner = conf
+		if gopts.Registerer == nil {
+			gopts.Registerer = reg
+		}
+		g, err := guard.New(gopts)
+		if err != nil {
+			return nil, err
+		}
+		so.Credentials = identity.NewCredentials(o.Log, o.Peer)
+		so.UnaryInterceptors = append([]grpc.UnaryServerInterceptor{g.Unary}, o.UnaryInterceptors...)
+		so.StreamInterceptors = append([]grpc.StreamServerInterceptor{g.Stream}, o.StreamInterceptors...)
+	}
+	srv, err := server.New(so)
 	if err != nil {
 		return nil, err
 	}

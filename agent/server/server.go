@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/pipeguard/pipeguard/agent/endpoint"
 	"github.com/pipeguard/pipeguard/agent/listen"
@@ -42,6 +43,9 @@ type Options struct {
 	StreamInterceptors []grpc.StreamServerInterceptor
 	// ShutdownTimeout bounds graceful shutdown; 0 means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// Credentials, when set, run on every accepted connection; caller
+	// identity (package identity) plugs in here.
+	Credentials credentials.TransportCredentials
 }
 
 // Server serves the endpoints.
@@ -98,7 +102,11 @@ func (s *Server) Listen(ctx context.Context) error {
 		}
 		address := s.opts.Listen.Address(ep.Group, ep.Version)
 		unary, stream := s.chain(ep, address)
-		g := grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
+		opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
+		if s.opts.Credentials != nil {
+			opts = append(opts, grpc.Creds(s.opts.Credentials))
+		}
+		g := grpc.NewServer(opts...)
 		ep.Register(g)
 		s.served = append(s.served, served{ep: ep, address: address, lis: lis, grpc: g})
 	}

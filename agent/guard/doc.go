@@ -1,0 +1,14 @@
+// Package guard is the per-request gate of pipeguard-agent: one gRPC
+// interceptor that, for every call,
+//
+//	identifies the caller (peer identity from the connection, pod from the
+//	pod watch, optional ServiceAccount token) ─▶ confines every path field
+//	─▶ asks the rego gate ─▶ writes the audit record (write-ahead and
+//	fsynced for calls that change the host) ─▶ runs the handler ─▶ records
+//	the completion
+//
+// and returns the record's audit ID to the client in the "audit-id"
+// response header. Every failure to identify, confine, decide or record
+// denies the request, except audit failures under FailAllow, which are
+// logged loudly and counted.
+package guard

@@ -1,0 +1,324 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/pipeguard/pipeguard/agent/apierr"
+	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/endpoint"
+	"github.com/pipeguard/pipeguard/agent/gate"
+	"github.com/pipeguard/pipeguard/agent/identity"
+)
+
+// AuditIDHeader is the response header carrying the request's audit ID.
+const AuditIDHeader = "audit-id"
+
+// FailureMode says what happens to a request whose audit record cannot be
+// written.
+type FailureMode string
+
+const (
+	// FailDeny denies it (the default).
+	FailDeny FailureMode = "deny"
+	// FailAllow lets it through, logging loudly and counting it.
+	FailAllow FailureMode = "allow"
+)
+
+// Rules that deny outside rego.
+const (
+	RuleIdentity    = "caller-identity"
+	RuleToken       = "service-account-token"
+	RuleConfinement = "confinement"
+	RuleGateError   = "gate-error"
+	RuleAudit       = "audit-unavailable"
+)
+
+// pathFields are the request fields of each API group that carry host
+// paths (see docs/agent.md#confinement); they are confined before the gate.
+var pathFields = map[string][]string{
+	"filesystem": {"path", "source_path", "target_path"},
+	"volume":     {"path", "target_path", "mount"},
+	"smb":        {"local_path"},
+}
+
+// Options configures a Guard.
+type Options struct {
+	Log logr.Logger
+	// Confiner confines path fields before the gate; required.
+	Confiner *confine.Confiner
+	// Gate decides; required.
+	Gate *gate.Engine
+	// Audit records; required.
+	Audit *audit.Log
+	// Level is LevelMetadata (default) or LevelRequest.
+	Level audit.Level
+	// Failure is FailDeny (default) or FailAllow.
+	Failure FailureMode
+	// Tokens verifies ServiceAccount tokens; nil leaves tokens unverified
+	// and unused.
+	Tokens *identity.TokenVerifier
+	// Pods resolves pod UIDs; nil leaves pod names empty.
+	Pods identity.PodLookup
+	// Registerer receives the guard's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Guard is the per-request gate and audit.
+type Guard struct {
+	o             Options
+	auditFailures *prometheus.CounterVec
+	decisions     *prometheus.CounterVec
+}
+
+// New checks the options.
+func New(o Options) (*Guard, error) {
+	if o.Confiner == nil || o.Gate == nil || o.Audit == nil {
+		return nil, errors.New("the guard needs a confiner, a gate and an audit log")
+	}
+	if o.Level == "" {
+		o.Level = audit.LevelMetadata
+	}
+	if _, ok := audit.ParseLevel(string(o.Level)); !ok {
+		return nil, fmt.Errorf("audit level %q is not Metadata or Request", o.Level)
+	}
+	switch o.Failure {
+	case "":
+		o.Failure = FailDeny
+	case FailDeny, FailAllow:
+	default:
+		return nil, fmt.Errorf("audit failure mode %q is not deny or allow", o.Failure)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	g := &Guard{o: o,
+		auditFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "pipeguard", Subsystem: "agent", Name: "audit_write_failures_total",
+			Help: "Audit records that could not be written, by what happened to the request (denied or allowed under --audit-failure=allow).",
+		}, []string{"request"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "pipeguard", Subsystem: "agent", Name: "gate_decisions_total",
+			Help: "Gate decisions, by API group, decision and rule.",
+		}, []string{"group", "decision", "rule"}),
+	}
+	if o.Registerer != nil {
+		for _, c := range []prometheus.Collector{g.auditFailures, g.decisions} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("registering guard metrics: %w", err)
+			}
+		}
+	}
+	return g, nil
+}
+
+// call is one request on its way through the guard.
+type call struct {
+	ep       endpoint.Info
+	method   string
+	full     string
+	caller   *identity.Caller
+	req      map[string]any
+	token    string // annotation
+	agent    string // user agent
+	received time.Time
+	auditID  string
+}
+
+// Unary is the interceptor.
+func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	c := g.begin(ctx, info.FullMethod, gate.Redact(req))
+	if err := g.authorize(ctx, c); err != nil {
+		return nil, err
+	}
+	mutating := gate.Mutating(c.method)
+	if mutating {
+		ev := g.event(c, audit.StageRequestReceived, c.received)
+		ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
+		if err := g.write(ctx, ev, true); err != nil {
+			return nil, err
+		}
+	}
+	resp, herr := handler(ctx, req)
+	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
+	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
+	var code codes.Code
+	ev.ResponseStatus, code = responseStatus(herr)
+	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
+	if err := g.write(ctx, ev, false); err != nil && !mutating {
+		// A read has no other record: withhold its answer.
+		return nil, err
+	}
+	return resp, herr
+}
+
+// Stream gates and records streaming calls, without a request body. CSI
+// Proxy has none; this keeps the chains symmetrical.
+func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx := ss.Context()
+	c := g.begin(ctx, info.FullMethod, nil)
+	if err := g.authorize(ctx, c); err != nil {
+		return err
+	}
+	ev := g.event(c, audit.StageRequestReceived, c.received)
+	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
+	if err := g.write(ctx, ev, true); err != nil {
+		return err
+	}
+	herr := handler(srv, ss)
+	ev = g.event(c, audit.StageResponseComplete, g.o.Now())
+	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
+	var code codes.Code
+	ev.ResponseStatus, code = responseStatus(herr)
+	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
+	_ = g.write(ctx, ev, false)
+	return herr
+}
+
+func (g *Guard) begin(ctx context.Context, fullMethod string, req map[string]any) *call {
+	ep, _ := endpoint.FromContext(ctx)
+	c := &call{ep: ep, method: path.Base(fullMethod), full: fullMethod, req: req, received: g.o.Now(), auditID: uuid.NewString()}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if ua := md.Get("user-agent"); len(ua) > 0 {
+			c.agent = ua[0]
+		}
+	}
+	_ = grpc.SetHeader(ctx, metadata.Pairs(AuditIDHeader, c.auditID))
+	return c
+}
+
+// authorize identifies the caller, confines paths and asks the gate. A
+// denial is recorded and returned as the request's error.
+func (g *Guard) authorize(ctx context.Context, c *call) error {
+	peerCaller, ok := identity.FromContext(ctx)
+	if !ok {
+		c.caller = &identity.Caller{UID: -1, GID: -1}
+		return g.deny(ctx, c, codes.Unauthenticated, RuleIdentity,
+			"internal error: the connection carries no caller identity, so the request cannot be attributed; the request was not run")
+	}
+	c.caller = peerCaller.Clone()
+	identity.Resolve(c.caller, g.o.Pods)
+	if err := g.token(ctx, c); err != nil {
+		return err
+	}
+	for _, f := range pathFields[c.ep.Group] {
+		p, _ := c.req[f].(string)
+		if p == "" {
+			continue
+		}
+		if _, err := g.o.Confiner.Check(f, p, confine.ResolveParent); err != nil {
+			var ref *confine.Refusal
+			rule := RuleConfinement
+			if errors.As(err, &ref) {
+				rule = RuleConfinement + "/" + string(ref.Rule)
+			}
+			return g.deny(ctx, c, apierr.Code(err), rule, err.Error())
+		}
+	}
+	d, err := g.o.Gate.Decide(ctx, &gate.Input{Group: c.ep.Group, Version: c.ep.Version, Method: c.method, FullMethod: c.full,
+		Mutating: gate.Mutating(c.method), Caller: c.caller, Request: c.req})
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "agent policy could not decide; denying")
+		return g.deny(ctx, c, codes.Internal, RuleGateError, "internal error: the agent policy could not decide ("+err.Error()+"); the request was denied")
+	}
+	if !d.Allowed {
+		msg := (&apierr.Denied{Rule: d.Rule, Msg: d.Message}).Error()
+		return g.deny(ctx, c, codes.PermissionDenied, d.Rule, msg)
+	}
+	return nil
+}
+
+// token verifies an "authorization: Bearer" token when one is sent.
+func (g *Guard) token(ctx context.Context, c *call) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	values := md.Get("authorization")
+	if len(values) == 0 {
+		return nil
+	}
+	tok, ok := identity.BearerToken(values)
+	if !ok {
+		return g.deny(ctx, c, codes.Unauthenticated, RuleToken, `the authorization metadata is not one "Bearer <token>" value; send a projected ServiceAccount token, or no authorization metadata`)
+	}
+	if g.o.Tokens == nil {
+		c.token = "sent but not verified: the agent has no --kubeconfig; identity is the peer's"
+		return nil
+	}
+	if err := g.o.Tokens.Apply(ctx, c.caller, tok, g.o.Pods); err != nil {
+		var rej *identity.Rejection
+		if errors.As(err, &rej) {
+			return g.deny(ctx, c, codes.Unauthenticated, RuleToken, rej.Msg)
+		}
+		return g.deny(ctx, c, codes.Unavailable, RuleToken, "the ServiceAccount token could not be verified ("+err.Error()+"); retry later, or send no token")
+	}
+	c.token = "verified"
+	return nil
+}
+
+// deny records a denial and returns it as a status.
+func (g *Guard) deny(ctx context.Context, c *call, code codes.Code, rule, msg string) error {
+	g.decisions.WithLabelValues(c.ep.Group, audit.DecisionDeny, rule).Inc()
+	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
+	ev.Annotations[audit.AnnotationDecision] = audit.DecisionDeny
+	ev.Annotations[audit.AnnotationRule] = rule
+	ev.Annotations[audit.AnnotationReason] = msg
+	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
+	ev.ResponseStatus = &audit.Status{Status: "Failure", Message: msg, Reason: code.String(), Code: httpCode(code)}
+	if err := g.o.Audit.Append(ev, false); err != nil {
+		g.auditFailures.WithLabelValues("denied").Inc()
+		logr.FromContextOrDiscard(ctx).Error(err, "AUDIT RECORD LOST for a denied request", "auditID", c.auditID, "rule", rule)
+	}
+	return status.Error(code, msg)
+}
+
+// write appends a record. Under FailDeny a failure denies the request with
+// a status saying why; under FailAllow it is logged, counted and ignored.
+func (g *Guard) write(ctx context.Context, ev *audit.Event, durable bool) error {
+	err := g.o.Audit.Append(ev, durable)
+	if err == nil {
+		if ev.Stage == audit.StageResponseComplete {
+			g.decisions.WithLabelValues(ev.ObjectRef.Resource, audit.DecisionAllow, "").Inc()
+		}
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	if g.o.Failure == FailAllow {
+		g.auditFailures.WithLabelValues("allowed").Inc()
+		log.Error(err, "AUDIT RECORD LOST: request let through without a record (--audit-failure=allow)", "auditID", ev.AuditID, "stage", ev.Stage)
+		return nil
+	}
+	g.auditFailures.WithLabelValues("denied").Inc()
+	log.Error(err, "audit record not written: request denied (--audit-failure=deny)", "auditID", ev.AuditID, "stage", ev.Stage)
+	return status.Error(codes.Unavailable, fmt.Sprintf("the audit log cannot be written (%v); the request was not run because pipeguard-agent runs with --audit-failure=deny; free space or fix permissions on the audit log directory (rule %s)", err, RuleAudit))
+}
+
+// event builds the record of a call at a stage.
+func (g *Guard) event(c *call, stage audit.Stage, at time.Time) *audit.Event {
+	ev := &audit.Event{
+		Kind: audit.Kind, APIVersion: audit.APIVersion, Level: g.o.Level, AuditID: c.auditID, Stage: stage,
+		RequestURI: c.full, Verb: c.method, User: userInfo(c.caller), UserAgent: c.agent,
+		ObjectRef:                &audit.ObjectReference{Resource: c.ep.Group, APIGroup: "csi-proxy", APIVersion: c.ep.Version, Name: objectName(c.req)},
+		RequestReceivedTimestamp: stamp(c.received), StageTimestamp: stamp(at),
+		Annotations: map[string]string{audit.AnnotationRecord: audit.RecordRequest},
+	}
+	if c.token != "" {
+		ev.Annotations[audit.AnnotationToken] = c.token
+	}
+	if g.o.Level == audit.LevelRequest && c.req != nil {
+		ev.RequestObject = c.req
+	}
+	return ev
+}

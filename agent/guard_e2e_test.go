@@ -1,0 +1,298 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	diskv1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
+	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
+	iscsiv1alpha2 "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha2"
+	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/gate"
+	"github.com/pipeguard/pipeguard/agent/guard"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+)
+
+// guarded is an agent with gate and audit on, and its audit log path.
+type guarded struct {
+	*running
+	auditPath string
+	log       *audit.Log
+}
+
+// startGuarded starts an agent whose requests are gated by the shipped
+// rules plus the files in policies, and audited into a temp dir through
+// openFile (nil: real files).
+func startGuarded(t testing.TB, o Options, g guard.Options, openFile func(string) (audit.File, error), policies ...string) *guarded {
+	t.Helper()
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "policies")
+	os.MkdirAll(pdir, 0o755)
+	for _, p := range policies {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(pdir, filepath.Base(p)), b, 0o644)
+	}
+	engine, err := gate.New(context.Background(), gate.Options{PolicyDir: pdir, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "audit", "audit.log")
+	log, err := audit.Open(audit.Options{Path: path, Log: logr.Discard(), OpenFile: openFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	g.Gate, g.Audit = engine, log
+	o.Guard = &g
+	return &guarded{running: start(t, o), auditPath: path, log: log}
+}
+
+func (g *guarded) requests(t testing.TB) map[string][]audit.Record {
+	t.Helper()
+	files, err := audit.Files(g.auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]audit.Record{}
+	for _, f := range files {
+		fh, _ := os.Open(f)
+		audit.Scan(fh, f, func(r audit.Record) error {
+			if r.Err == nil && !r.Event.IsCheckpoint() {
+				out[r.Event.AuditID] = append(out[r.Event.AuditID], r)
+			}
+			return nil
+		})
+		fh.Close()
+	}
+	return out
+}
+
+const sampleAgentPolicy = "../config/samples/agent/disk-volume-csi-only.rego"
+
+// TestGuardEndToEnd sends allowed, confined-away and policy-denied calls
+// through real sockets and checks each one's single record: the caller's
+// pid and uid, the decision and rule, and the audit ID the client got.
+func TestGuardEndToEnd(t *testing.T) {
+	g := startGuarded(t, Options{}, guard.Options{}, nil, sampleAgentPolicy)
+	ctx := context.Background()
+	fs := fsv1.NewFilesystemClient(g.dial(t, "filesystem", "v1"))
+	disk := diskv1.NewDiskClient(g.dial(t, "disk", "v1"))
+
+	type sent struct {
+		name, auditID, decision, rule, code string
+		mutating                            bool
+	}
+	var calls []sent
+	send := func(name string, mutating bool, decision, rule string, code codes.Code, msg string, f func(opts ...grpc.CallOption) error) {
+		t.Helper()
+		var md metadata.MD
+		err := f(grpc.Header(&md))
+		wantStatus(t, err, code, msg)
+		ids := md.Get(guard.AuditIDHeader)
+		if len(ids) != 1 {
+			t.Fatalf("%s: audit-id header %v", name, ids)
+		}
+		calls = append(calls, sent{name, ids[0], decision, rule, code.String(), mutating})
+	}
+	inside := filepath.Join(g.kubelet, "pods", "a")
+	send("mkdir inside", true, "allow", "", codes.OK, "", func(o ...grpc.CallOption) error {
+		_, err := fs.Mkdir(ctx, &fsv1.MkdirRequest{Path: inside}, o...)
+		return err
+	})
+	send("path exists", false, "allow", "", codes.OK, "", func(o ...grpc.CallOption) error {
+		_, err := fs.PathExists(ctx, &fsv1.PathExistsRequest{Path: inside}, o...)
+		return err
+	})
+	send("mkdir outside", true, "deny", "confinement/outside-roots", codes.PermissionDenied, "is outside the allowed roots", func(o ...grpc.CallOption) error {
+		_, err := fs.Mkdir(ctx, &fsv1.MkdirRequest{Path: "/etc/pipeguard-test"}, o...)
+		return err
+	})
+	send("disk from a host process", true, "deny", "disk-volume-csi-only", codes.PermissionDenied,
+		"disk v1 PartitionDisk is allowed only to pods of namespace \"kube-system\" running as service account \"csi-azuredisk-node-sa\", and the caller is pipeguard:peer:uid:"+strconv.Itoa(os.Getuid())+" (pid "+strconv.Itoa(os.Getpid())+", not in a known pod)",
+		func(o ...grpc.CallOption) error {
+			_, err := disk.PartitionDisk(ctx, &diskv1.PartitionDiskRequest{DiskNumber: 1}, o...)
+			return err
+		})
+	if _, err := os.Stat("/etc/pipeguard-test"); err == nil {
+		t.Fatal("a confined-away Mkdir ran")
+	}
+
+	recs := g.requests(t)
+	if len(recs) != len(calls) {
+		t.Fatalf("%d requests in the log, %d sent", len(recs), len(calls))
+	}
+	for _, c := range calls {
+		rs := recs[c.auditID]
+		stages := []string{}
+		for _, r := range rs {
+			stages = append(stages, string(r.Event.Stage))
+		}
+		want := "[ResponseComplete]"
+		if c.mutating && c.decision == "allow" {
+			want = "[RequestReceived ResponseComplete]"
+		}
+		if fmt.Sprint(stages) != want {
+			t.Fatalf("%s: stages %v, want %s", c.name, stages, want)
+		}
+		e := rs[len(rs)-1].Event
+		u := e.User
+		if u.ExtraValue(audit.ExtraPID) != strconv.Itoa(os.Getpid()) || u.ExtraValue(audit.ExtraUID) != strconv.Itoa(os.Getuid()) ||
+			u.Username != "pipeguard:peer:uid:"+strconv.Itoa(os.Getuid()) || u.ExtraValue(audit.ExtraProcessStart) == "" || u.ExtraValue(audit.ExtraSource) != "peer" {
+			t.Fatalf("%s: user %+v", c.name, u)
+		}
+		if e.Annotation(audit.AnnotationDecision) != c.decision || e.Annotation(audit.AnnotationRule) != c.rule || e.Annotation(audit.AnnotationGRPCCode) != c.code {
+			t.Fatalf("%s: annotations %v", c.name, e.Annotations)
+		}
+		if e.Level != audit.LevelMetadata || e.RequestObject != nil {
+			t.Fatalf("%s: Metadata level recorded the request body", c.name)
+		}
+	}
+	rep := verifyLog(t, g.auditPath)
+	if !rep.OK() {
+		t.Fatalf("verify: %v", rep.Problems)
+	}
+}
+
+func verifyLog(t testing.TB, path string) *audit.Report {
+	t.Helper()
+	files, err := audit.Files(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Verify(audit.Source{Paths: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestSecretsNeverReachTheAuditLog sends SMB passwords and CHAP secrets at
+// Request level, where request bodies are recorded, and searches every
+// file the agent wrote.
+func TestSecretsNeverReachTheAuditLog(t *testing.T) {
+	fake := &runner.Fake{}
+	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake},
+		guard.Options{Level: audit.LevelRequest}, nil)
+	ctx := context.Background()
+	const password, chap, mutual = "Pa55-smb-9f3a", "chap-7c1e-secret", "mutual-0b2d-secret"
+	_, err := smbv1.NewSmbClient(g.dial(t, "smb", "v1")).NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{
+		RemotePath: `\\srv\share`, LocalPath: `C:\var\lib\kubelet\plugins\smb\pv\globalmount`, Username: `DOM\u`, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iscsi := iscsiv1alpha2.NewIscsiClient(g.dial(t, "iscsi", "v1alpha2"))
+	_, err = iscsi.ConnectTarget(ctx, &iscsiv1alpha2.ConnectTargetRequest{
+		TargetPortal: &iscsiv1alpha2.TargetPortal{TargetAddress: "10.0.0.5", TargetPort: 3260}, Iqn: "iqn.2000-01.com.example:t1",
+		AuthType: iscsiv1alpha2.AuthenticationType_ONE_WAY_CHAP, ChapUsername: "u", ChapSecret: chap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iscsi.SetMutualChapSecret(ctx, &iscsiv1alpha2.SetMutualChapSecretRequest{MutualChapSecret: mutual}); err != nil {
+		t.Fatal(err)
+	}
+	// The secrets did reach the host operations.
+	if env := fmt.Sprint(fake.Commands()); !strings.Contains(env, password) || !strings.Contains(env, chap) || !strings.Contains(env, mutual) {
+		t.Fatalf("secrets did not reach the host: %s", env)
+	}
+	g.log.Close()
+	entries, _ := os.ReadDir(filepath.Dir(g.auditPath))
+	var recorded bool
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(g.auditPath), e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{password, chap, mutual} {
+			if strings.Contains(string(b), s) {
+				t.Fatalf("%s holds a secret", e.Name())
+			}
+		}
+		recorded = recorded || strings.Contains(string(b), `"password":"[redacted]"`) && strings.Contains(string(b), `"chap_secret":"[redacted]"`) &&
+			strings.Contains(string(b), `"MutualChapSecret":"[redacted]"`) && strings.Contains(string(b), `"remote_path":"\\\\srv\\share"`)
+	}
+	if !recorded {
+		t.Fatal("Request level did not record the redacted request bodies")
+	}
+}
+
+// fullFile is an audit file on a full disk after room bytes.
+type fullFile struct {
+	mu   sync.Mutex
+	f    *os.File
+	room int
+}
+
+func (f *fullFile) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(p) > f.room {
+		return 0, errors.New("no space left on device")
+	}
+	f.room -= len(p)
+	return f.f.Write(p)
+}
+func (f *fullFile) Sync() error            { return f.f.Sync() }
+func (f *fullFile) Truncate(n int64) error { return f.f.Truncate(n) }
+func (f *fullFile) Close() error           { return f.f.Close() }
+func (f *fullFile) setRoom(n int)          { f.mu.Lock(); f.room = n; f.mu.Unlock() }
+func openFull(ff **fullFile) func(string) (audit.File, error) {
+	return func(p string) (audit.File, error) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		*ff = &fullFile{f: f, room: 1 << 20}
+		return *ff, nil
+	}
+}
+
+// TestAuditFailure fills the audit disk: under deny the request is refused
+// with the reason and its host operation does not run; under allow it runs.
+func TestAuditFailure(t *testing.T) {
+	cases := map[string]struct {
+		mode    guard.FailureMode
+		code    codes.Code
+		msg     string
+		created bool
+	}{
+		"deny (default)": {code: codes.Unavailable, created: false,
+			msg: "the audit log cannot be written (writing audit record to "},
+		"allow": {mode: guard.FailAllow, code: codes.OK, created: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var ff *fullFile
+			g := startGuarded(t, Options{}, guard.Options{Failure: tc.mode}, openFull(&ff))
+			fs := fsv1.NewFilesystemClient(g.dial(t, "filesystem", "v1"))
+			ff.setRoom(0)
+			dir := filepath.Join(g.kubelet, "full")
+			_, err := fs.Mkdir(context.Background(), &fsv1.MkdirRequest{Path: dir})
+			wantStatus(t, err, tc.code, tc.msg)
+			if tc.code != codes.OK {
+				wantStatus(t, err, tc.code, "no space left on device); the request was not run because pipeguard-agent runs with --audit-failure=deny; free space or fix permissions on the audit log directory (rule audit-unavailable)")
+			}
+			if _, serr := os.Stat(dir); (serr == nil) != tc.created {
+				t.Fatalf("directory created = %v, want %v", serr == nil, tc.created)
+			}
+			// A read has no write-ahead record: it is refused too under deny.
+			_, err = fs.PathExists(context.Background(), &fsv1.PathExistsRequest{Path: g.kubelet})
+			wantStatus(t, err, tc.code, tc.msg)
+		})
+	}
+}
