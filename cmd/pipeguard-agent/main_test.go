@@ -55,7 +55,24 @@ func TestParseFlags(t *testing.T) {
 				}
 			},
 		},
-		"unknown flag":  {args: []string{"--nope"}, code: 2, stderr: "flag provided but not defined: -nope"},
+		"audit and gate flags": {
+			args: []string{"--audit-log-path", "/a/audit.log", "--audit-log-maxsize", "5", "--audit-log-maxbackup", "3", "--audit-level", "Request", "--audit-failure", "allow", "--policy-dir", "/p", "--node-name", "n1"},
+			ok:   true,
+			check: func(t *testing.T, c config) {
+				if c.audit.Path != "/a/audit.log" || c.audit.MaxSize != 5<<20 || c.audit.MaxBackups != 3 || c.auditLevel != "Request" || c.auditFailure != "allow" || c.policyDir != "/p" || c.nodeName != "n1" || c.tokenAudience != "pipeguard-agent" {
+					t.Errorf("parsed %+v", c)
+				}
+			},
+		},
+		"audit defaults": {args: nil, ok: true, check: func(t *testing.T, c config) {
+			if c.audit.Path != defaultAuditLogPath() || c.audit.MaxSize != 100<<20 || c.audit.MaxBackups != 0 || c.auditLevel != "Metadata" || c.auditFailure != "deny" || c.policyDir != "" {
+				t.Errorf("defaults %+v", c)
+			}
+		}},
+		"bad audit level":   {args: []string{"--audit-level", "None"}, code: 2, stderr: `--audit-level "None": want Metadata or Request`},
+		"bad audit failure": {args: []string{"--audit-failure", "ignore"}, code: 2, stderr: `--audit-failure "ignore": want deny or allow`},
+		"negative maxsize":  {args: []string{"--audit-log-maxsize", "-1"}, code: 2, stderr: "must not be negative"},
+		"unknown flag":      {args: []string{"--nope"}, code: 2, stderr: "flag provided but not defined: -nope"},
 		"argument":      {args: []string{"extra"}, code: 2, stderr: `takes no arguments, got ["extra"]`},
 		"empty working": {args: []string{"--working-dir="}, code: 2, stderr: "empty value"},
 		"help":          {args: []string{"-h"}, code: 0, stderr: "-kubelet-path"},
@@ -79,7 +96,11 @@ func TestParseFlags(t *testing.T) {
 
 func TestBadConfigurationExitsWithTwo(t *testing.T) {
 	var stderr bytes.Buffer
-	code := serve(context.Background(), config{agent: mustParse(t, "--kubelet-path", "relative", "--metrics-bind-address", "0")}, &stderr, nil)
+	cfg, _, ok := parseFlags([]string{"--kubelet-path", "relative", "--metrics-bind-address", "0", "--audit-log-path", filepath.Join(t.TempDir(), "audit.log")}, &stderr)
+	if !ok {
+		t.Fatal(stderr.String())
+	}
+	code := serve(context.Background(), cfg, &stderr, nil)
 	if code != 2 || !strings.Contains(stderr.String(), "not absolute") {
 		t.Fatalf("code %d, stderr %s", code, stderr.String())
 	}
@@ -107,7 +128,7 @@ func TestContract(t *testing.T) {
 	if err := os.MkdirAll(kubelet, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "--socket-dir", sockets, "--kubelet-path", kubelet, "--metrics-bind-address", "0")
+	cmd := exec.Command(os.Args[0], "--socket-dir", sockets, "--kubelet-path", kubelet, "--metrics-bind-address", "0", "--audit-log-path", filepath.Join(dir, "audit", "audit.log"))
 	cmd.Env = append(os.Environ(), asAgentEnv+"=1")
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
