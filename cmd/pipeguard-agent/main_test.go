@@ -73,9 +73,9 @@ func TestParseFlags(t *testing.T) {
 		"bad audit failure": {args: []string{"--audit-failure", "ignore"}, code: 2, stderr: `--audit-failure "ignore": want deny or allow`},
 		"negative maxsize":  {args: []string{"--audit-log-maxsize", "-1"}, code: 2, stderr: "must not be negative"},
 		"unknown flag":      {args: []string{"--nope"}, code: 2, stderr: "flag provided but not defined: -nope"},
-		"argument":      {args: []string{"extra"}, code: 2, stderr: `takes no arguments, got ["extra"]`},
-		"empty working": {args: []string{"--working-dir="}, code: 2, stderr: "empty value"},
-		"help":          {args: []string{"-h"}, code: 0, stderr: "-kubelet-path"},
+		"argument":          {args: []string{"extra"}, code: 2, stderr: `takes no arguments, got ["extra"]`},
+		"empty working":     {args: []string{"--working-dir="}, code: 2, stderr: "empty value"},
+		"help":              {args: []string{"-h"}, code: 0, stderr: "-kubelet-path"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
