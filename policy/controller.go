@@ -85,11 +85,17 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{allPolicies}
 	})
+	// The first compile must happen even when no policy exists, so queue
+	// one pass for when the controller starts.
+	c.resync <- event.GenericEvent{Object: &v1alpha1.PipeAccessPolicy{}}
 	if c.opts.Elected != nil {
 		// Write status as soon as this replica becomes leader.
 		go func() {
 			<-c.opts.Elected
-			c.resync <- event.GenericEvent{Object: &v1alpha1.PipeAccessPolicy{}}
+			select {
+			case c.resync <- event.GenericEvent{Object: &v1alpha1.PipeAccessPolicy{}}:
+			default: // a pass is already queued
+			}
 		}()
 	}
 	return ctrl.NewControllerManagedBy(mgr).

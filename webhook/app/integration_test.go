@@ -23,7 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pipeguard/pipeguard/internal/testenv"
 	"github.com/pipeguard/pipeguard/policy"
@@ -78,6 +80,7 @@ func scheme(t *testing.T) *runtime.Scheme {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	s := scheme(t)
+	ctrllog.SetLogger(testr.New(t))
 	env := testenv.Start(t, testenv.Options{
 		Scheme:            s,
 		CRDDirectoryPaths: []string{"../../config/crd/bases"},
@@ -266,13 +269,9 @@ func TestWebhookOnControlPlane(t *testing.T) {
 		c.mustCreate(t, p)
 		waitReady(t, c, "disk", metav1.ConditionTrue, "")
 
-		if err := c.client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			t.Fatal(err)
-		}
-		p.Spec.Rego = []v1alpha1.RegoModule{{Name: "rules.rego", Source: "package pipeguard.admission.disk\n\nviolation contains msg if {\n\tmsg := \n}\n"}}
-		if err := c.client.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		c.updatePolicy(t, "disk", func(p *v1alpha1.PipeAccessPolicy) {
+			p.Spec.Rego = []v1alpha1.RegoModule{{Name: "rules.rego", Source: "package pipeguard.admission.disk\n\nviolation contains msg if {\n\tmsg := \n}\n"}}
+		})
 		cond := waitReady(t, c, "disk", metav1.ConditionFalse, "disk/rules.rego:5: rego_parse_error")
 		if !strings.Contains(cond.Message, "generation 1 of this policy stays in force until the error is fixed") {
 			t.Errorf("Ready condition message %q does not say what stays in force", cond.Message)
@@ -281,10 +280,9 @@ func TestWebhookOnControlPlane(t *testing.T) {
 
 		// Fixed: a custom rule that denies every pipe mount from team-a's
 		// "blocked" container name takes effect without a restart.
-		p.Spec.Rego[0].Source = "package pipeguard.admission.disk\n\nviolation contains {\"rule\": \"no-blocked\", \"msg\": \"containers named blocked may not mount pipes\"} if {\n\tsome m in input.mounts\n\tm.container == \"blocked\"\n\tm.pathClass == \"pipe\"\n}\n"
-		if err := c.client.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		c.updatePolicy(t, "disk", func(p *v1alpha1.PipeAccessPolicy) {
+			p.Spec.Rego[0].Source = "package pipeguard.admission.disk\n\nviolation contains {\"rule\": \"no-blocked\", \"msg\": \"containers named blocked may not mount pipes\"} if {\n\tsome m in input.mounts\n\tm.container == \"blocked\"\n\tm.pathClass == \"pipe\"\n}\n"
+		})
 		waitReady(t, c, "disk", metav1.ConditionTrue, "")
 		blocked := pipePod("blocked", "csi-driver")
 		blocked.Spec.Containers[0].Name = "blocked"
@@ -292,15 +290,10 @@ func TestWebhookOnControlPlane(t *testing.T) {
 	})
 
 	t.Run("warn returns warnings to the client and dryrun admits", func(t *testing.T) {
-		p := &v1alpha1.PipeAccessPolicy{}
-		if err := c.client.Get(ctx, client.ObjectKey{Name: "disk"}, p); err != nil {
-			t.Fatal(err)
-		}
-		p.Spec.EnforcementAction = v1alpha1.Warn
-		p.Spec.Rego = nil
-		if err := c.client.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		c.updatePolicy(t, "disk", func(p *v1alpha1.PipeAccessPolicy) {
+			p.Spec.EnforcementAction = v1alpha1.Warn
+			p.Spec.Rego = nil
+		})
 		waitReady(t, c, "disk", metav1.ConditionTrue, "")
 		c.warnings.take()
 		c.mustCreate(t, pipePod("warned", "team-a"))
@@ -309,16 +302,30 @@ func TestWebhookOnControlPlane(t *testing.T) {
 			t.Fatalf("warnings %q, want the violation", warnings)
 		}
 
-		p.Spec.EnforcementAction = v1alpha1.DryRun
-		if err := c.client.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		c.updatePolicy(t, "disk", func(p *v1alpha1.PipeAccessPolicy) { p.Spec.EnforcementAction = v1alpha1.DryRun })
 		waitReady(t, c, "disk", metav1.ConditionTrue, "")
 		c.mustCreate(t, pipePod("dry", "team-a"))
 		if w := c.warnings.take(); len(w) != 0 {
 			t.Fatalf("dryrun returned warnings %q", w)
 		}
 	})
+}
+
+// updatePolicy changes a policy, retrying when the controller's status
+// writes got there first.
+func (c *cluster) updatePolicy(t *testing.T, name string, mutate func(*v1alpha1.PipeAccessPolicy)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &v1alpha1.PipeAccessPolicy{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+			return err
+		}
+		mutate(p)
+		return c.client.Update(context.Background(), p)
+	})
+	if err != nil {
+		t.Fatalf("updating PipeAccessPolicy %s: %v", name, err)
+	}
 }
 
 // waitReady waits until the policy's Ready condition for its current
