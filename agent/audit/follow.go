@@ -16,6 +16,8 @@ import (
 func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record) error) error {
 	var (
 		f       *os.File
+		name    = path // the file being read
+		lastSeq uint64
 		partial []byte
 		line    int
 		drained bool // the file was rotated and read once more to its end
@@ -38,14 +40,17 @@ func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record
 	}
 	emit := func(raw []byte, torn bool) error {
 		line++
-		r := Record{File: path, Line: line, Raw: raw, Torn: torn}
+		r := Record{File: name, Line: line, Raw: raw, Torn: torn}
 		parse(&r)
+		if r.Err == nil {
+			lastSeq = r.Seq
+		}
 		return fn(r)
 	}
 	for ctx.Err() == nil {
 		if f == nil {
 			var err error
-			f, err = os.Open(path)
+			f, err = os.Open(name)
 			if errors.Is(err, fs.ErrNotExist) {
 				if err := wait(); err != nil {
 					return err
@@ -91,6 +96,9 @@ func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record
 			}
 			f.Close()
 			f = nil
+			// Several rotations may have happened since the last look: go
+			// on with the file that holds the next record.
+			name = nextFile(path, lastSeq)
 			continue
 		}
 		if err := wait(); err != nil {
@@ -98,4 +106,29 @@ func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record
 		}
 	}
 	return nil
+}
+
+// nextFile returns the file of the log at path whose records follow seq:
+// the rotated file with the lowest first sequence number above seq, or
+// the current file.
+func nextFile(path string, seq uint64) string {
+	files, err := Files(path)
+	if err != nil {
+		return path
+	}
+	best, bestSeq := path, uint64(0)
+	for _, f := range files {
+		var first uint64
+		_ = scanFile(f, func(r Record) error {
+			if r.Err == nil {
+				first = r.Seq
+				return errStop
+			}
+			return nil
+		})
+		if first > seq && (bestSeq == 0 || first < bestSeq) {
+			best, bestSeq = f, first
+		}
+	}
+	return best
 }

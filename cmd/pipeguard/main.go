@@ -1,5 +1,6 @@
 // Command pipeguard is the admin CLI: evaluate manifests against pipe access
-// policies and run rego tests offline.
+// policies and run rego tests offline, and query, summarize and verify
+// pipeguard-agent audit logs.
 package main
 
 import (
@@ -20,8 +21,11 @@ const usage = `pipeguard: admin CLI for pipeguard.
 Usage:
   pipeguard policy eval -f FILE [-f FILE...] [--policy FILE...] [--namespace-labels NS=k=v,...] [--namespace NS] [-o text|json]
   pipeguard policy test [DIR...] [-v]
+  pipeguard audit query [PATH|-] [--since T] [--until T] [--pod P] [--namespace NS] [--caller C] [--method M] [--decision allow|deny] [-o table|json] [--follow]
+  pipeguard audit summary [PATH|-] [filters] [--top N]
+  pipeguard audit verify [PATH|-]
 
-Run "pipeguard policy eval -h" or "pipeguard policy test -h" for details.
+Run "pipeguard <command> <subcommand> -h" for details.
 `
 
 func main() {
@@ -29,6 +33,9 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) >= 2 && args[0] == "audit" {
+		return auditCommand(args[1], args[2:], stdin, stdout, stderr)
+	}
 	if len(args) < 2 || args[0] != "policy" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, usage)
