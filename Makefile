@@ -21,7 +21,8 @@ help: ## Show this help.
 ##@ Try it
 
 .PHONY: demo
-demo: build control-plane ## Run pipeguard-webhook on a local control plane with sample manifests (DEMO_EXIT=1 to exit after them).
+demo: control-plane ## Run pipeguard-webhook on a local control plane with sample manifests (DEMO_EXIT=1 to exit after them).
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/pipeguard-webhook ./cmd/pipeguard-webhook
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) run ./hack/demo --webhook $(BIN)/pipeguard-webhook
 
 .PHONY: control-plane
