@@ -3,10 +3,6 @@ package webhook
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 )
@@ -14,15 +10,16 @@ import (
 // subject is what a supported object amounts to for pipe access: a pod spec
 // (of a pod or of a workload's pod template) or a PersistentVolume.
 type subject struct {
-	meta *metav1.ObjectMeta
+	name string
 	// spec is nil for a PersistentVolume and for a ReplicationController
 	// without a template.
-	spec *corev1.PodSpec
-	pv   *corev1.PersistentVolume
+	spec *podSpec
+	pv   *persistentVolumeObject
 }
 
 // Supported reports whether the handler reviews objects of this group and
-// kind. Everything else is admitted untouched.
+// kind for pipe mounts. Everything else is admitted untouched (Namespaces
+// have their own review).
 func Supported(gk schema.GroupKind) bool {
 	switch gk {
 	case schema.GroupKind{Kind: "Pod"}, schema.GroupKind{Kind: "PodTemplate"},
@@ -41,42 +38,30 @@ func Supported(gk schema.GroupKind) bool {
 func extract(gk schema.GroupKind, raw []byte) (*subject, error) {
 	switch gk {
 	case schema.GroupKind{Kind: "Pod"}:
-		var o corev1.Pod
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, spec: &o.Spec} })
+		var o podObject
+		return decode(raw, &o, func() *subject { return &subject{name: o.Metadata.Name, spec: &o.Spec} })
 	case schema.GroupKind{Kind: "PodTemplate"}:
-		var o corev1.PodTemplate
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, spec: &o.Template.Spec} })
-	case schema.GroupKind{Kind: "ReplicationController"}:
-		var o corev1.ReplicationController
+		var o podTemplateObject
+		return decode(raw, &o, func() *subject { return &subject{name: o.Metadata.Name, spec: &o.Template.Spec} })
+	case schema.GroupKind{Kind: "PersistentVolume"}:
+		var o persistentVolumeObject
+		return decode(raw, &o, func() *subject { return &subject{name: o.Metadata.Name, pv: &o} })
+	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
+		var o cronJobObject
 		return decode(raw, &o, func() *subject {
-			s := &subject{meta: &o.ObjectMeta}
+			return &subject{name: o.Metadata.Name, spec: &o.Spec.JobTemplate.Spec.Template.Spec}
+		})
+	case schema.GroupKind{Kind: "ReplicationController"},
+		schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
+		schema.GroupKind{Group: "batch", Kind: "Job"}:
+		var o templatedObject
+		return decode(raw, &o, func() *subject {
+			s := &subject{name: o.Metadata.Name}
 			if o.Spec.Template != nil {
 				s.spec = &o.Spec.Template.Spec
 			}
 			return s
-		})
-	case schema.GroupKind{Kind: "PersistentVolume"}:
-		var o corev1.PersistentVolume
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, pv: &o} })
-	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
-		var o appsv1.Deployment
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec} })
-	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
-		var o appsv1.ReplicaSet
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec} })
-	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
-		var o appsv1.StatefulSet
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec} })
-	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
-		var o appsv1.DaemonSet
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec} })
-	case schema.GroupKind{Group: "batch", Kind: "Job"}:
-		var o batchv1.Job
-		return decode(raw, &o, func() *subject { return &subject{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec} })
-	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
-		var o batchv1.CronJob
-		return decode(raw, &o, func() *subject {
-			return &subject{meta: &o.ObjectMeta, spec: &o.Spec.JobTemplate.Spec.Template.Spec}
 		})
 	}
 	return nil, fmt.Errorf("kind %s is not reviewed", gk)

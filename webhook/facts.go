@@ -3,7 +3,6 @@ package webhook
 import (
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook/pipepath"
@@ -16,9 +15,10 @@ type hostVolume struct {
 }
 
 // podFacts returns the pod-level facts and one mount fact per container ×
-// volumeMount whose volume is a host path, over containers, init containers
-// and ephemeral containers.
-func podFacts(spec *corev1.PodSpec) (*policy.Pod, []policy.Mount) {
+// volumeMount that reaches a pipe, or may (pathClass "pipe" or "ambiguous"),
+// over containers, init containers and ephemeral containers. Mounts of
+// ordinary host directories are not facts: they cannot reach a pipe.
+func podFacts(spec *podSpec) (*policy.Pod, []policy.Mount) {
 	pod := &policy.Pod{
 		ServiceAccountName: effectiveServiceAccount(spec),
 		HostProcess:        podHostProcess(spec),
@@ -33,14 +33,18 @@ func podFacts(spec *corev1.PodSpec) (*policy.Pod, []policy.Mount) {
 		return pod, nil
 	}
 	var mounts []policy.Mount
-	add := func(kind, name string, vms []corev1.VolumeMount, sc *corev1.SecurityContext) {
-		for _, vm := range vms {
+	add := func(kind string, c *container) {
+		for _, vm := range c.VolumeMounts {
 			vol, ok := volumes[vm.Name]
 			if !ok {
 				continue
 			}
 			m := pathFacts(vol.path, vm.SubPath, vm.SubPathExpr)
-			m.Container = name
+			if m.PathClass == string(pipepath.NotPipe) {
+				continue
+			}
+			sc := c.SecurityContext
+			m.Container = c.Name
 			m.ContainerKind = kind
 			m.Volume = vm.Name
 			m.VolumeSource = vol.source
@@ -51,23 +55,20 @@ func podFacts(spec *corev1.PodSpec) (*policy.Pod, []policy.Mount) {
 		}
 	}
 	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		add(policy.KindInitContainer, c.Name, c.VolumeMounts, c.SecurityContext)
+		add(policy.KindInitContainer, &spec.InitContainers[i])
 	}
 	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		add(policy.KindContainer, c.Name, c.VolumeMounts, c.SecurityContext)
+		add(policy.KindContainer, &spec.Containers[i])
 	}
 	for i := range spec.EphemeralContainers {
-		c := &spec.EphemeralContainers[i]
-		add(policy.KindEphemeralContainer, c.Name, c.VolumeMounts, c.SecurityContext)
+		add(policy.KindEphemeralContainer, &spec.EphemeralContainers[i])
 	}
 	return pod, mounts
 }
 
-// pvFacts returns the mount fact of a PersistentVolume backed by a host path
-// or a local volume, or nil.
-func pvFacts(pv *corev1.PersistentVolume) []policy.Mount {
+// pvFacts returns the mount fact of a PersistentVolume whose host path or
+// local volume reaches a pipe, or may; nil otherwise.
+func pvFacts(pv *persistentVolumeObject) []policy.Mount {
 	var source, path string
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -78,8 +79,11 @@ func pvFacts(pv *corev1.PersistentVolume) []policy.Mount {
 		return nil
 	}
 	m := pathFacts(path, "", "")
+	if m.PathClass == string(pipepath.NotPipe) {
+		return nil
+	}
 	m.ContainerKind = policy.KindPersistentVolume
-	m.Volume = pv.Name
+	m.Volume = pv.Metadata.Name
 	m.VolumeSource = source
 	return []policy.Mount{m}
 }
@@ -114,7 +118,7 @@ func pathFacts(volumePath, subPath, subPathExpr string) policy.Mount {
 }
 
 // effectiveServiceAccount is the ServiceAccount the pod runs as.
-func effectiveServiceAccount(spec *corev1.PodSpec) string {
+func effectiveServiceAccount(spec *podSpec) string {
 	switch {
 	case spec.ServiceAccountName != "":
 		return spec.ServiceAccountName
@@ -124,14 +128,14 @@ func effectiveServiceAccount(spec *corev1.PodSpec) string {
 	return "default"
 }
 
-func podHostProcess(spec *corev1.PodSpec) bool {
+func podHostProcess(spec *podSpec) bool {
 	sc := spec.SecurityContext
 	return sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess
 }
 
 // effectiveHostProcess applies the container's own windowsOptions.hostProcess
 // when set, else the pod's.
-func effectiveHostProcess(sc *corev1.SecurityContext, pod bool) bool {
+func effectiveHostProcess(sc *securityContext, pod bool) bool {
 	if sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil {
 		return *sc.WindowsOptions.HostProcess
 	}

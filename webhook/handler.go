@@ -189,7 +189,7 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.
 		},
 		Object: policy.Object{
 			APIVersion: req.Kind.Group + "/" + req.Kind.Version,
-			Kind:       req.Kind.Kind, Namespace: req.Namespace, Name: subj.meta.Name,
+			Kind:       req.Kind.Kind, Namespace: req.Namespace, Name: subj.name,
 		},
 	}
 	if req.Kind.Group == "" {
