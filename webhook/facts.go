@@ -3,7 +3,6 @@ package webhook
 import (
 	"strconv"
 
-
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook/pipepath"
 )
