@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -45,12 +46,21 @@ type Result struct {
 	// RSSBytes and PeakRSSBytes are the whole process's VmRSS at the end of
 	// the run and VmHWM since it started: server and load generator share
 	// the process.
+	// CPUPerReviewMs is the process's CPU time (user and system, server
+	// and load generator together) over the run, per correct answer. Unlike
+	// reviews/s it hardly depends on what else the machine is running, so
+	// the ratio of two targets' values estimates the ratio of their
+	// saturated throughputs even on a busy machine. Zero where
+	// /proc/self/stat cannot be read.
+	CPUPerReviewMs float64 `json:"cpuPerReviewMs"`
+	// CoresUsed is the process's CPU time over the run's wall time.
+	CoresUsed    float64               `json:"coresUsed"`
 	RSSBytes     int64                 `json:"rssBytes"`
 	PeakRSSBytes int64                 `json:"peakRssBytes"`
 	Decisions    map[string]*Decisions `json:"decisions"`
 }
 
-func summarize(opts Options, t *tally, elapsed time.Duration) *Result {
+func summarize(opts Options, t *tally, elapsed, cpu time.Duration) *Result {
 	r := &Result{
 		Target: opts.Target, Rate: opts.Rate, Workers: opts.Workers,
 		Namespaces: opts.Namespaces, Policies: opts.Policies,
@@ -68,6 +78,10 @@ func summarize(opts Options, t *tally, elapsed time.Duration) *Result {
 	}
 	if elapsed > 0 {
 		r.ReviewsPerSecond = float64(len(t.latencies)) / elapsed.Seconds()
+		r.CoresUsed = cpu.Seconds() / elapsed.Seconds()
+	}
+	if len(t.latencies) > 0 {
+		r.CPUPerReviewMs = cpu.Seconds() * 1000 / float64(len(t.latencies))
 	}
 	lat := t.latencies
 	slices.Sort(lat)
@@ -119,22 +133,47 @@ func memory() (rss, hwm int64) {
 	return rss, hwm
 }
 
+// cpuTime is the user and system CPU time of this process so far, from
+// /proc/self/stat, or zero where there is no such file.
+func cpuTime() time.Duration {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may
+	// contain spaces: utime and stime are the 12th and 13th, in ticks of
+	// 1/100 s (USER_HZ).
+	_, rest, ok := bytes.Cut(b, []byte(") "))
+	f := strings.Fields(string(rest))
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // printTable writes results as a table, then the pipeguard/baseline ratios
 // of runs that were measured for both.
 func printTable(w io.Writer, results []*Result) {
-	fmt.Fprintf(w, "%-9s %-11s %5s %4s %9s %8s %7s %6s %8s %8s %8s %8s %8s %8s\n",
-		"target", "load", "ns", "pol", "reviews/s", "sent", "dropped", "errors", "p50 ms", "p90 ms", "p99 ms", "max ms", "RSS MiB", "peak MiB")
+	fmt.Fprintf(w, "%-9s %-11s %5s %4s %9s %8s %7s %6s %8s %8s %8s %8s %7s %5s %8s %8s\n",
+		"target", "load", "ns", "pol", "reviews/s", "sent", "dropped", "errors", "p50 ms", "p90 ms", "p99 ms", "max ms",
+		"cpu ms", "cores", "RSS MiB", "peak MiB")
 	for _, r := range results {
-		fmt.Fprintf(w, "%-9s %-11s %5d %4d %9.0f %8d %7d %6d %8.3f %8.3f %8.3f %8.3f %8.1f %8.1f\n",
+		fmt.Fprintf(w, "%-9s %-11s %5d %4d %9.0f %8d %7d %6d %8.3f %8.3f %8.3f %8.3f %7.3f %5.2f %8.1f %8.1f\n",
 			r.Target, load(r), r.Namespaces, r.Policies, r.ReviewsPerSecond, r.Sent, r.Dropped, r.Errors,
-			r.P50, r.P90, r.P99, r.Max, mib(r.RSSBytes), mib(r.PeakRSSBytes))
+			r.P50, r.P90, r.P99, r.Max, r.CPUPerReviewMs, r.CoresUsed, mib(r.RSSBytes), mib(r.PeakRSSBytes))
 	}
 	for _, r := range results {
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "%s %s: %d errors %v; first: %s\n", r.Target, load(r), r.Errors, r.ErrorKinds, r.FirstError)
 		}
 	}
-	fmt.Fprintln(w, "RSS is the whole process: the webhook server and the load generator run in it together; peak is since the process started.")
+	fmt.Fprintln(w, "cpu ms: process CPU time per correct review; cores: CPU time over wall time. These, RSS and peak RSS (since the process")
+	fmt.Fprintln(w, "started) are of the whole process: the webhook server and the load generator run in it together.")
 	printRatios(w, results)
 }
 
@@ -155,8 +194,13 @@ func printRatios(w io.Writer, results []*Result) {
 			fmt.Fprintln(w, "\npipeguard / baseline:")
 			header = true
 		}
-		fmt.Fprintf(w, "  %-11s throughput %5.1f%%   p50 %.2fx   p99 %.2fx\n",
-			load(r), 100*r.ReviewsPerSecond/b.ReviewsPerSecond, r.P50/b.P50, r.P99/b.P99)
+		cpu := ""
+		if r.CPUPerReviewMs > 0 {
+			cpu = fmt.Sprintf("   cpu per review %.2fx (saturated throughput by CPU %.1f%%)",
+				r.CPUPerReviewMs/b.CPUPerReviewMs, 100*b.CPUPerReviewMs/r.CPUPerReviewMs)
+		}
+		fmt.Fprintf(w, "  %-11s throughput %5.1f%%   p50 %.2fx   p99 %.2fx%s\n",
+			load(r), 100*r.ReviewsPerSecond/b.ReviewsPerSecond, r.P50/b.P50, r.P99/b.P99, cpu)
 	}
 }
 

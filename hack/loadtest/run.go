@@ -118,9 +118,11 @@ func drive(ctx context.Context, c *client, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("warm-up failed: %d errors, first: %s", t.sent-len(t.latencies), t.firstErr)
 		}
 	}
+	cpu := cpuTime()
 	t, elapsed := measure(opts.Duration, opts.Requests)
+	cpu = cpuTime() - cpu
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return summarize(opts, t, elapsed), nil
+	return summarize(opts, t, elapsed, cpu), nil
 }
