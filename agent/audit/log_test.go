@@ -327,3 +327,16 @@ func TestDurableAppendsShareSyncs(t *testing.T) {
 		t.Fatalf("append with failing fsync: %v", err)
 	}
 }
+
+func BenchmarkAppend(b *testing.B) {
+	l, err := Open(Options{Path: filepath.Join(b.TempDir(), "audit.log"), Log: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; b.Loop(); i++ {
+		if err := l.Append(request(i, DecisionAllow), false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

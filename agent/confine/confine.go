@@ -129,14 +129,9 @@ func (c *Confiner) Flavour() Flavour { return c.flavour }
 // field, is acceptable, and a *Refusal naming the broken rule when it is not.
 // Callers must use the returned path, which is the one that was checked.
 func (c *Confiner) Check(field, p string, mode Mode) (string, error) {
-	clean, rule, reason := c.lex(p)
-	if rule != "" {
-		return "", &Refusal{Rule: rule, Field: field, Path: p, Reason: reason}
-	}
-	if !c.inside(clean, c.roots) {
-		return "", &Refusal{Rule: RuleOutsideRoots, Field: field, Path: p, Reason: fmt.Sprintf(
-			"is outside the allowed roots [%s]: it must be a root or lie below one after a separator (the kubelet path and the working dirs)",
-			strings.Join(c.roots, " "))}
+	clean, err := c.CheckLexical(field, p)
+	if err != nil {
+		return "", err
 	}
 	if c.resolver == nil || c.isRoot(clean) {
 		// A root itself is trusted as configured, even when it is a link
@@ -151,6 +146,23 @@ func (c *Confiner) Check(field, p string, mode Mode) (string, error) {
 	if !c.inside(resolved, c.resolved) {
 		return "", &Refusal{Rule: RuleSymlinkEscape, Field: field, Path: p, Reason: fmt.Sprintf(
 			"resolves through a symlink to %s, outside the allowed roots [%s]", Quote(resolved), strings.Join(c.resolved, " "))}
+	}
+	return clean, nil
+}
+
+// CheckLexical applies the rules that need no file system access (every
+// rule but symlink-escape) and returns the cleaned path or a *Refusal. It
+// lets a request be refused before anything else looks at it; the full
+// Check must still run before the path is used.
+func (c *Confiner) CheckLexical(field, p string) (string, error) {
+	clean, rule, reason := c.lex(p)
+	if rule != "" {
+		return "", &Refusal{Rule: rule, Field: field, Path: p, Reason: reason}
+	}
+	if !c.inside(clean, c.roots) {
+		return "", &Refusal{Rule: RuleOutsideRoots, Field: field, Path: p, Reason: fmt.Sprintf(
+			"is outside the allowed roots [%s]: it must be a root or lie below one after a separator (the kubelet path and the working dirs)",
+			strings.Join(c.roots, " "))}
 	}
 	return clean, nil
 }

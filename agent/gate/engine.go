@@ -49,6 +49,10 @@ type generation struct {
 	files       []string
 	fingerprint [32]byte
 	query       rego.PreparedEvalQuery
+	// neverDenies is set when partial evaluation proves that no input can
+	// produce a denial (the shipped rules alone): requests are then allowed
+	// without evaluating.
+	neverDenies bool
 }
 
 // Decision is the outcome for one request.
@@ -93,11 +97,11 @@ func (e *Engine) Reload(ctx context.Context) (bool, error) {
 	if cur := e.current.Load(); cur != nil && cur.fingerprint == fp {
 		return false, nil
 	}
-	pq, err := compile(ctx, files)
+	pq, never, err := compile(ctx, files)
 	if err != nil {
 		return false, err
 	}
-	gen := &generation{number: e.number.Add(1), fingerprint: fp, query: pq}
+	gen := &generation{number: e.number.Add(1), fingerprint: fp, query: pq, neverDenies: never}
 	for _, f := range files {
 		gen.files = append(gen.files, f.Name)
 	}
@@ -143,8 +147,9 @@ func readDir(dir string) ([]shipped.File, [32]byte, error) {
 }
 
 // compile parses the admin files, checks their packages, and prepares the
-// decision query over them and the shipped rules.
-func compile(ctx context.Context, files []shipped.File) (rego.PreparedEvalQuery, error) {
+// decision query over them and the shipped rules. never reports that
+// partial evaluation, with the whole input unknown, found no way to deny.
+func compile(ctx context.Context, files []shipped.File) (pq rego.PreparedEvalQuery, never bool, err error) {
 	opts := []func(*rego.Rego){
 		rego.Query(decisionQuery),
 		rego.SetRegoVersion(ast.RegoV1),
@@ -157,20 +162,28 @@ func compile(ctx context.Context, files []shipped.File) (rego.PreparedEvalQuery,
 	for _, f := range files {
 		m, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
-			return rego.PreparedEvalQuery{}, fmt.Errorf("agent policy does not parse: %w", err)
+			return pq, false, fmt.Errorf("agent policy does not parse: %w", err)
 		}
 		if p := m.Package.Path; !p.HasPrefix(adminRoot) || len(p) <= len(adminRoot) {
-			return rego.PreparedEvalQuery{}, fmt.Errorf("%s:%d: package %s is not allowed; declare a package below pipeguard.agent.policy, e.g. \"package pipeguard.agent.policy.%s\"",
+			return pq, false, fmt.Errorf("%s:%d: package %s is not allowed; declare a package below pipeguard.agent.policy, e.g. \"package pipeguard.agent.policy.%s\"",
 				f.Name, m.Package.Location.Row, strings.TrimPrefix(p.String(), "data."), ident(f.Name))
 		}
 		opts = append(opts, rego.ParsedModule(m))
 	}
-	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	pq, err = rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
-		return rego.PreparedEvalQuery{}, fmt.Errorf("agent policy does not compile: %w", err)
+		return pq, false, fmt.Errorf("agent policy does not compile: %w", err)
 	}
-	return pq, nil
+	opts[0] = rego.Query("data.pipeguard.agent.deny[_]")
+	partial, err := rego.New(append(opts, rego.Unknowns([]string{"input"}))...).Partial(ctx)
+	if err != nil {
+		return pq, false, fmt.Errorf("agent policy: partial evaluation: %w", err)
+	}
+	return pq, len(partial.Queries) == 0, nil
 }
+
+// NeverDenies reports whether the policies in force can deny at all.
+func (e *Engine) NeverDenies() bool { return e.current.Load().neverDenies }
 
 func ident(file string) string {
 	base := strings.TrimSuffix(filepath.Base(file), ".rego")
@@ -186,6 +199,9 @@ func ident(file string) string {
 // was made: callers must deny.
 func (e *Engine) Decide(ctx context.Context, in *Input) (Decision, error) {
 	gen := e.current.Load()
+	if gen.neverDenies {
+		return Decision{Allowed: true, Generation: gen.number}, nil
+	}
 	rs, err := gen.query.Eval(ctx, rego.EvalParsedInput(in.value()))
 	if err != nil {
 		return Decision{Generation: gen.number}, fmt.Errorf("evaluating agent policy generation %d: %w", gen.number, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	iscsiv1alpha2 "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha2"
 	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
 	smbv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1alpha1"
@@ -53,6 +54,9 @@ func TestDecide(t *testing.T) {
 	withSample, err := New(ctx, Options{Log: logr.Discard(), PolicyDir: policyDir(t, map[string]string{"sample.rego": readSample(t)})})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !shippedOnly.NeverDenies() || withSample.NeverDenies() {
+		t.Fatalf("NeverDenies: shipped only %v, with the sample %v", shippedOnly.NeverDenies(), withSample.NeverDenies())
 	}
 	cases := map[string]struct {
 		engine        *Engine
@@ -114,11 +118,11 @@ func TestReloadOnChange(t *testing.T) {
 	dir := policyDir(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e, err := New(ctx, Options{Log: logr.Discard(), PolicyDir: dir})
+	e, err := New(ctx, Options{Log: funcr.New(func(p, a string) { t.Log(p, a) }, funcr.Options{Verbosity: 1}), PolicyDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go e.Watch(ctx, time.Hour)
+	go func() { t.Log("watch ended:", e.Watch(ctx, time.Hour)) }()
 	in := &Input{Group: "disk", Version: "v1", Method: "PartitionDisk", Mutating: true, Caller: debugPod}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()

@@ -33,6 +33,8 @@ func (e *Engine) Watch(ctx context.Context, rescan time.Duration) error {
 	if err := w.Add(e.o.PolicyDir); err != nil {
 		return err
 	}
+	// Changes made before the watch started produced no event.
+	e.reloadAndLog(ctx)
 	ticker := time.NewTicker(rescan)
 	defer ticker.Stop()
 	var pending <-chan time.Time
@@ -40,7 +42,8 @@ func (e *Engine) Watch(ctx context.Context, rescan time.Duration) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-w.Events:
+		case ev := <-w.Events:
+			e.o.Log.V(1).Info("agent policy directory changed", "event", ev.String())
 			pending = time.After(settle)
 		case err := <-w.Errors:
 			e.o.Log.Error(err, "watching the agent policy directory; it is still reread periodically", "dir", e.o.PolicyDir)

@@ -220,7 +220,9 @@ func (g *Guard) authorize(ctx context.Context, c *call) error {
 		if p == "" {
 			continue
 		}
-		if _, err := g.o.Confiner.Check(f, p, confine.ResolveParent); err != nil {
+		// The handler resolves symlinks with the mode its operation needs,
+		// before the host is touched; the shape and root rules run here.
+		if _, err := g.o.Confiner.CheckLexical(f, p); err != nil {
 			var ref *confine.Refusal
 			rule := RuleConfinement
 			if errors.As(err, &ref) {
