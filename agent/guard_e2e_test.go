@@ -18,12 +18,19 @@ import (
 	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	authnv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/agent/listen"
 )
 
 // guarded is an agent with gate and audit on, and its audit log path.
@@ -295,4 +302,59 @@ func TestAuditFailure(t *testing.T) {
 			wantStatus(t, err, tc.code, tc.msg)
 		})
 	}
+}
+
+// TestSAToken sends a projected token with the client helper:
+// without --kubeconfig it is noted and not used; with a verifier, a token
+// that names a pod other than the caller's is refused.
+func TestSAToken(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte("driver-token\n"), 0o600)
+	dialWithToken := func(g *guarded) fsv1.FilesystemClient {
+		conn, err := grpc.NewClient("unix://"+listen.SocketPath(g.socketDir, "filesystem", "v1"),
+			grpc.WithTransportCredentials(insecure.NewCredentials()), identity.WithServiceAccountToken(tokenFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return fsv1.NewFilesystemClient(conn)
+	}
+
+	t.Run("unverified", func(t *testing.T) {
+		g := startGuarded(t, Options{}, guard.Options{}, nil)
+		var md metadata.MD
+		if _, err := dialWithToken(g).PathExists(context.Background(), &fsv1.PathExistsRequest{Path: g.kubelet}, grpc.Header(&md)); err != nil {
+			t.Fatal(err)
+		}
+		e := g.requests(t)[md.Get(guard.AuditIDHeader)[0]][0].Event
+		if e.Annotation(audit.AnnotationToken) != "sent but not verified: the agent has no --kubeconfig; identity is the peer's" || e.User.ExtraValue(audit.ExtraSource) != "peer" {
+			t.Fatalf("record %+v", e)
+		}
+	})
+	t.Run("otherpod", func(t *testing.T) {
+		cs := fake.NewClientset()
+		cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: tr.Spec.Audiences, User: authnv1.UserInfo{
+				Username: "system:serviceaccount:csi:csi-node",
+				Extra: map[string]authnv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"csi-node-x"},
+					"authentication.kubernetes.io/pod-uid": {"5f0b8e4a-1c2d-4e3f-8a9b-0c1d2e3f4a5b"}, "authentication.kubernetes.io/node-name": {"node-1"}}}}
+			return true, tr, nil
+		})
+		v, err := identity.NewTokenVerifier(identity.TokenOptions{Reviewer: cs.AuthenticationV1().TokenReviews(), Audience: identity.DefaultTokenAudience, NodeName: "node-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := startGuarded(t, Options{}, guard.Options{Tokens: v}, nil)
+		var md metadata.MD
+		_, err = dialWithToken(g).Mkdir(context.Background(), &fsv1.MkdirRequest{Path: filepath.Join(g.kubelet, "x")}, grpc.Header(&md))
+		wantStatus(t, err, codes.Unauthenticated, "the token names pod csi/csi-node-x (uid 5f0b8e4a-1c2d-4e3f-8a9b-0c1d2e3f4a5b) but the calling process (pid "+strconv.Itoa(os.Getpid())+")")
+		e := g.requests(t)[md.Get(guard.AuditIDHeader)[0]][0].Event
+		if e.Annotation(audit.AnnotationRule) != guard.RuleToken || e.Annotation(audit.AnnotationDecision) != "deny" {
+			t.Fatalf("record %+v", e.Annotations)
+		}
+		if _, err := os.Stat(filepath.Join(g.kubelet, "x")); err == nil {
+			t.Fatal("the refused call ran")
+		}
+	})
 }

@@ -109,7 +109,7 @@ func New(o Options) (*Guard, error) {
 	g := &Guard{o: o,
 		auditFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "pipeguard", Subsystem: "agent", Name: "audit_write_failures_total",
-			Help: "Audit records that could not be written, by what happened to the request (denied or allowed under --audit-failure=allow).",
+			Help: "Audit records that could not be written, by what happened to the request: denied, allowed (under --audit-failure=allow), or completed (a completion record lost after the host operation ran).",
 		}, []string{"request"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "pipeguard", Subsystem: "agent", Name: "gate_decisions_total",
@@ -159,7 +159,18 @@ func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	var code codes.Code
 	ev.ResponseStatus, code = responseStatus(herr)
 	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
-	if err := g.write(ctx, ev, false); err != nil && !mutating {
+	if mutating {
+		// The operation ran and its write-ahead record is on disk; a lost
+		// completion cannot undo it, so it is logged and counted.
+		if err := g.o.Audit.Append(ev, false); err != nil {
+			g.auditFailures.WithLabelValues("completed").Inc()
+			logr.FromContextOrDiscard(ctx).Error(err, "AUDIT COMPLETION LOST: the host operation ran and its write-ahead record is on disk", "auditID", ev.AuditID)
+		} else {
+			g.decisions.WithLabelValues(c.ep.Group, audit.DecisionAllow, "").Inc()
+		}
+		return resp, herr
+	}
+	if err := g.write(ctx, ev, false); err != nil {
 		// A read has no other record: withhold its answer.
 		return nil, err
 	}
