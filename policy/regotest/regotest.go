@@ -27,10 +27,12 @@ func Shipped() []shipped.File {
 	return files
 }
 
-// WithShippedRules returns the shipped rules (not their tests) followed by
-// files, so that admin tests can exercise whole decisions.
+// WithShippedRules returns the shipped admission and agent rules (not their
+// tests) followed by files, so that admin tests can exercise whole
+// decisions.
 func WithShippedRules(files []shipped.File) []shipped.File {
-	return append(shipped.Admission(), files...)
+	out := append(shipped.Admission(), shipped.Agent()...)
+	return append(out, files...)
 }
 
 // Load reads every .rego file under the given files and directories.
