@@ -12,12 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
@@ -94,7 +90,7 @@ func (b *baseline) review(ctx context.Context, req admission.Request) (admission
 
 // podViolations applies the default rule to every container × host path
 // mount.
-func podViolations(spec *corev1.PodSpec, namespace string, namespaceAllowed bool) []string {
+func podViolations(spec *podSpec, namespace string, namespaceAllowed bool) []string {
 	volumes := map[string]string{}
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
@@ -107,7 +103,7 @@ func podViolations(spec *corev1.PodSpec, namespace string, namespaceAllowed bool
 	podHP := spec.SecurityContext != nil && spec.SecurityContext.WindowsOptions != nil &&
 		spec.SecurityContext.WindowsOptions.HostProcess != nil && *spec.SecurityContext.WindowsOptions.HostProcess
 	var msgs []string
-	check := func(container string, vms []corev1.VolumeMount, sc *corev1.SecurityContext) {
+	check := func(container string, vms []volumeMount, sc *securityContext) {
 		for _, vm := range vms {
 			path, ok := volumes[vm.Name]
 			if !ok {
@@ -136,7 +132,7 @@ func podViolations(spec *corev1.PodSpec, namespace string, namespaceAllowed bool
 	return msgs
 }
 
-func pvViolations(pv *corev1.PersistentVolume) []string {
+func pvViolations(pv *persistentVolume) []string {
 	path := ""
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -145,7 +141,7 @@ func pvViolations(pv *corev1.PersistentVolume) []string {
 		path = pv.Spec.Local.Path
 	}
 	if r, protected := classify(path, "", ""); protected {
-		return []string{fmt.Sprintf("[protected-pipe-pv] PersistentVolume %q points at %s", pv.Name, r.Normalized)}
+		return []string{fmt.Sprintf("[protected-pipe-pv] PersistentVolume %q points at %s", pv.Metadata.Name, r.Normalized)}
 	}
 	return nil
 }
@@ -167,62 +163,13 @@ func classify(volumePath, subPath, subPathExpr string) (pipepath.Result, bool) {
 	return r, r.Class == pipepath.Ambiguous || (r.Class == pipepath.Pipe && strings.HasPrefix(r.Pipe, "csi-proxy"))
 }
 
-func privileged(sc *corev1.SecurityContext) bool {
+func privileged(sc *securityContext) bool {
 	return sc != nil && sc.Privileged != nil && *sc.Privileged
 }
 
-func hostProcess(sc *corev1.SecurityContext, pod bool) bool {
+func hostProcess(sc *securityContext, pod bool) bool {
 	if sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil {
 		return *sc.WindowsOptions.HostProcess
 	}
 	return pod
-}
-
-// decodeSpec decodes raw case-sensitively, as pipeguard does, and returns
-// its pod spec or, for a PersistentVolume, the volume.
-func decodeSpec(gk schema.GroupKind, raw []byte) (*corev1.PodSpec, *corev1.PersistentVolume, error) {
-	var obj any
-	var spec *corev1.PodSpec
-	switch gk.Kind {
-	case "Pod":
-		o := &corev1.Pod{}
-		obj, spec = o, &o.Spec
-	case "PodTemplate":
-		o := &corev1.PodTemplate{}
-		obj, spec = o, &o.Template.Spec
-	case "ReplicationController":
-		o := &corev1.ReplicationController{}
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, o); err != nil || o.Spec.Template == nil {
-			return nil, nil, err
-		}
-		return &o.Spec.Template.Spec, nil, nil
-	case "PersistentVolume":
-		o := &corev1.PersistentVolume{}
-		err := kjson.UnmarshalCaseSensitivePreserveInts(raw, o)
-		return nil, o, err
-	case "Deployment":
-		o := &appsv1.Deployment{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "ReplicaSet":
-		o := &appsv1.ReplicaSet{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "StatefulSet":
-		o := &appsv1.StatefulSet{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "DaemonSet":
-		o := &appsv1.DaemonSet{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "Job":
-		o := &batchv1.Job{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "CronJob":
-		o := &batchv1.CronJob{}
-		obj, spec = o, &o.Spec.JobTemplate.Spec.Template.Spec
-	default:
-		return nil, nil, fmt.Errorf("kind %s is not reviewed", gk)
-	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
-		return nil, nil, err
-	}
-	return spec, nil, nil
 }
