@@ -125,6 +125,11 @@ func check(raw []byte, uid string, k *kind) (bool, error) {
 type tally struct {
 	mu        sync.Mutex
 	latencies []time.Duration
+	// lags are, in open loop, how late each request left after it was
+	// due: the load generator's own delay, which latencies include;
+	// service holds latencies counted from when requests left.
+	lags      []time.Duration
+	service   []time.Duration
 	sent      int
 	dropped   int
 	errors    map[string]int
@@ -136,10 +141,11 @@ func newTally(capacity int) *tally {
 	return &tally{latencies: make([]time.Duration, 0, capacity), errors: map[string]int{}, decisions: map[string]*Decisions{}}
 }
 
-func (t *tally) record(o outcome, latency time.Duration) {
+func (t *tally) record(o outcome, latency, lag time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sent++
+	t.lags = append(t.lags, lag)
 	d := t.decisions[o.kind.name]
 	if d == nil {
 		d = &Decisions{}
@@ -154,6 +160,7 @@ func (t *tally) record(o outcome, latency time.Duration) {
 		return
 	}
 	t.latencies = append(t.latencies, latency)
+	t.service = append(t.service, latency-lag)
 	if o.allowed {
 		d.Allowed++
 	} else {
@@ -207,8 +214,9 @@ func openLoop(ctx context.Context, c *client, rate, n, maxInFlight int) (*tally,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			lag := time.Since(due)
 			o := c.send(ctx)
-			t.record(o, time.Since(due))
+			t.record(o, time.Since(due), lag)
 			<-slots
 		}()
 	}
@@ -232,7 +240,7 @@ func closedLoop(ctx context.Context, c *client, workers int, d time.Duration, li
 			for ctx.Err() == nil && (limit <= 0 || issued.Add(1) <= int64(limit)) {
 				begin := time.Now()
 				o := c.send(context.WithoutCancel(ctx))
-				t.record(o, time.Since(begin))
+				t.record(o, time.Since(begin), 0)
 			}
 		}()
 	}

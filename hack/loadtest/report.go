@@ -38,11 +38,20 @@ type Result struct {
 	FirstError string         `json:"firstError,omitempty"`
 	// ReviewsPerSecond counts correct answers over the run's wall time.
 	ReviewsPerSecond float64 `json:"reviewsPerSecond"`
-	P50              float64 `json:"p50Ms"`
-	P90              float64 `json:"p90Ms"`
-	P99              float64 `json:"p99Ms"`
-	Max              float64 `json:"maxMs"`
-	Mean             float64 `json:"meanMs"`
+	// SendLagP50 and SendLagP99 say, in open loop, how late requests left
+	// after they were due (the load generator's own delay, part of every
+	// latency above).
+	SendLagP50 float64 `json:"sendLagP50Ms,omitempty"`
+	SendLagP99 float64 `json:"sendLagP99Ms,omitempty"`
+	// ServiceP50 and ServiceP99 are, in open loop, latencies counted from
+	// when requests left rather than from when they were due.
+	ServiceP50 float64 `json:"serviceP50Ms,omitempty"`
+	ServiceP99 float64 `json:"serviceP99Ms,omitempty"`
+	P50        float64 `json:"p50Ms"`
+	P90        float64 `json:"p90Ms"`
+	P99        float64 `json:"p99Ms"`
+	Max        float64 `json:"maxMs"`
+	Mean       float64 `json:"meanMs"`
 	// RSSBytes and PeakRSSBytes are the whole process's VmRSS at the end of
 	// the run and VmHWM since it started: server and load generator share
 	// the process.
@@ -93,6 +102,12 @@ func summarize(opts Options, t *tally, elapsed, cpu time.Duration) *Result {
 		r.Mean = ms(sum / time.Duration(len(lat)))
 		r.P50, r.P90, r.P99 = ms(quantile(lat, 0.50)), ms(quantile(lat, 0.90)), ms(quantile(lat, 0.99))
 		r.Max = ms(lat[len(lat)-1])
+	}
+	if r.Mode == "open" && len(t.service) > 0 {
+		slices.Sort(t.lags)
+		slices.Sort(t.service)
+		r.SendLagP50, r.SendLagP99 = ms(quantile(t.lags, 0.50)), ms(quantile(t.lags, 0.99))
+		r.ServiceP50, r.ServiceP99 = ms(quantile(t.service, 0.50)), ms(quantile(t.service, 0.99))
 	}
 	r.RSSBytes, r.PeakRSSBytes = memory()
 	return r
@@ -168,10 +183,18 @@ func printTable(w io.Writer, results []*Result) {
 			r.P50, r.P90, r.P99, r.Max, r.CPUPerReviewMs, r.CoresUsed, mib(r.RSSBytes), mib(r.PeakRSSBytes))
 	}
 	for _, r := range results {
+		if r.Mode == "open" {
+			fmt.Fprintf(w, "%-9s %-11s from send: p50 %.3f ms, p99 %.3f ms; sent late by p50 %.3f ms, p99 %.3f ms\n",
+				r.Target, load(r), r.ServiceP50, r.ServiceP99, r.SendLagP50, r.SendLagP99)
+		}
+	}
+	for _, r := range results {
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "%s %s: %d errors %v; first: %s\n", r.Target, load(r), r.Errors, r.ErrorKinds, r.FirstError)
 		}
 	}
+	fmt.Fprintln(w, "Open-loop latencies count from when a request was due, so they include the sender's lateness (timers wake")
+	fmt.Fprintln(w, "within about 1 ms); \"from send\" counts from when it left.")
 	fmt.Fprintln(w, "cpu ms: process CPU time per correct review; cores: CPU time over wall time. These, RSS and peak RSS (since the process")
 	fmt.Fprintln(w, "started) are of the whole process: the webhook server and the load generator run in it together.")
 	printRatios(w, results)
