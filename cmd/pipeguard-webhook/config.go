@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,4 +25,17 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
+}
+
+// serviceAccountNamespace is where the kubelet mounts the namespace of the
+// pod's ServiceAccount.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace returns the namespace this pod runs in.
+func podNamespace() (string, error) {
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return "", fmt.Errorf("not running in a pod (%w); pass the namespace of the certificate Secret and the webhook Service", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

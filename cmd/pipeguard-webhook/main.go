@@ -34,6 +34,12 @@ func run() int {
 	fs.DurationVar(&opts.DrainDelay, "drain-delay", 5*time.Second, "after SIGTERM, keep serving this long with readiness failing so no admission call is dropped")
 	fs.IntVar(&opts.MaxConcurrentEvaluations, "max-concurrent-evaluations", 0, "bound on concurrent rego evaluations (default 2 per CPU)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
+	certRotation := fs.Bool("cert-rotation", false, "issue and rotate the serving certificate: keep it in Secret --cert-secret-name (mounted at --webhook-cert-path), inject its CA into --webhook-config-name, and serve only once it exists; off for local runs, which bring their own certificate")
+	rotation := app.CertRotation{}
+	fs.StringVar(&rotation.SecretName, "cert-secret-name", "pipeguard-webhook-cert", "Secret holding the CA and serving certificate, with --cert-rotation")
+	fs.StringVar(&rotation.Namespace, "namespace", "", "namespace of the certificate Secret and the webhook Service, with --cert-rotation (the pod's namespace when empty)")
+	fs.StringVar(&rotation.ServiceName, "service-name", "pipeguard-webhook", "Service the API server calls, with --cert-rotation: the certificate is for <service-name>.<namespace>.svc")
+	fs.StringVar(&rotation.WebhookConfigName, "webhook-config-name", "pipeguard", "ValidatingWebhookConfiguration that receives the CA bundle, with --cert-rotation")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -54,6 +60,15 @@ func run() int {
 		return 1
 	}
 	opts.Config = cfg
+	if *certRotation {
+		if rotation.Namespace == "" {
+			if rotation.Namespace, err = podNamespace(); err != nil {
+				fmt.Fprintf(os.Stderr, "pipeguard-webhook: --namespace: %v\n", err)
+				return 2
+			}
+		}
+		opts.CertRotation = &rotation
+	}
 	ctx := ctrl.SetupSignalHandler()
 	a, err := app.New(ctx, opts)
 	if err != nil {

@@ -47,6 +47,11 @@ type Options struct {
 	WebhookPort int
 	// CertDir holds CertName and KeyName; they are reloaded when they change.
 	CertDir, CertName, KeyName string
+	// CertRotation, when set, issues and rotates the certificate in CertDir
+	// and injects its CA; the webhook server starts only once the files
+	// exist. When nil, the files must be provided (cert-manager, or by hand
+	// for local runs).
+	CertRotation *CertRotation
 
 	// MetricsAddr serves /metrics; "0" disables it.
 	MetricsAddr string
@@ -73,6 +78,8 @@ type App struct {
 	engine     *policy.Engine
 	controller *policy.Controller
 	draining   atomic.Bool
+	// certsReady is closed once the serving certificate can be loaded.
+	certsReady <-chan struct{}
 }
 
 // LeaderElectionID names the lease replicas compete for.
@@ -90,6 +97,16 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	var server ctrlwebhook.Server = ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: opts.WebhookHost, Port: opts.WebhookPort,
+		CertDir: opts.CertDir, CertName: opts.CertName, KeyName: opts.KeyName,
+	})
+	certsReady := make(chan struct{})
+	if opts.CertRotation == nil {
+		close(certsReady)
+	} else {
+		server = gatedServer{Server: server, ready: certsReady}
+	}
 	mgr, err := ctrl.NewManager(opts.Config, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  opts.Logger,
@@ -101,13 +118,18 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		// Release the lease on shutdown so a rolling update elects the next
 		// leader at once.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: opts.WebhookHost, Port: opts.WebhookPort,
-			CertDir: opts.CertDir, CertName: opts.CertName, KeyName: opts.KeyName,
-		}),
+		WebhookServer:                 server,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	a := &App{opts: opts, mgr: mgr, certsReady: certsReady}
+	if opts.CertRotation != nil {
+		// The rotator closes certsReady once the files exist and the CA
+		// is injected; the gated server and readiness wait for it.
+		if err := addCertRotator(mgr, opts, certsReady); err != nil {
+			return nil, err
+		}
 	}
 
 	engine, err := policy.NewEngine(ctx, policy.Options{MaxConcurrent: opts.MaxConcurrentEvaluations})
@@ -118,7 +140,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering policy metrics: %w", err)
 	}
-	a := &App{opts: opts, mgr: mgr, engine: engine}
+	a.engine = engine
 	var elected <-chan struct{}
 	if opts.LeaderElect {
 		elected = mgr.Elected()
@@ -151,7 +173,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Grants:     webhook.SubjectAccessReviewGrants{Client: mgr.GetClient()},
 		Observer:   admissionMetrics,
 	})
-	server := mgr.GetWebhookServer()
+	server = mgr.GetWebhookServer()
 	server.Register(Path, &admission.Webhook{Handler: handler, RecoverPanic: ptr.To(true)})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -161,6 +183,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		switch {
 		case a.draining.Load():
 			return errors.New("shutting down")
+		case !closed(a.certsReady):
+			return a.certPending()
 		case !nsInformer.HasSynced():
 			return errors.New("namespace cache has not synced")
 		case !a.controller.Loaded():
@@ -179,7 +203,15 @@ func (a *App) Engine() *policy.Engine { return a.engine }
 
 // Ready reports whether the app would pass its readiness probe.
 func (a *App) Ready() bool {
-	return !a.draining.Load() && a.controller.Loaded()
+	return !a.draining.Load() && closed(a.certsReady) && a.controller.Loaded()
+}
+
+// certPending says what readiness waits for while the certificate is
+// being issued.
+func (a *App) certPending() error {
+	c := a.opts.CertRotation
+	return fmt.Errorf("serving certificate not ready: waiting for Secret %s/%s to hold it, for its files in %s and for the CA bundle of ValidatingWebhookConfiguration %s",
+		c.Namespace, c.SecretName, a.opts.CertDir, c.WebhookConfigName)
 }
 
 // Run serves until ctx ends, then fails readiness, keeps answering for
