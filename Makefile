@@ -16,7 +16,7 @@ CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)/controll
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Try it
 
@@ -75,11 +75,47 @@ fuzz: ## Fuzz the pipe path normalizer for FUZZTIME (default 3m).
 bench: ## Run the Go benchmarks on one core.
 	$(GO) test ./webhook/... ./policy/... -run '^$$' -bench . -benchmem -cpu 1
 
+##@ Deployment
+
+# OVERLAY is the directory of config/ to render or install: default,
+# cert-manager, agent, prometheus, samples, local. KUBECTL defaults to the
+# kubectl that hack/control-plane.sh builds; set KUBECTL=kubectl for yours.
+OVERLAY ?= default
+
+.PHONY: render
+render: ## Print the manifests of config/OVERLAY (default: default) with the IMG and AGENT_IMG images.
+	@$(call kustomization) && $(kubectl) kustomize $(BIN)/deploy
+
+.PHONY: deploy
+deploy: ## Install config/OVERLAY with the IMG and AGENT_IMG images into the current kubectl context.
+	@$(call kustomization) && $(kubectl) apply --server-side -k $(BIN)/deploy
+
+.PHONY: undeploy
+undeploy: ## Remove config/OVERLAY; the webhook configuration goes first, so nothing is rejected meanwhile.
+	case "$(OVERLAY)" in default|cert-manager|local) $(kubectl) delete validatingwebhookconfiguration pipeguard --ignore-not-found;; esac
+	$(kubectl) delete -k config/$(OVERLAY) --ignore-not-found
+
+# kustomization writes bin/deploy/kustomization.yaml: config/$(OVERLAY)
+# with the images set (IMG and AGENT_IMG are name:tag).
+kubectl = "$${KUBECTL:-$$(hack/control-plane.sh | tail -n 1)/kubectl}"
+define kustomization
+mkdir -p $(BIN)/deploy && printf '%s\n' \
+	'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
+	'resources: [../../config/$(OVERLAY)]' 'images:' \
+	'- {name: ghcr.io/pipeguard/pipeguard, newName: "$(firstword $(subst :, ,$(IMG)))", newTag: "$(lastword $(subst :, ,$(IMG)))"}' \
+	'- {name: ghcr.io/pipeguard/pipeguard-agent, newName: "$(firstword $(subst :, ,$(AGENT_IMG)))", newTag: "$(lastword $(subst :, ,$(AGENT_IMG)))"}' \
+	> $(BIN)/deploy/kustomization.yaml
+endef
+
 ##@ Images
 
 .PHONY: docker-build
 docker-build: ## Build the webhook/CLI image (needs a Docker engine).
 	docker build -t $(IMG) .
+
+.PHONY: docker-build-agent
+docker-build-agent: ## Build and push the Windows HostProcess image of the agent (needs docker buildx).
+	docker buildx build --platform windows/amd64 -f Dockerfile.agent.windows -t $(AGENT_IMG) --push .
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $(CONTROLLER_GEN)) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

@@ -61,14 +61,11 @@ func run() int {
 	defer stop()
 
 	banner("Starting kube-apiserver and etcd from " + assets)
+	// envtest installs nothing: config/local does, with kubectl. It only
+	// issues the webhook's certificate for 127.0.0.1 on a free port.
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{"config/crd/bases"},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths:            []string{"config/webhook/manifests.yaml"},
-			LocalServingHost: "127.0.0.1",
-		},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"},
 	}
 	if _, err := env.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: starting the control plane: %v\n", err)
@@ -79,10 +76,16 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "demo: stopping the control plane: %v\n", err)
 		}
 	}()
-	fmt.Println("installed: the PipeAccessPolicy CRD (config/crd) and the ValidatingWebhookConfiguration (config/webhook)")
 
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		return 1
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+
+	banner("Installing config/local: the CRD and the webhook configuration, calling https://127.0.0.1")
+	if err := installLocal(ctx, kubectl, kubeconfig, env.WebhookInstallOptions); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		return 1
 	}
@@ -95,7 +98,6 @@ func run() int {
 	}
 	defer wh.stop()
 
-	kubectl := filepath.Join(assets, "kubectl")
 	steps := []step{
 		{"Namespaces csi-smb and team-a", []string{"apply", "-f", "hack/demo/manifests/00-namespaces.yaml"}, false},
 		{"A PipeAccessPolicy that allows the CSI driver's namespace", []string{"apply", "-f", "config/samples/allow-csi-driver-namespace.yaml"}, false},
