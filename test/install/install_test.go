@@ -336,6 +336,21 @@ func runLocal(t *testing.T, k kubectl, kubeconfig, bin string) {
 		t.Errorf("kubectl apply of the good pod said %q, want pod/driver created", out)
 	}
 
+	// The README's "Verify" dry run is rejected as it says.
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "kubectl apply --dry-run=server -f - <<'END'\n")
+	verify, _, ok2 := strings.Cut(after, "\nEND\n")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no kubectl apply --dry-run=server -f - <<'END' ... END example")
+	}
+	out, err = k.run(t, []byte(verify), "apply", "--dry-run=server", "-f", "-")
+	if want := `admission webhook "pods.pipeguard.io" denied the request: [protected-pipe-mount] container "c" mounts \\.\pipe\csi-proxy-disk-v1`; err == nil || !strings.Contains(out, want) {
+		t.Errorf("the README's verification said:\n%s\nwant it to contain:\n%s", out, want)
+	}
+
 	// Creating a labelled Namespace is reviewed too (and fails closed
 	// while no webhook answers), so the agent goes in with the webhook up.
 	k.must(t, k.render(t, "agent"), "apply", "--server-side", "--field-manager", fieldManager, "-f", "-")
