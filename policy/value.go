@@ -129,7 +129,7 @@ func (r *Request) term() *ast.Term {
 		key.name, ast.StringTerm(r.Name),
 		key.username, ast.StringTerm(r.Username),
 		key.groups, stringsTerm(r.Groups),
-		key.dryRun, ast.BooleanTerm(r.DryRun),
+		key.dryRun, ast.InternedTerm(r.DryRun),
 	))
 }
 
@@ -158,7 +158,7 @@ func (p *Pod) term() *ast.Term {
 	}
 	return ast.NewTerm(object(
 		key.serviceAccountName, ast.StringTerm(p.ServiceAccountName),
-		key.hostProcess, ast.BooleanTerm(p.HostProcess),
+		key.hostProcess, ast.InternedTerm(p.HostProcess),
 	))
 }
 
@@ -176,9 +176,9 @@ func mountsTerm(ms []Mount) *ast.Term {
 			key.pathClass, ast.StringTerm(m.PathClass),
 			key.pipe, ast.StringTerm(m.Pipe),
 			key.ambiguousReason, ast.StringTerm(m.AmbiguousReason),
-			key.readOnly, ast.BooleanTerm(m.ReadOnly),
-			key.privileged, ast.BooleanTerm(m.Privileged),
-			key.hostProcess, ast.BooleanTerm(m.HostProcess),
+			key.readOnly, ast.InternedTerm(m.ReadOnly),
+			key.privileged, ast.InternedTerm(m.Privileged),
+			key.hostProcess, ast.InternedTerm(m.HostProcess),
 		))
 	}
 	return ast.ArrayTerm(terms...)
@@ -209,13 +209,13 @@ func (p *PolicyFacts) term() *ast.Term {
 		key.pipes, stringsTerm(p.Pipes),
 		key.enforcementAction, ast.StringTerm(p.EnforcementAction),
 		key.allow, ast.NewTerm(object(
-			key.privileged, ast.BooleanTerm(p.Allow.Privileged),
-			key.hostProcess, ast.BooleanTerm(p.Allow.HostProcess),
+			key.privileged, ast.InternedTerm(p.Allow.Privileged),
+			key.hostProcess, ast.InternedTerm(p.Allow.HostProcess),
 			key.namespaces, stringsTerm(p.Allow.Namespaces),
 			key.namespaceSelector, selector,
 			key.serviceAccounts, stringsTerm(p.Allow.ServiceAccounts),
 		)),
-		key.namespaceMatch, ast.BooleanTerm(p.NamespaceMatch),
+		key.namespaceMatch, ast.InternedTerm(p.NamespaceMatch),
 	))
 }
 

@@ -33,6 +33,7 @@ dryrun contains v if {
 # A mount that reaches a protected pipe and that no protecting policy allows.
 violation contains v if {
 	some m in input.mounts
+	not allowed_everywhere(m)
 	ps := protecting(m)
 	count(ps) > 0
 	not allowed_by_any(ps, m)
@@ -60,6 +61,35 @@ protects(p, m) if {
 }
 
 protects(_, m) if m.pathClass == "ambiguous"
+
+# The common case, decided without matching pipes: an allowance that every
+# policy grants covers a mount whichever policies protect it.
+allowed_everywhere(m) if {
+	m.privileged
+	every_policy_allows_privileged
+}
+
+allowed_everywhere(m) if {
+	m.hostProcess
+	every_policy_allows_host_process
+}
+
+allowed_everywhere(m) if {
+	m.containerKind != "persistentVolume"
+	every_policy_allows_namespace
+}
+
+every_policy_allows_privileged if every p in input.policies {
+	p.allow.privileged
+}
+
+every_policy_allows_host_process if every p in input.policies {
+	p.allow.hostProcess
+}
+
+every_policy_allows_namespace if every p in input.policies {
+	namespace_allows(p)
+}
 
 allowed_by_any(ps, m) if {
 	some p in ps

@@ -68,8 +68,12 @@ func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := processCPU()
 	for b.Loop() {
 		h.Handle(ctx, req)
+	}
+	if cpu := processCPU() - start; cpu > 0 {
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 	}
 }
 
