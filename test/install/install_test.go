@@ -203,15 +203,9 @@ func drySamples(t *testing.T, k kubectl) {
 			t.Errorf("kubectl apply --dry-run=server -f %s: %s", rel, out)
 		}
 	}
-	// The samples kustomizations (the agent's sample policy, when present,
-	// is a ConfigMap in the system namespace).
-	dirs := []string{"samples"}
-	if _, err := os.Stat(filepath.Join(repoRoot, "config", "samples", "agent", "kustomization.yaml")); err == nil {
-		dirs = append(dirs, "samples/agent")
-	}
-	for _, d := range dirs {
-		k.must(t, k.render(t, d), "apply", "--dry-run=server", "-f", "-")
-	}
+	// The samples kustomization; the agent's sample policy is a ConfigMap
+	// in the agent's namespace and is dry-run once config/agent is applied.
+	k.must(t, k.render(t, "samples"), "apply", "--dry-run=server", "-f", "-")
 }
 
 // rotateCerts runs pipeguard-webhook with --cert-rotation against the
@@ -354,4 +348,5 @@ func runLocal(t *testing.T, k kubectl, kubeconfig, bin string) {
 	// Creating a labelled Namespace is reviewed too (and fails closed
 	// while no webhook answers), so the agent goes in with the webhook up.
 	k.must(t, k.render(t, "agent"), "apply", "--server-side", "--field-manager", fieldManager, "-f", "-")
+	k.must(t, k.render(t, "samples/agent"), "apply", "--dry-run=server", "-f", "-")
 }
