@@ -73,7 +73,7 @@ fuzz: ## Fuzz the pipe path normalizer for FUZZTIME (default 3m).
 
 .PHONY: bench
 bench: ## Run the Go benchmarks on one core.
-	$(GO) test ./webhook/... ./policy/... -run '^$$' -bench . -benchmem -cpu 1
+	$(GO) test ./webhook/... ./policy/... ./agent/... -run '^$$' -bench . -benchmem -cpu 1
 
 ##@ Deployment
 
