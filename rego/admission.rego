@@ -34,25 +34,29 @@ dryrun contains v if {
 violation contains v if {
 	some m in input.mounts
 	not allowed_everywhere(m)
-	ps := protecting(m)
-	count(ps) > 0
-	not allowed_by_any(ps, m)
+	names := protecting(m)
+	count(names) > 0
+	not allowed_by_any(names, m)
 	v := {
 		"rule": rule_id(m),
-		"msg": violation_message(m, ps),
-		"action": strictest(ps),
+		"msg": violation_message(m, names),
+		"action": strictest(names),
 		"container": m.container,
 		"containerKind": m.containerKind,
 		"volume": m.volume,
 		"path": m.rawPath,
 		"pipe": m.pipe,
-		"policies": sort([p.name | some p in ps]),
+		"policies": names,
 	}
 }
 
-# The policies that protect the pipe a mount reaches. A path that looks like
-# a pipe but cannot be resolved is protected by every policy.
-protecting(m) := {p | some p in input.policies; protects(p, m)}
+# The names of the policies that protect the pipe a mount reaches, sorted. A
+# path that looks like a pipe but cannot be resolved is protected by every
+# policy. The functions below take these names rather than the policies, so
+# that their results are computed once per pod, not once per mount.
+protecting(m) := sort([p.name | some p in input.policies; protects(p, m)])
+
+policy_named[p.name] := p if some p in input.policies
 
 protects(p, m) if {
 	m.pathClass == "pipe"
@@ -91,8 +95,9 @@ every_policy_allows_namespace if every p in input.policies {
 	namespace_allows(p)
 }
 
-allowed_by_any(ps, m) if {
-	some p in ps
+allowed_by_any(names, m) if {
+	some n in names
+	p := policy_named[n]
 	allowed_by(p, m)
 }
 
@@ -124,8 +129,8 @@ namespace_allows(p) if {
 }
 
 # An unknown action counts as deny.
-strictest(ps) := action if {
-	top := max({object.get(action_rank, object.get(p, "enforcementAction", ""), 3) | some p in ps})
+strictest(names) := action if {
+	top := max({object.get(action_rank, object.get(p, "enforcementAction", ""), 3) | some n in names; p := policy_named[n]})
 	some action, rank in action_rank
 	rank == top
 }
@@ -146,8 +151,8 @@ rule_id(m) := "protected-pipe-mount" if {
 # get one. A violation never depends on its message being buildable: if a
 # fact the message needs is missing, a plainer message is used.
 
-violation_message(m, ps) := msg if {
-	msg := message(m, ps)
+violation_message(m, names) := msg if {
+	msg := message(m, names)
 } else := sprintf("volume %q reaches %s, a protected pipe, and no allowance covers it", [object.get(m, "volume", ""), object.get(m, "rawPath", "")])
 
 namespace_name := object.get(input, ["namespace", "name"], "")
@@ -160,21 +165,21 @@ message(m, _) := msg if {
 	)
 }
 
-message(m, ps) := msg if {
+message(m, names) := msg if {
 	m.containerKind != "persistentVolume"
 	m.pathClass == "pipe"
 	msg := sprintf(
 		"%s mounts %s through volume %q, but %s; to allow it, %s",
-		[container_ref(m), m.path, m.volume, concat(" and ", missing(m, ps)), concat(", or ", remedies(ps))],
+		[container_ref(m), m.path, m.volume, concat(" and ", missing(names)), concat(", or ", remedies(names))],
 	)
 }
 
-message(m, ps) := msg if {
+message(m, names) := msg if {
 	m.containerKind != "persistentVolume"
 	m.pathClass == "ambiguous"
 	msg := sprintf(
 		"%s mounts %q through volume %q; the path looks like a named pipe but cannot be resolved (%s), so it is treated as protected, and %s; to allow it, %s",
-		[container_ref(m), m.rawPath, m.volume, m.ambiguousReason, concat(" and ", missing(m, ps)), concat(", or ", remedies(ps))],
+		[container_ref(m), m.rawPath, m.volume, m.ambiguousReason, concat(" and ", missing(names)), concat(", or ", remedies(names))],
 	)
 }
 
@@ -188,37 +193,42 @@ target(m) := sprintf("%q, a path that looks like a named pipe but cannot be reso
 	m.pathClass == "ambiguous"
 }
 
-missing(m, ps) := array.concat(missing_security(m, ps), missing_namespace(ps))
+missing(names) := array.concat(missing_security(names), missing_namespace(names))
 
-missing_security(_, ps) := ["it is not privileged or HostProcess"] if {
-	some p in ps
+missing_security(names) := ["it is not privileged or HostProcess"] if {
+	some n in names
+	p := policy_named[n]
 	p.allow.privileged
-	some q in ps
+	some nq in names
+	q := policy_named[nq]
 	q.allow.hostProcess
 } else := ["it is not privileged"] if {
-	some p in ps
+	some n in names
+	p := policy_named[n]
 	p.allow.privileged
 } else := ["it is not HostProcess"] if {
-	some p in ps
+	some n in names
+	p := policy_named[n]
 	p.allow.hostProcess
 } else := []
 
-missing_namespace(ps) := [sprintf("namespace %q allows only ServiceAccounts %s and the pod runs as %q", [namespace_name, service_accounts(ps), pod_service_account])] if {
-	some p in ps
+missing_namespace(names) := [sprintf("namespace %q allows only ServiceAccounts %s and the pod runs as %q", [namespace_name, service_accounts(names), pod_service_account])] if {
+	some n in names
+	p := policy_named[n]
 	p.namespaceMatch
 } else := [sprintf("namespace %q is not allowed", [namespace_name])]
 
-service_accounts(ps) := concat(", ", sort({sprintf("%q", [sa]) | some p in ps; p.namespaceMatch; some sa in p.allow.serviceAccounts}))
+service_accounts(names) := concat(", ", sort({sprintf("%q", [sa]) | some n in names; p := policy_named[n]; p.namespaceMatch; some sa in p.allow.serviceAccounts}))
 
 pod_service_account := object.get(input, ["pod", "serviceAccountName"], "default")
 
-remedies(ps) := rs if {
+remedies(names) := rs if {
 	rs := array.concat(
-		sort({r | some p in ps; some r in namespace_remedies(p)}),
-		security_remedies(ps),
+		sort({r | some n in names; p := policy_named[n]; some r in namespace_remedies(p)}),
+		security_remedies(names),
 	)
 	count(rs) > 0
-} else := [sprintf("add an allowance to PipeAccessPolicy %s", [concat(" or ", sort({sprintf("%q", [p.name]) | some p in ps}))])]
+} else := [sprintf("add an allowance to PipeAccessPolicy %s", [concat(" or ", sort({sprintf("%q", [p.name]) | some n in names; p := policy_named[n]}))])]
 
 # Ways to allow the namespace, from each policy's allowances.
 namespace_remedies(p) := [sprintf("run the pod as ServiceAccount %q", [sa]) | some sa in p.allow.serviceAccounts] if {
@@ -241,7 +251,7 @@ security_remedy := {
 	"it is not HostProcess": "run the container as HostProcess",
 }
 
-security_remedies(ps) := [security_remedy[s] | some s in missing_security(null, ps)]
+security_remedies(names) := [security_remedy[s] | some s in missing_security(names)]
 
 # Violations from admin-written modules (PipeAccessPolicy spec.rego) reach
 # the sets above through custom_violation, which adds the policy's name and

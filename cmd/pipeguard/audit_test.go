@@ -243,16 +243,28 @@ func TestAuditQueryFollow(t *testing.T) {
 	var out syncBuffer
 	done := make(chan int, 1)
 	go func() { done <- follow(ctx, path, audit.Filter{Decision: "deny"}, "table", &out, &bytes.Buffer{}) }()
-	// Enough denials to rotate the file under the follower.
-	for i := range 6 {
-		l.Append(event("f"+string(rune('0'+i)), i, audit.StageResponseComplete, debug, "disk", "PartitionDisk", "deny", "disk-volume-csi-only", "PermissionDenied", "no"), false)
-		l.Append(event("g"+string(rune('0'+i)), i, audit.StageResponseComplete, csiNode, "filesystem", "PathExists", "allow", "", "OK", ""), false)
-	}
-	for deadline := time.Now().Add(20 * time.Second); strings.Count(out.String(), "DENY") < 6; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("followed:\n%s", out.String())
+	waitFor := func(denials int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); strings.Count(out.String(), "DENY") < denials; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("followed:\n%s", out.String())
+			}
 		}
 	}
+	deny := func(i int) {
+		l.Append(event("f"+string(rune('0'+i)), i, audit.StageResponseComplete, debug, "disk", "PartitionDisk", "deny", "disk-volume-csi-only", "PermissionDenied", "no"), false)
+	}
+	// Follow from the first record on, like tail -F: once the follower has
+	// shown it, write enough more to rotate the file under the follower.
+	deny(0)
+	waitFor(1)
+	for i := range 6 {
+		if i > 0 {
+			deny(i)
+		}
+		l.Append(event("g"+string(rune('0'+i)), i, audit.StageResponseComplete, csiNode, "filesystem", "PathExists", "allow", "", "OK", ""), false)
+	}
+	waitFor(6)
 	cancel()
 	if code := <-done; code != 0 || strings.Contains(out.String(), "ALLOW") {
 		t.Fatalf("exit %d, output:\n%s", code, out.String())
