@@ -54,14 +54,6 @@ type PowerShell struct {
 
 var _ API = PowerShell{}
 
-func (p PowerShell) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
-	out, err := p.Runner.Run(ctx, runner.PowerShell(script, env...))
-	if err != nil {
-		return nil, fmt.Errorf("%s failed: %w", op, err)
-	}
-	return out, nil
-}
-
 func diskEnv(disk uint32) string {
 	return runner.Env("disknumber", strconv.FormatUint(uint64(disk), 10))
 }
@@ -70,7 +62,7 @@ func diskEnv(disk uint32) string {
 // "Integrated : Adapter 3 : Port 0 : Target 0 : LUN 1". Disks without a SCSI
 // location (e.g. NVMe, virtual) are left out, as CSI Proxy does.
 func (p PowerShell) ListDiskLocations(ctx context.Context) (map[uint32]Location, error) {
-	out, err := p.run(ctx, "Get-Disk", scriptListLocations)
+	out, err := runner.Script(ctx, p.Runner, "Get-Disk", scriptListLocations)
 	if err != nil {
 		return nil, err
 	}
@@ -115,19 +107,19 @@ func parseLocation(s string) (Location, bool) {
 // PartitionDisk initializes a raw disk as GPT and creates one partition
 // filling it, unless it already has a non-reserved partition.
 func (p PowerShell) PartitionDisk(ctx context.Context, disk uint32) error {
-	_, err := p.run(ctx, "partitioning disk", scriptPartition, diskEnv(disk))
+	_, err := runner.Script(ctx, p.Runner, "partitioning disk", scriptPartition, diskEnv(disk))
 	return err
 }
 
 // Rescan runs Update-HostStorageCache.
 func (p PowerShell) Rescan(ctx context.Context) error {
-	_, err := p.run(ctx, "Update-HostStorageCache", scriptRescan)
+	_, err := runner.Script(ctx, p.Runner, "Update-HostStorageCache", scriptRescan)
 	return err
 }
 
 // ListDiskIDs reports UniqueId (page 83) and SerialNumber per disk.
 func (p PowerShell) ListDiskIDs(ctx context.Context) (map[uint32]IDs, error) {
-	out, err := p.run(ctx, "Get-Disk", scriptListIDs)
+	out, err := runner.Script(ctx, p.Runner, "Get-Disk", scriptListIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +140,7 @@ func (p PowerShell) ListDiskIDs(ctx context.Context) (map[uint32]IDs, error) {
 
 // GetDiskStats returns the disk's size in bytes.
 func (p PowerShell) GetDiskStats(ctx context.Context, disk uint32) (int64, error) {
-	out, err := p.run(ctx, "Get-Disk", scriptSize, diskEnv(disk))
+	out, err := runner.Script(ctx, p.Runner, "Get-Disk", scriptSize, diskEnv(disk))
 	if err != nil {
 		return 0, err
 	}
@@ -161,13 +153,13 @@ func (p PowerShell) GetDiskStats(ctx context.Context, disk uint32) (int64, error
 
 // SetDiskState brings a disk online or offline.
 func (p PowerShell) SetDiskState(ctx context.Context, disk uint32, online bool) error {
-	_, err := p.run(ctx, "Set-Disk", scriptSetState, diskEnv(disk), runner.Env("diskoffline", strconv.FormatBool(!online)))
+	_, err := runner.Script(ctx, p.Runner, "Set-Disk", scriptSetState, diskEnv(disk), runner.Env("diskoffline", strconv.FormatBool(!online)))
 	return err
 }
 
 // GetDiskState reports whether a disk is online.
 func (p PowerShell) GetDiskState(ctx context.Context, disk uint32) (bool, error) {
-	out, err := p.run(ctx, "Get-Disk", scriptGetState, diskEnv(disk))
+	out, err := runner.Script(ctx, p.Runner, "Get-Disk", scriptGetState, diskEnv(disk))
 	if err != nil {
 		return false, err
 	}

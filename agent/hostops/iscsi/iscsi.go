@@ -2,7 +2,6 @@ package iscsi
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
@@ -73,14 +72,6 @@ type PowerShell struct {
 
 var _ API = PowerShell{}
 
-func (p PowerShell) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
-	out, err := p.Runner.Run(ctx, runner.PowerShell(script, env...))
-	if err != nil {
-		return nil, fmt.Errorf("%s failed: %w", op, err)
-	}
-	return out, nil
-}
-
 func portalEnv(pt Portal) []string {
 	return []string{
 		runner.Env("iscsi_tp_address", pt.Address),
@@ -90,13 +81,13 @@ func portalEnv(pt Portal) []string {
 
 // AddTargetPortal runs New-IscsiTargetPortal.
 func (p PowerShell) AddTargetPortal(ctx context.Context, pt Portal) error {
-	_, err := p.run(ctx, "New-IscsiTargetPortal", scriptAdd, portalEnv(pt)...)
+	_, err := runner.Script(ctx, p.Runner, "New-IscsiTargetPortal", scriptAdd, portalEnv(pt)...)
 	return err
 }
 
 // DiscoverTargetPortal lists the IQNs of the portal's targets.
 func (p PowerShell) DiscoverTargetPortal(ctx context.Context, pt Portal) ([]string, error) {
-	out, err := p.run(ctx, "Get-IscsiTarget", scriptDiscover, portalEnv(pt)...)
+	out, err := runner.Script(ctx, p.Runner, "Get-IscsiTarget", scriptDiscover, portalEnv(pt)...)
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +96,13 @@ func (p PowerShell) DiscoverTargetPortal(ctx context.Context, pt Portal) ([]stri
 
 // RemoveTargetPortal runs Remove-IscsiTargetPortal.
 func (p PowerShell) RemoveTargetPortal(ctx context.Context, pt Portal) error {
-	_, err := p.run(ctx, "Remove-IscsiTargetPortal", scriptRemove, portalEnv(pt)...)
+	_, err := runner.Script(ctx, p.Runner, "Remove-IscsiTargetPortal", scriptRemove, portalEnv(pt)...)
 	return err
 }
 
 // ListTargetPortals lists the configured portals.
 func (p PowerShell) ListTargetPortals(ctx context.Context) ([]Portal, error) {
-	out, err := p.run(ctx, "Get-IscsiTargetPortal", scriptList)
+	out, err := runner.Script(ctx, p.Runner, "Get-IscsiTargetPortal", scriptList)
 	if err != nil {
 		return nil, err
 	}
@@ -136,19 +127,19 @@ func (p PowerShell) ConnectTarget(ctx context.Context, pt Portal, iqn string, au
 		runner.Env("iscsi_auth_type", auth.cmdletName()),
 		runner.Env("iscsi_chap_user", chapUser),
 		runner.Env("iscsi_chap_secret", chapSecret))
-	_, err := p.run(ctx, "Connect-IscsiTarget", scriptConnect, env...)
+	_, err := runner.Script(ctx, p.Runner, "Connect-IscsiTarget", scriptConnect, env...)
 	return err
 }
 
 // DisconnectTarget disconnects the portal's target with that IQN.
 func (p PowerShell) DisconnectTarget(ctx context.Context, pt Portal, iqn string) error {
-	_, err := p.run(ctx, "Disconnect-IscsiTarget", scriptDisconnect, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
+	_, err := runner.Script(ctx, p.Runner, "Disconnect-IscsiTarget", scriptDisconnect, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
 	return err
 }
 
 // GetTargetDisks returns the numbers of the disks of a connected target.
 func (p PowerShell) GetTargetDisks(ctx context.Context, pt Portal, iqn string) ([]string, error) {
-	out, err := p.run(ctx, "Get-IscsiConnection", scriptDisks, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
+	out, err := runner.Script(ctx, p.Runner, "Get-IscsiConnection", scriptDisks, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +148,6 @@ func (p PowerShell) GetTargetDisks(ctx context.Context, pt Portal, iqn string) (
 
 // SetMutualChapSecret sets the initiator's mutual CHAP secret.
 func (p PowerShell) SetMutualChapSecret(ctx context.Context, secret string) error {
-	_, err := p.run(ctx, "Set-IscsiChapSecret", scriptSetMutual, runner.Env("iscsi_mutual_chap_secret", secret))
+	_, err := runner.Script(ctx, p.Runner, "Set-IscsiChapSecret", scriptSetMutual, runner.Env("iscsi_mutual_chap_secret", secret))
 	return err
 }

@@ -40,6 +40,16 @@ func PowerShell(script string, env ...string) Command {
 	}
 }
 
+// Script runs a constant PowerShell script with r, its values in env, and
+// names the operation in the error.
+func Script(ctx context.Context, r Runner, op, script string, env ...string) ([]byte, error) {
+	out, err := r.Run(ctx, PowerShell(script, env...))
+	if err != nil {
+		return nil, fmt.Errorf("%s failed: %w", op, err)
+	}
+	return out, nil
+}
+
 // Env formats one environment entry.
 func Env(name, value string) string { return name + "=" + value }
 

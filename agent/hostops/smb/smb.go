@@ -42,16 +42,8 @@ type PowerShell struct {
 
 var _ API = PowerShell{}
 
-func (p PowerShell) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
-	out, err := p.Runner.Run(ctx, runner.PowerShell(script, env...))
-	if err != nil {
-		return nil, fmt.Errorf("%s failed: %w", op, err)
-	}
-	return out, nil
-}
-
 func (p PowerShell) boolean(ctx context.Context, op, script string, env ...string) (bool, error) {
-	out, err := p.run(ctx, op, script, env...)
+	out, err := runner.Script(ctx, p.Runner, op, script, env...)
 	if err != nil {
 		return false, err
 	}
@@ -71,7 +63,7 @@ func (p PowerShell) PathValid(ctx context.Context, remotePath string) (bool, err
 // NewGlobalMapping runs New-SmbGlobalMapping with a credential built in the
 // script from environment variables, so the password never appears in text.
 func (p PowerShell) NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error {
-	_, err := p.run(ctx, "New-SmbGlobalMapping", scriptNewMapping,
+	_, err := runner.Script(ctx, p.Runner, "New-SmbGlobalMapping", scriptNewMapping,
 		runner.Env("smbuser", username),
 		runner.Env("smbpassword", password),
 		runner.Env("smbremotepath", remotePath),
@@ -85,13 +77,13 @@ func (p PowerShell) NewLink(ctx context.Context, remotePath, localPath string) e
 	if !strings.HasSuffix(remotePath, `\`) {
 		remotePath += `\`
 	}
-	_, err := p.run(ctx, "New-Item -ItemType SymbolicLink", scriptNewLink,
+	_, err := runner.Script(ctx, p.Runner, "New-Item -ItemType SymbolicLink", scriptNewLink,
 		runner.Env("smbremotepath", remotePath), runner.Env("smblocalpath", localPath))
 	return err
 }
 
 // RemoveGlobalMapping runs Remove-SmbGlobalMapping.
 func (p PowerShell) RemoveGlobalMapping(ctx context.Context, remotePath string) error {
-	_, err := p.run(ctx, "Remove-SmbGlobalMapping", scriptRemoveMapping, runner.Env("smbremotepath", remotePath))
+	_, err := runner.Script(ctx, p.Runner, "Remove-SmbGlobalMapping", scriptRemoveMapping, runner.Env("smbremotepath", remotePath))
 	return err
 }

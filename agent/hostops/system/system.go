@@ -43,17 +43,9 @@ type PowerShell struct {
 
 var _ API = PowerShell{}
 
-func (p PowerShell) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
-	out, err := p.Runner.Run(ctx, runner.PowerShell(script, env...))
-	if err != nil {
-		return nil, fmt.Errorf("%s failed: %w", op, err)
-	}
-	return out, nil
-}
-
 // BIOSSerialNumber reads Win32_BIOS.
 func (p PowerShell) BIOSSerialNumber(ctx context.Context) (string, error) {
-	out, err := p.run(ctx, "Get-CimInstance Win32_BIOS", scriptBIOSSerial)
+	out, err := runner.Script(ctx, p.Runner, "Get-CimInstance Win32_BIOS", scriptBIOSSerial)
 	if err != nil {
 		return "", err
 	}
@@ -62,7 +54,7 @@ func (p PowerShell) BIOSSerialNumber(ctx context.Context) (string, error) {
 
 // StartService runs Start-Service.
 func (p PowerShell) StartService(ctx context.Context, name string) error {
-	_, err := p.run(ctx, "Start-Service", scriptStart, runner.Env("servicename", name))
+	_, err := runner.Script(ctx, p.Runner, "Start-Service", scriptStart, runner.Env("servicename", name))
 	return err
 }
 
@@ -72,13 +64,13 @@ func (p PowerShell) StopService(ctx context.Context, name string, force bool) er
 	if force {
 		script = scriptStopForce
 	}
-	_, err := p.run(ctx, "Stop-Service", script, runner.Env("servicename", name))
+	_, err := runner.Script(ctx, p.Runner, "Stop-Service", script, runner.Env("servicename", name))
 	return err
 }
 
 // GetService runs Get-Service.
 func (p PowerShell) GetService(ctx context.Context, name string) (Service, error) {
-	out, err := p.run(ctx, "Get-Service", scriptGetService, runner.Env("servicename", name))
+	out, err := runner.Script(ctx, p.Runner, "Get-Service", scriptGetService, runner.Env("servicename", name))
 	if err != nil {
 		return Service{}, err
 	}

@@ -62,14 +62,6 @@ type PowerShell struct {
 
 var _ API = PowerShell{}
 
-func (p PowerShell) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
-	out, err := p.Runner.Run(ctx, runner.PowerShell(script, env...))
-	if err != nil {
-		return nil, fmt.Errorf("%s failed: %w", op, err)
-	}
-	return out, nil
-}
-
 func volEnv(id string) string { return runner.Env("volumeid", id) }
 
 func u32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
@@ -80,7 +72,7 @@ func (p PowerShell) ListVolumesOnDisk(ctx context.Context, disk, partition uint3
 	if partition != 0 {
 		script, env = scriptListOnPart, append(env, runner.Env("partitionnumber", u32(partition)))
 	}
-	out, err := p.run(ctx, "listing volumes", script, env...)
+	out, err := runner.Script(ctx, p.Runner, "listing volumes", script, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,19 +81,19 @@ func (p PowerShell) ListVolumesOnDisk(ctx context.Context, disk, partition uint3
 
 // MountVolume adds the target path as an access path of the volume's partition.
 func (p PowerShell) MountVolume(ctx context.Context, volumeID, targetPath string) error {
-	_, err := p.run(ctx, "Add-PartitionAccessPath", scriptMount, volEnv(volumeID), runner.Env("targetpath", targetPath))
+	_, err := runner.Script(ctx, p.Runner, "Add-PartitionAccessPath", scriptMount, volEnv(volumeID), runner.Env("targetpath", targetPath))
 	return err
 }
 
 // UnmountVolume flushes the volume cache and removes the access path.
 func (p PowerShell) UnmountVolume(ctx context.Context, volumeID, targetPath string) error {
-	_, err := p.run(ctx, "Remove-PartitionAccessPath", scriptUnmount, volEnv(volumeID), runner.Env("targetpath", targetPath))
+	_, err := runner.Script(ctx, p.Runner, "Remove-PartitionAccessPath", scriptUnmount, volEnv(volumeID), runner.Env("targetpath", targetPath))
 	return err
 }
 
 // IsVolumeFormatted reports whether the volume has a known file system.
 func (p PowerShell) IsVolumeFormatted(ctx context.Context, volumeID string) (bool, error) {
-	out, err := p.run(ctx, "Get-Volume", scriptFSType, volEnv(volumeID))
+	out, err := runner.Script(ctx, p.Runner, "Get-Volume", scriptFSType, volEnv(volumeID))
 	if err != nil {
 		return false, err
 	}
@@ -111,20 +103,20 @@ func (p PowerShell) IsVolumeFormatted(ctx context.Context, volumeID string) (boo
 
 // FormatVolume formats the volume as NTFS.
 func (p PowerShell) FormatVolume(ctx context.Context, volumeID string) error {
-	_, err := p.run(ctx, "Format-Volume", scriptFormat, volEnv(volumeID))
+	_, err := runner.Script(ctx, p.Runner, "Format-Volume", scriptFormat, volEnv(volumeID))
 	return err
 }
 
 // ResizeVolume grows the volume's partition; like CSI Proxy it skips growth
 // under 100MB and never shrinks.
 func (p PowerShell) ResizeVolume(ctx context.Context, volumeID string, sizeBytes int64) error {
-	_, err := p.run(ctx, "Resize-Partition", scriptResize, volEnv(volumeID), runner.Env("sizebytes", strconv.FormatInt(sizeBytes, 10)))
+	_, err := runner.Script(ctx, p.Runner, "Resize-Partition", scriptResize, volEnv(volumeID), runner.Env("sizebytes", strconv.FormatInt(sizeBytes, 10)))
 	return err
 }
 
 // GetVolumeStats returns the volume's size and used bytes.
 func (p PowerShell) GetVolumeStats(ctx context.Context, volumeID string) (int64, int64, error) {
-	out, err := p.run(ctx, "Get-Volume", scriptStats, volEnv(volumeID))
+	out, err := runner.Script(ctx, p.Runner, "Get-Volume", scriptStats, volEnv(volumeID))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -137,7 +129,7 @@ func (p PowerShell) GetVolumeStats(ctx context.Context, volumeID string) (int64,
 
 // GetDiskNumberFromVolumeID returns the number of the disk holding the volume.
 func (p PowerShell) GetDiskNumberFromVolumeID(ctx context.Context, volumeID string) (uint32, error) {
-	out, err := p.run(ctx, "Get-Partition", scriptDiskNumber, volEnv(volumeID))
+	out, err := runner.Script(ctx, p.Runner, "Get-Partition", scriptDiskNumber, volEnv(volumeID))
 	if err != nil {
 		return 0, err
 	}
@@ -150,7 +142,7 @@ func (p PowerShell) GetDiskNumberFromVolumeID(ctx context.Context, volumeID stri
 
 // GetVolumeIDFromTargetPath returns the volume mounted at targetPath.
 func (p PowerShell) GetVolumeIDFromTargetPath(ctx context.Context, targetPath string) (string, error) {
-	out, err := p.run(ctx, "Get-Item", scriptFromTarget, runner.Env("targetpath", targetPath))
+	out, err := runner.Script(ctx, p.Runner, "Get-Item", scriptFromTarget, runner.Env("targetpath", targetPath))
 	if err != nil {
 		return "", err
 	}
@@ -174,7 +166,7 @@ func (p PowerShell) GetVolumeIDFromTargetPath(ctx context.Context, targetPath st
 // GetClosestVolumeIDFromTargetPath walks up from targetPath, following links,
 // to the first volume, ending at the drive's volume.
 func (p PowerShell) GetClosestVolumeIDFromTargetPath(ctx context.Context, targetPath string) (string, error) {
-	out, err := p.run(ctx, "finding closest volume", scriptClosest, runner.Env("targetpath", targetPath))
+	out, err := runner.Script(ctx, p.Runner, "finding closest volume", scriptClosest, runner.Env("targetpath", targetPath))
 	if err != nil {
 		return "", err
 	}
@@ -187,6 +179,6 @@ func (p PowerShell) GetClosestVolumeIDFromTargetPath(ctx context.Context, target
 
 // WriteVolumeCache flushes the volume's file system cache.
 func (p PowerShell) WriteVolumeCache(ctx context.Context, volumeID string) error {
-	_, err := p.run(ctx, "Write-VolumeCache", scriptWriteCache, volEnv(volumeID))
+	_, err := runner.Script(ctx, p.Runner, "Write-VolumeCache", scriptWriteCache, volEnv(volumeID))
 	return err
 }
