@@ -2,10 +2,10 @@ package iscsi
 
 import (
 	"context"
-	"reflect"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 )
 
 const iqn = "iqn.2001-04.com.example:storage.disk1"
@@ -15,73 +15,52 @@ func TestCommands(t *testing.T) {
 	pt := Portal{Address: "10.0.0.5", Port: 3260}
 	portal := []string{"iscsi_tp_address=10.0.0.5", "iscsi_tp_port=3260"}
 	with := func(env ...string) []string { return append(append([]string(nil), portal...), env...) }
-	cases := map[string]struct {
-		call   func(PowerShell) (any, error)
-		out    string
-		script string
-		env    []string
-		want   any
-	}{
+	cases := map[string]runnertest.Case[PowerShell]{
 		"AddTargetPortal": {
-			call:   func(p PowerShell) (any, error) { return nil, p.AddTargetPortal(ctx, pt) },
-			script: scriptAdd, env: portal,
+			Call:   func(p PowerShell) (any, error) { return nil, p.AddTargetPortal(ctx, pt) },
+			Script: scriptAdd, Env: portal,
 		},
 		"DiscoverTargetPortal": {
-			call: func(p PowerShell) (any, error) { return p.DiscoverTargetPortal(ctx, pt) },
-			out:  iqn + "\r\niqn.2001-04.com.example:storage.disk2\r\n", want: []string{iqn, "iqn.2001-04.com.example:storage.disk2"},
-			script: scriptDiscover, env: portal,
+			Call: func(p PowerShell) (any, error) { return p.DiscoverTargetPortal(ctx, pt) },
+			Out:  iqn + "\r\niqn.2001-04.com.example:storage.disk2\r\n", Want: []string{iqn, "iqn.2001-04.com.example:storage.disk2"},
+			Script: scriptDiscover, Env: portal,
 		},
 		"RemoveTargetPortal": {
-			call:   func(p PowerShell) (any, error) { return nil, p.RemoveTargetPortal(ctx, pt) },
-			script: scriptRemove, env: portal,
+			Call:   func(p PowerShell) (any, error) { return nil, p.RemoveTargetPortal(ctx, pt) },
+			Script: scriptRemove, Env: portal,
 		},
 		"ListTargetPortals": {
-			call: func(p PowerShell) (any, error) { return p.ListTargetPortals(ctx) },
-			out:  `[{"TargetPortalAddress":"10.0.0.5","TargetPortalPortNumber":3260},{"TargetPortalAddress":"10.0.0.6","TargetPortalPortNumber":3261}]`,
-			want: []Portal{pt, {Address: "10.0.0.6", Port: 3261}}, script: scriptList,
+			Call: func(p PowerShell) (any, error) { return p.ListTargetPortals(ctx) },
+			Out:  `[{"TargetPortalAddress":"10.0.0.5","TargetPortalPortNumber":3260},{"TargetPortalAddress":"10.0.0.6","TargetPortalPortNumber":3261}]`,
+			Want: []Portal{pt, {Address: "10.0.0.6", Port: 3261}}, Script: scriptList,
 		},
 		"ConnectTarget one-way CHAP": {
-			call: func(p PowerShell) (any, error) {
+			Call: func(p PowerShell) (any, error) {
 				return nil, p.ConnectTarget(ctx, pt, iqn, AuthOneWayCHAP, "user", "secret123456")
 			},
-			script: scriptConnect,
-			env:    with("iscsi_target_iqn="+iqn, "iscsi_auth_type=ONEWAYCHAP", "iscsi_chap_user=user", "iscsi_chap_secret=secret123456"),
+			Script: scriptConnect,
+			Env:    with("iscsi_target_iqn="+iqn, "iscsi_auth_type=ONEWAYCHAP", "iscsi_chap_user=user", "iscsi_chap_secret=secret123456"),
 		},
 		"ConnectTarget without CHAP": {
-			call:   func(p PowerShell) (any, error) { return nil, p.ConnectTarget(ctx, pt, iqn, AuthNone, "", "") },
-			script: scriptConnect,
-			env:    with("iscsi_target_iqn="+iqn, "iscsi_auth_type=NONE", "iscsi_chap_user=", "iscsi_chap_secret="),
+			Call:   func(p PowerShell) (any, error) { return nil, p.ConnectTarget(ctx, pt, iqn, AuthNone, "", "") },
+			Script: scriptConnect,
+			Env:    with("iscsi_target_iqn="+iqn, "iscsi_auth_type=NONE", "iscsi_chap_user=", "iscsi_chap_secret="),
 		},
 		"DisconnectTarget": {
-			call:   func(p PowerShell) (any, error) { return nil, p.DisconnectTarget(ctx, pt, iqn) },
-			script: scriptDisconnect, env: with("iscsi_target_iqn=" + iqn),
+			Call:   func(p PowerShell) (any, error) { return nil, p.DisconnectTarget(ctx, pt, iqn) },
+			Script: scriptDisconnect, Env: with("iscsi_target_iqn=" + iqn),
 		},
 		"GetTargetDisks": {
-			call: func(p PowerShell) (any, error) { return p.GetTargetDisks(ctx, pt, iqn) },
-			out:  "2\r\n3\r\n", want: []string{"2", "3"},
-			script: scriptDisks, env: with("iscsi_target_iqn=" + iqn),
+			Call: func(p PowerShell) (any, error) { return p.GetTargetDisks(ctx, pt, iqn) },
+			Out:  "2\r\n3\r\n", Want: []string{"2", "3"},
+			Script: scriptDisks, Env: with("iscsi_target_iqn=" + iqn),
 		},
 		"SetMutualChapSecret": {
-			call:   func(p PowerShell) (any, error) { return nil, p.SetMutualChapSecret(ctx, "mutual-secret") },
-			script: scriptSetMutual, env: []string{"iscsi_mutual_chap_secret=mutual-secret"},
+			Call:   func(p PowerShell) (any, error) { return nil, p.SetMutualChapSecret(ctx, "mutual-secret") },
+			Script: scriptSetMutual, Env: []string{"iscsi_mutual_chap_secret=mutual-secret"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte(tc.out), nil }}
-			got, err := tc.call(PowerShell{Runner: f})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("result %#v, want %#v", got, tc.want)
-			}
-			want := []runner.Command{runner.PowerShell(tc.script, tc.env...)}
-			if cmds := f.Commands(); !reflect.DeepEqual(cmds, want) {
-				t.Errorf("ran %#v\nwant %#v", cmds, want)
-			}
-		})
-	}
+	runnertest.Run(t, cases, func(r runner.Runner) PowerShell { return PowerShell{Runner: r} })
 }
 
 func TestInjection(t *testing.T) {

@@ -3,64 +3,43 @@ package smb
 import (
 	"context"
 	"errors"
-	"reflect"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 )
 
 func TestCommands(t *testing.T) {
 	ctx := context.Background()
-	cases := map[string]struct {
-		call   func(PowerShell) (any, error)
-		out    string
-		script string
-		env    []string
-		want   any
-	}{
+	cases := map[string]runnertest.Case[PowerShell]{
 		"IsMapped": {
-			call: func(p PowerShell) (any, error) { return p.IsMapped(ctx, `\\srv\share`) },
-			out:  "true\r\n", want: true,
-			script: scriptIsMapped, env: []string{`smbremotepath=\\srv\share`},
+			Call: func(p PowerShell) (any, error) { return p.IsMapped(ctx, `\\srv\share`) },
+			Out:  "true\r\n", Want: true,
+			Script: scriptIsMapped, Env: []string{`smbremotepath=\\srv\share`},
 		},
 		"PathValid false": {
-			call: func(p PowerShell) (any, error) { return p.PathValid(ctx, `\\srv\share\d`) },
-			out:  "False", want: false,
-			script: scriptPathValid, env: []string{`smbremotepath=\\srv\share\d`},
+			Call: func(p PowerShell) (any, error) { return p.PathValid(ctx, `\\srv\share\d`) },
+			Out:  "False", Want: false,
+			Script: scriptPathValid, Env: []string{`smbremotepath=\\srv\share\d`},
 		},
 		"NewGlobalMapping": {
-			call: func(p PowerShell) (any, error) {
+			Call: func(p PowerShell) (any, error) {
 				return nil, p.NewGlobalMapping(ctx, `\\srv\share`, `DOMAIN\user`, "s3cret", true)
 			},
-			script: scriptNewMapping,
-			env:    []string{`smbuser=DOMAIN\user`, "smbpassword=s3cret", `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
+			Script: scriptNewMapping,
+			Env:    []string{`smbuser=DOMAIN\user`, "smbpassword=s3cret", `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
 		},
 		"NewLink adds the trailing backslash": {
-			call:   func(p PowerShell) (any, error) { return nil, p.NewLink(ctx, `\\srv\share\d`, `C:\var\lib\kubelet\x`) },
-			script: scriptNewLink,
-			env:    []string{`smbremotepath=\\srv\share\d\`, `smblocalpath=C:\var\lib\kubelet\x`},
+			Call:   func(p PowerShell) (any, error) { return nil, p.NewLink(ctx, `\\srv\share\d`, `C:\var\lib\kubelet\x`) },
+			Script: scriptNewLink,
+			Env:    []string{`smbremotepath=\\srv\share\d\`, `smblocalpath=C:\var\lib\kubelet\x`},
 		},
 		"RemoveGlobalMapping": {
-			call:   func(p PowerShell) (any, error) { return nil, p.RemoveGlobalMapping(ctx, `\\srv\share`) },
-			script: scriptRemoveMapping, env: []string{`smbremotepath=\\srv\share`},
+			Call:   func(p PowerShell) (any, error) { return nil, p.RemoveGlobalMapping(ctx, `\\srv\share`) },
+			Script: scriptRemoveMapping, Env: []string{`smbremotepath=\\srv\share`},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte(tc.out), nil }}
-			got, err := tc.call(PowerShell{Runner: f})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want != nil && got != tc.want {
-				t.Errorf("result %v, want %v", got, tc.want)
-			}
-			want := []runner.Command{runner.PowerShell(tc.script, tc.env...)}
-			if cmds := f.Commands(); !reflect.DeepEqual(cmds, want) {
-				t.Errorf("ran %#v\nwant %#v", cmds, want)
-			}
-		})
-	}
+	runnertest.Run(t, cases, func(r runner.Runner) PowerShell { return PowerShell{Runner: r} })
 }
 
 func TestRunnerFailureIsReported(t *testing.T) {

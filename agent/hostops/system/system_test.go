@@ -2,60 +2,39 @@ package system
 
 import (
 	"context"
-	"reflect"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 )
 
 func TestCommands(t *testing.T) {
 	ctx := context.Background()
-	cases := map[string]struct {
-		call   func(PowerShell) (any, error)
-		out    string
-		script string
-		env    []string
-		want   any
-	}{
+	cases := map[string]runnertest.Case[PowerShell]{
 		"BIOSSerialNumber": {
-			call: func(p PowerShell) (any, error) { return p.BIOSSerialNumber(ctx) },
-			out:  "  VMware-42 1a\r\n", want: "VMware-42 1a", script: scriptBIOSSerial,
+			Call: func(p PowerShell) (any, error) { return p.BIOSSerialNumber(ctx) },
+			Out:  "  VMware-42 1a\r\n", Want: "VMware-42 1a", Script: scriptBIOSSerial,
 		},
 		"StartService": {
-			call:   func(p PowerShell) (any, error) { return nil, p.StartService(ctx, "csiproxy") },
-			script: scriptStart, env: []string{"servicename=csiproxy"},
+			Call:   func(p PowerShell) (any, error) { return nil, p.StartService(ctx, "csiproxy") },
+			Script: scriptStart, Env: []string{"servicename=csiproxy"},
 		},
 		"StopService": {
-			call:   func(p PowerShell) (any, error) { return nil, p.StopService(ctx, "csiproxy", false) },
-			script: scriptStop, env: []string{"servicename=csiproxy"},
+			Call:   func(p PowerShell) (any, error) { return nil, p.StopService(ctx, "csiproxy", false) },
+			Script: scriptStop, Env: []string{"servicename=csiproxy"},
 		},
 		"StopService force": {
-			call:   func(p PowerShell) (any, error) { return nil, p.StopService(ctx, "csiproxy", true) },
-			script: scriptStopForce, env: []string{"servicename=csiproxy"},
+			Call:   func(p PowerShell) (any, error) { return nil, p.StopService(ctx, "csiproxy", true) },
+			Script: scriptStopForce, Env: []string{"servicename=csiproxy"},
 		},
 		"GetService": {
-			call:   func(p PowerShell) (any, error) { return p.GetService(ctx, "LanmanServer") },
-			out:    `{"DisplayName":"Server","StartType":2,"Status":4}`,
-			want:   Service{DisplayName: "Server", StartType: 2, Status: 4},
-			script: scriptGetService, env: []string{"servicename=LanmanServer"},
+			Call:   func(p PowerShell) (any, error) { return p.GetService(ctx, "LanmanServer") },
+			Out:    `{"DisplayName":"Server","StartType":2,"Status":4}`,
+			Want:   Service{DisplayName: "Server", StartType: 2, Status: 4},
+			Script: scriptGetService, Env: []string{"servicename=LanmanServer"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte(tc.out), nil }}
-			got, err := tc.call(PowerShell{Runner: f})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("result %#v, want %#v", got, tc.want)
-			}
-			want := []runner.Command{runner.PowerShell(tc.script, tc.env...)}
-			if cmds := f.Commands(); !reflect.DeepEqual(cmds, want) {
-				t.Errorf("ran %#v\nwant %#v", cmds, want)
-			}
-		})
-	}
+	runnertest.Run(t, cases, func(r runner.Runner) PowerShell { return PowerShell{Runner: r} })
 }
 
 func TestGetServiceGarbage(t *testing.T) {

@@ -2,10 +2,10 @@ package volume
 
 import (
 	"context"
-	"reflect"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 )
 
 const vol = `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`
@@ -13,90 +13,69 @@ const vol = `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`
 func TestCommands(t *testing.T) {
 	ctx := context.Background()
 	type stats struct{ Total, Used int64 }
-	cases := map[string]struct {
-		call   func(PowerShell) (any, error)
-		out    string
-		script string
-		env    []string
-		want   any
-	}{
+	cases := map[string]runnertest.Case[PowerShell]{
 		"ListVolumesOnDisk all partitions": {
-			call: func(p PowerShell) (any, error) { return p.ListVolumesOnDisk(ctx, 1, 0) },
-			out:  vol + "\r\n\r\n", want: []string{vol},
-			script: scriptListOnDisk, env: []string{"disknumber=1"},
+			Call: func(p PowerShell) (any, error) { return p.ListVolumesOnDisk(ctx, 1, 0) },
+			Out:  vol + "\r\n\r\n", Want: []string{vol},
+			Script: scriptListOnDisk, Env: []string{"disknumber=1"},
 		},
 		"ListVolumesOnDisk one partition": {
-			call:   func(p PowerShell) (any, error) { return p.ListVolumesOnDisk(ctx, 1, 2) },
-			script: scriptListOnPart, env: []string{"disknumber=1", "partitionnumber=2"},
+			Call:   func(p PowerShell) (any, error) { return p.ListVolumesOnDisk(ctx, 1, 2) },
+			Script: scriptListOnPart, Env: []string{"disknumber=1", "partitionnumber=2"},
 		},
 		"MountVolume": {
-			call:   func(p PowerShell) (any, error) { return nil, p.MountVolume(ctx, vol, `C:\var\lib\kubelet\x`) },
-			script: scriptMount, env: []string{"volumeid=" + vol, `targetpath=C:\var\lib\kubelet\x`},
+			Call:   func(p PowerShell) (any, error) { return nil, p.MountVolume(ctx, vol, `C:\var\lib\kubelet\x`) },
+			Script: scriptMount, Env: []string{"volumeid=" + vol, `targetpath=C:\var\lib\kubelet\x`},
 		},
 		"UnmountVolume": {
-			call:   func(p PowerShell) (any, error) { return nil, p.UnmountVolume(ctx, vol, `C:\var\lib\kubelet\x`) },
-			script: scriptUnmount, env: []string{"volumeid=" + vol, `targetpath=C:\var\lib\kubelet\x`},
+			Call:   func(p PowerShell) (any, error) { return nil, p.UnmountVolume(ctx, vol, `C:\var\lib\kubelet\x`) },
+			Script: scriptUnmount, Env: []string{"volumeid=" + vol, `targetpath=C:\var\lib\kubelet\x`},
 		},
 		"IsVolumeFormatted NTFS": {
-			call: func(p PowerShell) (any, error) { return p.IsVolumeFormatted(ctx, vol) },
-			out:  "NTFS\r\n", want: true, script: scriptFSType, env: []string{"volumeid=" + vol},
+			Call: func(p PowerShell) (any, error) { return p.IsVolumeFormatted(ctx, vol) },
+			Out:  "NTFS\r\n", Want: true, Script: scriptFSType, Env: []string{"volumeid=" + vol},
 		},
 		"IsVolumeFormatted raw": {
-			call: func(p PowerShell) (any, error) { return p.IsVolumeFormatted(ctx, vol) },
-			out:  "Unknown\r\n", want: false, script: scriptFSType, env: []string{"volumeid=" + vol},
+			Call: func(p PowerShell) (any, error) { return p.IsVolumeFormatted(ctx, vol) },
+			Out:  "Unknown\r\n", Want: false, Script: scriptFSType, Env: []string{"volumeid=" + vol},
 		},
 		"FormatVolume": {
-			call:   func(p PowerShell) (any, error) { return nil, p.FormatVolume(ctx, vol) },
-			script: scriptFormat, env: []string{"volumeid=" + vol},
+			Call:   func(p PowerShell) (any, error) { return nil, p.FormatVolume(ctx, vol) },
+			Script: scriptFormat, Env: []string{"volumeid=" + vol},
 		},
 		"ResizeVolume": {
-			call:   func(p PowerShell) (any, error) { return nil, p.ResizeVolume(ctx, vol, 0) },
-			script: scriptResize, env: []string{"volumeid=" + vol, "sizebytes=0"},
+			Call:   func(p PowerShell) (any, error) { return nil, p.ResizeVolume(ctx, vol, 0) },
+			Script: scriptResize, Env: []string{"volumeid=" + vol, "sizebytes=0"},
 		},
 		"GetVolumeStats": {
-			call: func(p PowerShell) (any, error) {
+			Call: func(p PowerShell) (any, error) {
 				total, used, err := p.GetVolumeStats(ctx, vol)
 				return stats{total, used}, err
 			},
-			out: `{"Size":1000,"SizeRemaining":400}`, want: stats{1000, 600},
-			script: scriptStats, env: []string{"volumeid=" + vol},
+			Out: `{"Size":1000,"SizeRemaining":400}`, Want: stats{1000, 600},
+			Script: scriptStats, Env: []string{"volumeid=" + vol},
 		},
 		"GetDiskNumberFromVolumeID": {
-			call: func(p PowerShell) (any, error) { return p.GetDiskNumberFromVolumeID(ctx, vol) },
-			out:  "3\r\n", want: uint32(3), script: scriptDiskNumber, env: []string{"volumeid=" + vol},
+			Call: func(p PowerShell) (any, error) { return p.GetDiskNumberFromVolumeID(ctx, vol) },
+			Out:  "3\r\n", Want: uint32(3), Script: scriptDiskNumber, Env: []string{"volumeid=" + vol},
 		},
 		"GetVolumeIDFromTargetPath": {
-			call: func(p PowerShell) (any, error) { return p.GetVolumeIDFromTargetPath(ctx, `C:\var\lib\kubelet\x`) },
-			out:  "Volume{452e318a-5cde-421e-9831-b9853c521012}\\\r\n", want: vol,
-			script: scriptFromTarget, env: []string{`targetpath=C:\var\lib\kubelet\x`},
+			Call: func(p PowerShell) (any, error) { return p.GetVolumeIDFromTargetPath(ctx, `C:\var\lib\kubelet\x`) },
+			Out:  "Volume{452e318a-5cde-421e-9831-b9853c521012}\\\r\n", Want: vol,
+			Script: scriptFromTarget, Env: []string{`targetpath=C:\var\lib\kubelet\x`},
 		},
 		"GetClosestVolumeIDFromTargetPath": {
-			call: func(p PowerShell) (any, error) {
+			Call: func(p PowerShell) (any, error) {
 				return p.GetClosestVolumeIDFromTargetPath(ctx, `C:\var\lib\kubelet\x`)
 			},
-			out: vol + "\r\n", want: vol, script: scriptClosest, env: []string{`targetpath=C:\var\lib\kubelet\x`},
+			Out: vol + "\r\n", Want: vol, Script: scriptClosest, Env: []string{`targetpath=C:\var\lib\kubelet\x`},
 		},
 		"WriteVolumeCache": {
-			call:   func(p PowerShell) (any, error) { return nil, p.WriteVolumeCache(ctx, vol) },
-			script: scriptWriteCache, env: []string{"volumeid=" + vol},
+			Call:   func(p PowerShell) (any, error) { return nil, p.WriteVolumeCache(ctx, vol) },
+			Script: scriptWriteCache, Env: []string{"volumeid=" + vol},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte(tc.out), nil }}
-			got, err := tc.call(PowerShell{Runner: f})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("result %#v, want %#v", got, tc.want)
-			}
-			want := []runner.Command{runner.PowerShell(tc.script, tc.env...)}
-			if cmds := f.Commands(); !reflect.DeepEqual(cmds, want) {
-				t.Errorf("ran %#v\nwant %#v", cmds, want)
-			}
-		})
-	}
+	runnertest.Run(t, cases, func(r runner.Runner) PowerShell { return PowerShell{Runner: r} })
 }
 
 func TestTargetNotAVolume(t *testing.T) {
