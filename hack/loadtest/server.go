@@ -50,7 +50,7 @@ func newHandler(ctx context.Context, target string, namespaces webhook.StaticNam
 	}
 	switch target {
 	case TargetBaseline:
-		return &baseline{namespaces: namespaces, observer: metrics}, nil
+		return webhook.NewHandler(webhook.Options{Engine: goRule{}, Namespaces: namespaces, Observer: metrics}), nil
 	case TargetPipeguard:
 		engine, err := policy.NewEngine(ctx, policy.Options{})
 		if err != nil {
