@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/pipeguard/pipeguard/internal/samplepods"
 )
 
 // Placeholders in a request template, overwritten per request. Each has the
@@ -54,13 +56,13 @@ type mix struct {
 }
 
 func newMix() (*mix, error) {
-	denied := csiNodePod()
+	denied := samplepods.CSINode()
 	denied.Spec.Containers[2].SecurityContext = nil
 	kinds := []*kind{
-		{name: "pod-no-hostpath", weight: 11, allowed: true, body: review("Pod", plainPod())},
-		{name: "deployment-no-hostpath", weight: 2, allowed: true, body: review("Deployment", deployment(plainPod()))},
+		{name: "pod-no-hostpath", weight: 11, allowed: true, body: review("Pod", samplepods.Plain())},
+		{name: "deployment-no-hostpath", weight: 2, allowed: true, body: review("Deployment", deployment(samplepods.Plain()))},
 		{name: "pod-hostpath-logs", weight: 1, allowed: true, body: review("Pod", logShipperPod())},
-		{name: "pod-csi-hostprocess", weight: 2, allowed: true, body: review("Pod", csiNodePod())},
+		{name: "pod-csi-hostprocess", weight: 2, allowed: true, body: review("Pod", samplepods.CSINode())},
 		{name: "pod-csi-labelled-ns", weight: 1, namespace: labelledNamespace, allowed: true, body: review("Pod", denied)},
 		{name: "pod-csi-denied", weight: 2, namespace: unlabelledNamespace, body: review("Pod", denied)},
 		{name: "deployment-csi-denied", weight: 1, namespace: unlabelledNamespace, body: review("Deployment", deployment(denied))},
@@ -119,13 +121,14 @@ func offsets(b []byte, s string) []int {
 
 // review wraps obj in an AdmissionReview v1 CREATE request.
 func review(kindName string, obj runtime.Object) []byte {
+	meta := obj.(metav1.Object)
+	meta.SetNamespace(nsPlaceholder)
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	resource := map[string]string{"Pod": "pods", "Deployment": "deployments"}[kindName]
-	meta := obj.(metav1.Object)
 	ar := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
@@ -146,64 +149,10 @@ func review(kindName string, obj runtime.Object) []byte {
 	return out
 }
 
-// csiNodePod is a Windows CSI node plugin pod: three containers, one of
-// them HostProcess with four pipe mounts, plus the kubelet directories.
-func csiNodePod() *corev1.Pod {
-	hp := true
-	pipe := func(name string) corev1.Volume {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: `\\.\pipe\` + name}}}
-	}
-	dir := func(name, path string) corev1.Volume {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
-	}
-	mount := func(name string) corev1.VolumeMount {
-		return corev1.VolumeMount{Name: name, MountPath: `C:\mnt\` + name}
-	}
-	return &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "csi-azuredisk-node-win-x7k2p", Namespace: nsPlaceholder, Labels: map[string]string{"app": "csi-azuredisk-node-win"}},
-		Spec: corev1.PodSpec{
-			ServiceAccountName: "csi-azuredisk-node-sa",
-			NodeSelector:       map[string]string{"kubernetes.io/os": "windows"},
-			Volumes: []corev1.Volume{
-				pipe("csi-proxy-disk-v1"), pipe("csi-proxy-filesystem-v1"), pipe("csi-proxy-volume-v1"), pipe("csi-proxy-system-v1alpha1"),
-				dir("kubelet-dir", `C:\var\lib\kubelet\`), dir("plugin-dir", `C:\var\lib\kubelet\plugins\disk.csi.azure.com\`),
-				dir("registration-dir", `C:\var\lib\kubelet\plugins_registry\`),
-			},
-			Containers: []corev1.Container{
-				{Name: "liveness-probe", Image: "livenessprobe:v2.13.0", VolumeMounts: []corev1.VolumeMount{mount("plugin-dir")}},
-				{Name: "node-driver-registrar", Image: "csi-node-driver-registrar:v2.11.0", VolumeMounts: []corev1.VolumeMount{mount("plugin-dir"), mount("registration-dir")}},
-				{
-					Name: "azuredisk", Image: "azuredisk-csi:v1.30.0",
-					SecurityContext: &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: &hp}},
-					VolumeMounts: []corev1.VolumeMount{mount("kubelet-dir"), mount("plugin-dir"),
-						mount("csi-proxy-disk-v1"), mount("csi-proxy-filesystem-v1"), mount("csi-proxy-volume-v1"), mount("csi-proxy-system-v1alpha1")},
-				},
-			},
-		},
-	}
-}
-
-// plainPod is an ordinary application pod: no host path volume.
-func plainPod() *corev1.Pod {
-	p := csiNodePod()
-	p.Name, p.Labels = "web-5d8f7c9b4-q2x8z", map[string]string{"app": "web", "pod-template-hash": "5d8f7c9b4"}
-	p.Spec.ServiceAccountName = "web"
-	p.Spec.Volumes = []corev1.Volume{
-		{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
-	}
-	for i := range p.Spec.Containers {
-		p.Spec.Containers[i].VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: `C:\cache`}, {Name: "config", MountPath: `C:\config`, ReadOnly: true}}
-		p.Spec.Containers[i].SecurityContext = nil
-	}
-	return p
-}
-
 // logShipperPod mounts an ordinary host directory: rego runs and finds no
 // pipe.
 func logShipperPod() *corev1.Pod {
-	p := plainPod()
+	p := samplepods.Plain()
 	p.Name = "fluent-bit-win-8kq2m"
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "logs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: `C:\var\log`}}})
 	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "logs", MountPath: `C:\var\log`, ReadOnly: true})
