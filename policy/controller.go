@@ -125,28 +125,34 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	defer c.mu.Unlock()
 
 	outcomes := make(map[string]*outcome, len(list.Items))
-	var set []v1alpha1.PipeAccessPolicy
 	for i := range list.Items {
-		p := &list.Items[i]
-		o := &outcome{err: CheckPolicy(ctx, p)}
-		outcomes[p.Name] = o
-		if o.err == nil {
-			set = append(set, *p)
-			continue
-		}
-		if good := c.fallback(ctx, p); good != nil {
-			o.fallback = good
-			set = append(set, *good)
-		}
-		log.Info("PipeAccessPolicy does not compile", "policy", p.Name, "generation", p.Generation, "error", o.err.Error(), "fallback", o.fallback != nil)
+		outcomes[list.Items[i].Name] = &outcome{}
 	}
-
+	// Compile checks every policy on its own first; a policy that fails is
+	// replaced by its last enforced version and the set compiled again.
+	set := list.Items
 	gen, err := c.opts.Engine.Load(ctx, set)
+	var ce *CompileError
+	if errors.As(err, &ce) && blameEach(ce, outcomes) {
+		set = nil
+		for i := range list.Items {
+			p := &list.Items[i]
+			o := outcomes[p.Name]
+			if o.err == nil {
+				set = append(set, *p)
+				continue
+			}
+			if o.fallback = c.fallback(ctx, p); o.fallback != nil {
+				set = append(set, *o.fallback)
+			}
+			log.Info("PipeAccessPolicy does not compile", "policy", p.Name, "generation", p.Generation, "error", o.err.Error(), "fallback", o.fallback != nil)
+		}
+		gen, err = c.opts.Engine.Load(ctx, set)
+	}
 	if err != nil {
 		// The policies compile one by one but not together (e.g. two share
 		// a package): keep the generation in force and blame every policy
 		// whose version in force would have changed.
-		var ce *CompileError
 		if !errors.As(err, &ce) {
 			return reconcile.Result{}, err
 		}
@@ -179,6 +185,21 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	log.Info("policy generation in force", "generation", gen.Number, "policies", gen.Policies, "invalid", failed)
 	c.writeStatus(ctx, list.Items, outcomes, gen)
 	return reconcile.Result{}, nil
+}
+
+// blameEach records the error of every policy a CompileError names. It
+// reports false, recording nothing, when the error is not
+// one about individual policies (a set that fails only as a whole).
+func blameEach(ce *CompileError, outcomes map[string]*outcome) bool {
+	for _, pe := range ce.Policies {
+		if _, ok := outcomes[pe.Policy]; !ok {
+			return false
+		}
+	}
+	for _, pe := range ce.Policies {
+		outcomes[pe.Policy].err = pe.Err
+	}
+	return true
 }
 
 // fallback returns the last version of p that was in force: from memory,
