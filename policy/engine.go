@@ -79,6 +79,9 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	if len(in.Mounts) == 0 {
 		return &Decision{Generation: gen.Number}, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not evaluating: %w", err)
+	}
 	select {
 	case e.slots <- struct{}{}:
 		defer func() { <-e.slots }()
