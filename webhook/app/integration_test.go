@@ -45,6 +45,8 @@ type cluster struct {
 	app    *app.App
 	// warnings collects the admission warnings the API server returned.
 	warnings *warningRecorder
+	// metrics is the webhook's registry.
+	metrics *prometheus.Registry
 }
 
 type warningRecorder struct {
@@ -88,10 +90,11 @@ func startCluster(t *testing.T) *cluster {
 	})
 	ws := env.WebhookServer()
 	ctx, cancel := context.WithCancel(context.Background())
+	registry := prometheus.NewRegistry()
 	a, err := app.New(ctx, app.Options{
 		Config: env.Config, Logger: testr.New(t),
 		WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir,
-		MetricsAddr: "0", ProbeAddr: "0", Registry: prometheus.NewRegistry(),
+		MetricsAddr: "0", ProbeAddr: "0", Registry: registry,
 	})
 	if err != nil {
 		cancel()
@@ -113,7 +116,7 @@ func startCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &cluster{env: env, client: c, app: a, warnings: warnings}
+	cl := &cluster{env: env, client: c, app: a, warnings: warnings, metrics: registry}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return a.Ready(), nil
 	}); err != nil {
@@ -134,6 +137,25 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatalf("the API server never got a decision from the webhook: %v", err)
 	}
 	return cl
+}
+
+// reviews counts the admission requests the webhook has answered.
+func (c *cluster) reviews(t *testing.T) float64 {
+	t.Helper()
+	families, err := c.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "pipeguard_admission_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
 }
 
 func (c *cluster) mustCreate(t *testing.T, obj client.Object) {
@@ -190,9 +212,16 @@ func TestWebhookOnControlPlane(t *testing.T) {
 	})
 
 	t.Run("pod without host paths never reaches the webhook", func(t *testing.T) {
+		before := c.reviews(t)
+		if before == 0 {
+			t.Fatal("the webhook has counted no review yet; the count below would prove nothing")
+		}
 		p := pipePod("plain", "team-a")
 		p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 		c.mustCreate(t, p)
+		if after := c.reviews(t); after != before {
+			t.Fatalf("the webhook reviewed %v requests for a pod without host paths; the matchConditions should keep it away", after-before)
+		}
 	})
 
 	t.Run("Deployment is rejected", func(t *testing.T) {
