@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,8 +11,18 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// Both targets answer every request of the mix, over the real server, with
-// the decision its kind expects. Timing is not asserted.
+// TestMain lets the test binary serve as the server process: Run re-runs
+// the executable it is in with the serve subcommand.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == serveCommand {
+		os.Exit(serveMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// Both targets answer every request of the mix, over the real server in a
+// process of its own and in this one, with the decision its kind expects.
+// Timing is not asserted.
 func TestTargetsDecideTheMix(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	m, err := newMix()
@@ -25,6 +37,8 @@ func TestTargetsDecideTheMix(t *testing.T) {
 		"pipeguard, default policy":            {Target: TargetPipeguard, Namespaces: 20},
 		"pipeguard, many namespaces, policies": {Target: TargetPipeguard, Namespaces: 2000, Policies: 12},
 		"baseline":                             {Target: TargetBaseline, Namespaces: 20},
+		"pipeguard in-process":                 {Target: TargetPipeguard, Namespaces: 20, InProcess: true},
+		"baseline in-process":                  {Target: TargetBaseline, Namespaces: 20, InProcess: true},
 	}
 	for name, opts := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -41,6 +55,16 @@ func TestTargetsDecideTheMix(t *testing.T) {
 			if r.Sent != n || r.Errors != 0 || r.Dropped != 0 {
 				t.Fatalf("sent %d, errors %d %v, dropped %d; want %d sent and no errors or drops; first error: %s",
 					r.Sent, r.Errors, r.ErrorKinds, r.Dropped, n, r.FirstError)
+			}
+			wantServer := "process"
+			if opts.InProcess {
+				wantServer = "in-process"
+			}
+			if r.Server != wantServer {
+				t.Errorf("server %q, want %q", r.Server, wantServer)
+			}
+			if _, err := os.Stat("/proc/self/status"); err == nil && (r.RSSBytes <= 0 || r.PeakRSSBytes < r.RSSBytes) {
+				t.Errorf("RSS %d, peak %d; want the serving process's", r.RSSBytes, r.PeakRSSBytes)
 			}
 			for kind, allowed := range want {
 				d := r.Decisions[kind]
@@ -71,6 +95,7 @@ func TestParseFlags(t *testing.T) {
 		"too few ns":      {args: []string{"--namespaces", "1"}, wantErr: true},
 		"rate over limit": {args: []string{"--rate", "1000000"}, wantErr: true},
 		"stray argument":  {args: []string{"now"}, wantErr: true},
+		"in-process":      {args: []string{"--in-process", "--closed", "8"}, runs: 1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -88,5 +113,36 @@ func TestParseFlags(t *testing.T) {
 				t.Fatalf("%d runs, want %d", got, tc.runs)
 			}
 		})
+	}
+}
+
+// The server process refuses a bad command line before it serves anything,
+// with exit code 2 and the reason.
+func TestServeRejectsBadFlags(t *testing.T) {
+	for name, args := range map[string][]string{
+		"bad target":     {"--target", "opa"},
+		"too few ns":     {"--namespaces", "1"},
+		"many policies":  {"--policies", "100000"},
+		"stray argument": {"now"},
+		"unknown flag":   {"--rate", "5"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut strings.Builder
+			if code := serveMain(args, strings.NewReader(""), &out, &errOut); code != 2 {
+				t.Fatalf("exit code %d, want 2", code)
+			}
+			if out.Len() > 0 || !strings.HasPrefix(errOut.String(), "loadtest serve: ") {
+				t.Fatalf("stdout %q, stderr %q; want nothing served and the reason", out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+// A server process stops, and Run reports it, when it cannot start: here
+// because its command line is out of range.
+func TestChildStartFailureIsReported(t *testing.T) {
+	_, err := startChild(context.Background(), Options{Target: TargetPipeguard, Namespaces: 1})
+	if err == nil || !strings.Contains(err.Error(), "--namespaces 1 is out of range") {
+		t.Fatalf("error %v, want the server process's reason", err)
 	}
 }

@@ -22,7 +22,10 @@ type Decisions struct {
 // Result is one measured run. Latencies are in milliseconds; open-loop
 // latencies count from the time a request was due, not from when it left.
 type Result struct {
-	Target     string  `json:"target"`
+	Target string `json:"target"`
+	// Server is "process" when the server ran in a process of its own,
+	// "in-process" when it shared the load generator's.
+	Server     string  `json:"server"`
 	Mode       string  `json:"mode"` // "open" or "closed"
 	Rate       int     `json:"rate,omitempty"`
 	Workers    int     `json:"workers,omitempty"`
@@ -52,29 +55,34 @@ type Result struct {
 	P99        float64 `json:"p99Ms"`
 	Max        float64 `json:"maxMs"`
 	Mean       float64 `json:"meanMs"`
-	// RSSBytes and PeakRSSBytes are the whole process's VmRSS at the end of
-	// the run and VmHWM since it started: server and load generator share
-	// the process.
-	// CPUPerReviewMs is the process's CPU time (user and system, server
-	// and load generator together) over the run, per correct answer. Unlike
-	// reviews/s it hardly depends on what else the machine is running, so
-	// the ratio of two targets' values estimates the ratio of their
-	// saturated throughputs even on a busy machine. Zero where
-	// /proc/self/stat cannot be read.
+	// RSSBytes and PeakRSSBytes are the serving process's VmRSS at the end
+	// of the run and VmHWM since it started. With Server "process" that is
+	// the webhook server alone, started afresh for this run; in-process it
+	// is the server and the load generator together.
+	// CPUPerReviewMs is the serving process's CPU time (user and system)
+	// over the run, per correct answer. Unlike reviews/s it hardly depends
+	// on what else the machine is running, so the ratio of two targets'
+	// values estimates the ratio of their saturated throughputs even on a
+	// busy machine. Zero where /proc/<pid>/stat cannot be read.
 	CPUPerReviewMs float64 `json:"cpuPerReviewMs"`
-	// CoresUsed is the process's CPU time over the run's wall time.
-	CoresUsed    float64               `json:"coresUsed"`
-	RSSBytes     int64                 `json:"rssBytes"`
-	PeakRSSBytes int64                 `json:"peakRssBytes"`
-	Decisions    map[string]*Decisions `json:"decisions"`
+	// CoresUsed is the serving process's CPU time over the run's wall
+	// time; LoadCoresUsed the load generator's, when it runs apart.
+	CoresUsed     float64               `json:"coresUsed"`
+	LoadCoresUsed float64               `json:"loadCoresUsed,omitempty"`
+	RSSBytes      int64                 `json:"rssBytes"`
+	PeakRSSBytes  int64                 `json:"peakRssBytes"`
+	Decisions     map[string]*Decisions `json:"decisions"`
 }
 
 func summarize(opts Options, t *tally, elapsed, cpu time.Duration) *Result {
 	r := &Result{
-		Target: opts.Target, Rate: opts.Rate, Workers: opts.Workers,
+		Target: opts.Target, Server: "process", Rate: opts.Rate, Workers: opts.Workers,
 		Namespaces: opts.Namespaces, Policies: opts.Policies,
 		Seconds: elapsed.Seconds(), Sent: t.sent, Dropped: t.dropped,
 		Errors: t.sent - len(t.latencies), FirstError: t.firstErr, Decisions: t.decisions,
+	}
+	if opts.InProcess {
+		r.Server = "in-process"
 	}
 	r.Mode = "open"
 	if opts.Rate == 0 {
@@ -109,7 +117,6 @@ func summarize(opts Options, t *tally, elapsed, cpu time.Duration) *Result {
 		r.SendLagP50, r.SendLagP99 = ms(quantile(t.lags, 0.50)), ms(quantile(t.lags, 0.99))
 		r.ServiceP50, r.ServiceP99 = ms(quantile(t.service, 0.50)), ms(quantile(t.service, 0.99))
 	}
-	r.RSSBytes, r.PeakRSSBytes = memory()
 	return r
 }
 
@@ -121,10 +128,10 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// memory reads VmRSS and VmHWM of this process from /proc/self/status; it
-// returns zeros where there is no such file.
-func memory() (rss, hwm int64) {
-	f, err := os.Open("/proc/self/status")
+// memory reads VmRSS and VmHWM of process pid ("self": this one) from
+// /proc/<pid>/status; it returns zeros where there is no such file.
+func memory(pid string) (rss, hwm int64) {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, 0
 	}
@@ -148,10 +155,10 @@ func memory() (rss, hwm int64) {
 	return rss, hwm
 }
 
-// cpuTime is the user and system CPU time of this process so far, from
-// /proc/self/stat, or zero where there is no such file.
-func cpuTime() time.Duration {
-	b, err := os.ReadFile("/proc/self/stat")
+// cpuTime is the user and system CPU time of process pid ("self": this
+// one) so far, from /proc/<pid>/stat, or zero where there is no such file.
+func cpuTime(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return 0
 	}
@@ -195,8 +202,14 @@ func printTable(w io.Writer, results []*Result) {
 	}
 	fmt.Fprintln(w, "Open-loop latencies count from when a request was due, so they include the sender's lateness (timers wake")
 	fmt.Fprintln(w, "within about 1 ms); \"from send\" counts from when it left.")
-	fmt.Fprintln(w, "cpu ms: process CPU time per correct review; cores: CPU time over wall time. These, RSS and peak RSS (since the process")
-	fmt.Fprintln(w, "started) are of the whole process: the webhook server and the load generator run in it together.")
+	fmt.Fprintln(w, "cpu ms: the serving process's CPU time per correct review; cores: its CPU time over wall time. These, RSS and peak")
+	fmt.Fprintln(w, "RSS (since the process started) are of the webhook server's own process, or, with --in-process, of the server and the")
+	fmt.Fprintln(w, "load generator together.")
+	for _, r := range results {
+		if r.LoadCoresUsed > 0 {
+			fmt.Fprintf(w, "%-9s %-11s load generator used %.2f cores\n", r.Target, load(r), r.LoadCoresUsed)
+		}
+	}
 	printRatios(w, results)
 }
 

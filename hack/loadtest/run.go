@@ -44,6 +44,9 @@ type Options struct {
 	Policies int
 	// HTTP2 lets the client negotiate HTTP/2 with the server.
 	HTTP2 bool
+	// InProcess serves the target in this process instead of a process of
+	// its own; CPU time and RSS are then the whole process's.
+	InProcess bool
 }
 
 func (o *Options) validate() error {
@@ -67,20 +70,43 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// Run serves opts.Target in-process over HTTPS on loopback, sends it the
-// request mix and returns what it measured.
+// Run serves opts.Target over HTTPS on loopback, in a process of its own
+// unless opts.InProcess, sends it the request mix and returns what it
+// measured.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	// Start from a collected heap so that the RSS reflects this target.
-	runtime.GC()
-	debug.FreeOSMemory()
-
 	m, err := newMix()
 	if err != nil {
 		return nil, err
 	}
+	ep, err := serve(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	url, caPEM := ep.address()
+	conns := max(opts.MaxInFlight, opts.Workers)
+	c, err := newClient(url, caPEM, m, opts.Namespaces, conns, opts.HTTP2, rand.Uint32())
+	if err != nil {
+		return nil, errors.Join(err, ep.stop())
+	}
+	res, err := drive(ctx, c, ep, opts)
+	c.close()
+	if stopErr := ep.stop(); err == nil && stopErr != nil {
+		err = fmt.Errorf("stopping the webhook server: %w", stopErr)
+	}
+	return res, err
+}
+
+// serve starts the webhook server of opts.Target.
+func serve(ctx context.Context, opts Options) (endpoint, error) {
+	if !opts.InProcess {
+		return startChild(ctx, opts)
+	}
+	// Start from a collected heap so that the RSS reflects this target.
+	runtime.GC()
+	debug.FreeOSMemory()
 	h, err := newHandler(ctx, opts.Target, namespaces(opts.Namespaces), opts.Policies)
 	if err != nil {
 		return nil, err
@@ -89,20 +115,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the webhook server: %w", err)
 	}
-	conns := max(opts.MaxInFlight, opts.Workers)
-	c, err := newClient(srv.url, srv.caPEM, m, opts.Namespaces, conns, opts.HTTP2, rand.Uint32())
-	if err != nil {
-		return nil, errors.Join(err, srv.stop())
-	}
-	res, err := drive(ctx, c, opts)
-	c.close()
-	if stopErr := srv.stop(); err == nil && stopErr != nil {
-		err = fmt.Errorf("stopping the webhook server: %w", stopErr)
-	}
-	return res, err
+	return inProcess{srv}, nil
 }
 
-func drive(ctx context.Context, c *client, opts Options) (*Result, error) {
+func drive(ctx context.Context, c *client, ep endpoint, opts Options) (*Result, error) {
 	measure := func(d time.Duration, limit int) (*tally, time.Duration) {
 		if opts.Rate > 0 {
 			n := int(d.Seconds() * float64(opts.Rate))
@@ -118,11 +134,16 @@ func drive(ctx context.Context, c *client, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("warm-up failed: %d errors, first: %s", t.sent-len(t.latencies), t.firstErr)
 		}
 	}
-	cpu := cpuTime()
+	serverCPU, selfCPU := ep.cpu(), cpuTime("self")
 	t, elapsed := measure(opts.Duration, opts.Requests)
-	cpu = cpuTime() - cpu
+	serverCPU, selfCPU = ep.cpu()-serverCPU, cpuTime("self")-selfCPU
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return summarize(opts, t, elapsed, cpu), nil
+	r := summarize(opts, t, elapsed, serverCPU)
+	r.RSSBytes, r.PeakRSSBytes = ep.memory()
+	if !opts.InProcess && elapsed > 0 {
+		r.LoadCoresUsed = selfCPU.Seconds() / elapsed.Seconds()
+	}
+	return r, nil
 }

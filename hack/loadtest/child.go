@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// serveCommand is the name of the hidden subcommand that serves one target
+// in a process of its own: loadtest re-executes itself with it, so that the
+// load generator's timers and garbage collection stay out of the server's
+// process and the RSS and CPU time measured are the server's alone.
+const serveCommand = "serve"
+
+// childStartTimeout bounds how long a server process may take to compile
+// its policies and start listening.
+const childStartTimeout = time.Minute
+
+// serving is what a server process prints, as one JSON line on stdout,
+// once it listens.
+type serving struct {
+	URL   string `json:"url"`
+	CAPEM []byte `json:"caPEM"`
+}
+
+// serveArgs is the command line of a server process.
+type serveArgs struct {
+	target     string
+	namespaces int
+	policies   int
+}
+
+func parseServeFlags(args []string) (serveArgs, error) {
+	fs := flag.NewFlagSet("loadtest "+serveCommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var a serveArgs
+	fs.StringVar(&a.target, "target", TargetPipeguard, "pipeguard or baseline")
+	fs.IntVar(&a.namespaces, "namespaces", 20, "namespaces in the lookup")
+	fs.IntVar(&a.policies, "policies", 0, "PipeAccessPolicies pipeguard loads")
+	if err := fs.Parse(args); err != nil {
+		return a, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return a, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case a.target != TargetPipeguard && a.target != TargetBaseline:
+		return a, fmt.Errorf("--target %q is unknown; use %s or %s", a.target, TargetPipeguard, TargetBaseline)
+	case a.namespaces < 2 || a.namespaces > maxNamespaces:
+		return a, fmt.Errorf("--namespaces %d is out of range; use 2 to %d", a.namespaces, maxNamespaces)
+	case a.policies < 0 || a.policies > maxPolicies:
+		return a, fmt.Errorf("--policies %d is out of range; use 0 to %d", a.policies, maxPolicies)
+	}
+	return a, nil
+}
+
+// serveMain runs a server process: it serves the target on a free
+// loopback port, prints where (a serving line) and serves until stdin is
+// closed, which the parent does to stop it and which also happens when
+// the parent dies.
+func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a, err := parseServeFlags(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest serve:", err)
+		return 2
+	}
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	h, err := newHandler(ctx, a.target, namespaces(a.namespaces), a.policies)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest serve:", err)
+		return 1
+	}
+	srv, err := startServer(ctx, h)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest serve: starting the webhook server:", err)
+		return 1
+	}
+	line, _ := json.Marshal(serving{URL: srv.url, CAPEM: srv.caPEM})
+	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+		srv.stop()
+		return 1
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		stop()
+	}()
+	<-ctx.Done()
+	if err := srv.stop(); err != nil {
+		fmt.Fprintln(stderr, "loadtest serve: stopping:", err)
+		return 1
+	}
+	return 0
+}
+
+// endpoint is a webhook server under load: where to send reviews, and the
+// resources of the process that serves them.
+type endpoint interface {
+	address() (url string, caPEM []byte)
+	// cpu is the serving process's user and system CPU time so far.
+	cpu() time.Duration
+	// memory is the serving process's VmRSS and VmHWM.
+	memory() (rss, hwm int64)
+	stop() error
+}
+
+// inProcess is a server in the load generator's own process.
+type inProcess struct{ *server }
+
+func (s inProcess) address() (string, []byte) { return s.url, s.caPEM }
+func (inProcess) cpu() time.Duration          { return cpuTime("self") }
+func (inProcess) memory() (int64, int64)      { return memory("self") }
+
+// child is a server process started by startChild.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *bytes.Buffer
+	pid    string
+	serving
+}
+
+func (c *child) address() (string, []byte) { return c.URL, c.CAPEM }
+func (c *child) cpu() time.Duration        { return cpuTime(c.pid) }
+func (c *child) memory() (int64, int64)    { return memory(c.pid) }
+
+// startChild starts a server process for opts: this executable, re-run
+// with the serve subcommand.
+func startChild(ctx context.Context, opts Options) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to run the server: %w", err)
+	}
+	cmd := exec.Command(exe, serveCommand, "--target", opts.Target,
+		"--namespaces", strconv.Itoa(opts.Namespaces), "--policies", strconv.Itoa(opts.Policies))
+	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = c.stderr
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the server process: %w", err)
+	}
+	c.pid = strconv.Itoa(cmd.Process.Pid)
+	line := make(chan []byte, 1)
+	go func() {
+		b, _ := bufio.NewReader(out).ReadBytes('\n')
+		line <- b
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case b := <-line:
+		if err := json.Unmarshal(b, &c.serving); err != nil || c.URL == "" {
+			return nil, errors.Join(fmt.Errorf("server process did not start: %s", strings.TrimSpace(c.stderr.String())), c.kill())
+		}
+		return c, nil
+	case <-time.After(childStartTimeout):
+		return nil, errors.Join(fmt.Errorf("server process did not listen within %v", childStartTimeout), c.kill())
+	case <-ctx.Done():
+		return nil, errors.Join(ctx.Err(), c.kill())
+	}
+}
+
+// stop closes the server process's stdin, which makes it shut down, and
+// waits for it; one that does not exit within 10s is killed.
+func (c *child) stop() error {
+	c.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("server process: %w: %s", err, strings.TrimSpace(c.stderr.String()))
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+		return errors.New("server process did not stop within 10s and was killed")
+	}
+}
+
+func (c *child) kill() error {
+	c.stdin.Close()
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+	return nil
+}
