@@ -18,6 +18,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
 )
 
 // serveCommand is the name of the hidden subcommand that serves one target
@@ -122,8 +124,8 @@ type endpoint interface {
 type inProcess struct{ *server }
 
 func (s inProcess) address() (string, []byte) { return s.url, s.caPEM }
-func (inProcess) cpu() time.Duration          { return cpuTime("self") }
-func (inProcess) memory() (int64, int64)      { return memory("self") }
+func (inProcess) cpu() time.Duration          { return sysinfo.CPUTime(sysinfo.Self) }
+func (inProcess) memory() (int64, int64)      { return sysinfo.Memory(sysinfo.Self) }
 
 // child is a server process started by startChild.
 type child struct {
@@ -135,8 +137,8 @@ type child struct {
 }
 
 func (c *child) address() (string, []byte) { return c.URL, c.CAPEM }
-func (c *child) cpu() time.Duration        { return cpuTime(c.pid) }
-func (c *child) memory() (int64, int64)    { return memory(c.pid) }
+func (c *child) cpu() time.Duration        { return sysinfo.CPUTime(c.pid) }
+func (c *child) memory() (int64, int64)    { return sysinfo.Memory(c.pid) }
 
 // startChild starts a server process for opts: this executable, re-run
 // with the serve subcommand.

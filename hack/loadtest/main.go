@@ -28,6 +28,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
 )
 
 // config is the command line: the runs to make and where to put results.
@@ -74,7 +76,7 @@ func run() int {
 	}
 
 	fmt.Printf("GOMAXPROCS %d, %s, %s/%s; load average before: %s\n",
-		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, loadAverage())
+		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, sysinfo.LoadAverage())
 	var results []*Result
 	for _, opts := range cfg.runs() {
 		r, err := Run(ctx, opts)
@@ -86,7 +88,7 @@ func run() int {
 			r.Target, load(r), r.ReviewsPerSecond, r.P99, r.Errors, r.Dropped)
 		results = append(results, r)
 	}
-	fmt.Printf("load average after: %s\n\n", loadAverage())
+	fmt.Printf("load average after: %s\n\n", sysinfo.LoadAverage())
 	printTable(os.Stdout, results)
 
 	if cfg.jsonPath != "" {
@@ -202,17 +204,4 @@ func describe(o Options) string {
 		return fmt.Sprintf("%d/s", o.Rate)
 	}
 	return fmt.Sprintf("closed x%d", o.Workers)
-}
-
-// loadAverage is the 1, 5 and 15 minute load average, or "unknown".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -127,56 +122,6 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// memory reads VmRSS and VmHWM of process pid ("self": this one) from
-// /proc/<pid>/status; it returns zeros where there is no such file.
-func memory(pid string) (rss, hwm int64) {
-	f, err := os.Open("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		name, value, ok := strings.Cut(s.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		if name == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
-	}
-	return rss, hwm
-}
-
-// cpuTime is the user and system CPU time of process pid ("self": this
-// one) so far, from /proc/<pid>/stat, or zero where there is no such file.
-func cpuTime(pid string) time.Duration {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may
-	// contain spaces: utime and stime are the 12th and 13th, in ticks of
-	// 1/100 s (USER_HZ).
-	_, rest, ok := bytes.Cut(b, []byte(") "))
-	f := strings.Fields(string(rest))
-	if !ok || len(f) < 13 {
-		return 0
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
 
 // printTable writes results as a table, then the pipeguard/baseline ratios
 // of runs that were measured for both.

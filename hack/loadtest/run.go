@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
+
+	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
 )
 
 // Limits keep a run bounded in time and in the load it puts on the machine.
@@ -134,9 +136,9 @@ func drive(ctx context.Context, c *client, ep endpoint, opts Options) (*Result, 
 			return nil, fmt.Errorf("warm-up failed: %d errors, first: %s", t.sent-len(t.latencies), t.firstErr)
 		}
 	}
-	serverCPU, selfCPU := ep.cpu(), cpuTime("self")
+	serverCPU, selfCPU := ep.cpu(), sysinfo.CPUTime(sysinfo.Self)
 	t, elapsed := measure(opts.Duration, opts.Requests)
-	serverCPU, selfCPU = ep.cpu()-serverCPU, cpuTime("self")-selfCPU
+	serverCPU, selfCPU = ep.cpu()-serverCPU, sysinfo.CPUTime(sysinfo.Self)-selfCPU
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,154 @@
+// Package sysinfo reads what the benchmark tools record about the machine
+// and about the processes they measure: cores, CPU model, load average, and
+// a process's CPU time and resident memory from /proc. Where /proc is
+// missing the values are zero or "unknown".
+package sysinfo
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Machine describes where benchmarks ran.
+type Machine struct {
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPUModel   string `json:"cpuModel"`
+	GoVersion  string `json:"goVersion"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	// LoadAverage is the 1, 5 and 15 minute load average when the
+	// description was taken.
+	LoadAverage string `json:"loadAverage"`
+	// Date is when, in UTC, RFC 3339.
+	Date string `json:"date"`
+}
+
+// Describe describes this machine now.
+func Describe() Machine {
+	return Machine{
+		Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPUModel: CPUModel(),
+		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		LoadAverage: LoadAverage(), Date: time.Now().UTC().Format(time.RFC3339),
+	}
+}
+
+// CPUModel is the first "model name" of /proc/cpuinfo, or "unknown".
+func CPUModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+			return strings.TrimSpace(value)
+		}
+	}
+	return "unknown"
+}
+
+// LoadAverage is the 1, 5 and 15 minute load average, or "unknown".
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// Self names this process to Memory and CPUTime.
+const Self = "self"
+
+// Memory reads VmRSS and VmHWM (peak RSS) of process pid (Self: this one)
+// from /proc/<pid>/status; it returns zeros where there is no such file.
+func Memory(pid string) (rss, hwm int64) {
+	f, err := os.Open("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		name, value, ok := strings.Cut(s.Text(), ":")
+		if !ok || (name != "VmRSS" && name != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if name == "VmRSS" {
+			rss = kb << 10
+		} else {
+			hwm = kb << 10
+		}
+	}
+	return rss, hwm
+}
+
+// CPUTime is the user and system CPU time of process pid (Self: this one)
+// so far, from /proc/<pid>/stat, or zero where there is no such file.
+func CPUTime(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may
+	// contain spaces: utime and stime are the 12th and 13th, in ticks of
+	// 1/100 s (USER_HZ).
+	_, rest, ok := bytes.Cut(b, []byte(") "))
+	f := strings.Fields(string(rest))
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// Filesystem is the type of the file system holding path (ext4, tmpfs…),
+// from the longest matching mount point in /proc/self/mounts, or "unknown".
+func Filesystem(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "unknown"
+	}
+	if p, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = p
+	}
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return "unknown"
+	}
+	return filesystemOf(abs, string(b))
+}
+
+func filesystemOf(path, mounts string) string {
+	best, fstype := -1, "unknown"
+	for line := range strings.SplitSeq(mounts, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		mp := strings.ReplaceAll(f[1], `\040`, " ")
+		inside := path == mp || mp == "/" || strings.HasPrefix(path, mp+"/")
+		// A later mount on the same point hides an earlier one.
+		if inside && len(mp) >= best {
+			best, fstype = len(mp), f[2]
+		}
+	}
+	return fstype
+}
