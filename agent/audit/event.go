@@ -148,13 +148,16 @@ const microLayout = "2006-01-02T15:04:05.000000Z07:00"
 
 // MarshalJSON implements json.Marshaler.
 func (t MicroTime) MarshalJSON() ([]byte, error) {
+	return t.appendJSON(make([]byte, 0, len(microLayout)+2)), nil
+}
+
+func (t MicroTime) appendJSON(b []byte) []byte {
 	if t.IsZero() {
-		return []byte("null"), nil
+		return append(b, "null"...)
 	}
-	b := make([]byte, 0, len(microLayout)+2)
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, microLayout)
-	return append(b, '"'), nil
+	return append(b, '"')
 }
 
 // UnmarshalJSON implements json.Unmarshaler.

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,7 +67,8 @@ type Log struct {
 	// prunedThrough is the last sequence number of the files removed so
 	// far, when every record from 1 to it was removed by pruning.
 	prunedThrough uint64
-	broken        error // set when a failed write could not be undone
+	broken        error  // set when a failed write could not be undone
+	buf           []byte // the line being written; reused
 	closed        bool
 	syncMu        sync.Mutex
 	synced        atomic.Uint64
@@ -255,23 +255,33 @@ func (l *Log) appendLocked(ev *Event) (uint64, error) {
 	return l.seq, nil
 }
 
-// encode sets the chain annotations and marshals one line, newline included.
+// maxKeptBuffer bounds the encoding buffer kept between records, so that
+// one large Request-level record does not pin its memory.
+const maxKeptBuffer = 64 << 10
+
+// encode sets the chain annotations and encodes one line, newline included.
+// The line lives in l.buf until the next encode; l.mu is held.
 func (l *Log) encode(ev *Event, seq uint64, prev Hash) ([]byte, error) {
 	if ev.Annotations == nil {
 		ev.Annotations = map[string]string{}
 	}
 	ev.Annotations[AnnotationSeq] = strconv.FormatUint(seq, 10)
 	ev.Annotations[AnnotationPrevHash] = prev.String()
-	b, err := json.Marshal(ev)
+	if cap(l.buf) > maxKeptBuffer {
+		l.buf = nil
+	}
+	b, err := appendEvent(l.buf[:0], ev)
 	if err != nil {
 		return nil, fmt.Errorf("encoding audit record: %w", err)
 	}
+	l.buf = b
 	if len(b) >= MaxRecordBytes && ev.RequestObject != nil {
 		ev.RequestObject = nil
 		ev.Annotations[AnnotationTruncated] = "request body over " + strconv.Itoa(MaxRecordBytes) + " bytes left out"
 		return l.encode(ev, seq, prev)
 	}
-	return append(b, '\n'), nil
+	l.buf = append(b, '\n')
+	return l.buf, nil
 }
 
 // checkpoint writes a checkpoint record. l.mu is held.

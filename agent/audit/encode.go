@@ -1,0 +1,223 @@
+package audit
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendEvent appends ev as one JSON object, the same bytes encoding/json's
+// Marshal writes for it: fields in declaration order, empty optional fields
+// left out, map keys sorted, strings escaped as Marshal escapes them (HTML
+// characters, U+2028 and U+2029 as \u escapes, invalid UTF-8 as U+FFFD).
+// Records have a fixed shape, so writing them directly avoids reflection;
+// only the request body, at Request level, goes through encoding/json.
+func appendEvent(b []byte, ev *Event) ([]byte, error) {
+	b = append(b, `{"kind":`...)
+	b = appendString(b, ev.Kind)
+	b = append(b, `,"apiVersion":`...)
+	b = appendString(b, ev.APIVersion)
+	b = append(b, `,"level":`...)
+	b = appendString(b, string(ev.Level))
+	b = append(b, `,"auditID":`...)
+	b = appendString(b, ev.AuditID)
+	b = append(b, `,"stage":`...)
+	b = appendString(b, string(ev.Stage))
+	b = append(b, `,"requestURI":`...)
+	b = appendString(b, ev.RequestURI)
+	b = append(b, `,"verb":`...)
+	b = appendString(b, ev.Verb)
+	b = append(b, `,"user":`...)
+	b = appendUser(b, &ev.User)
+	if ev.UserAgent != "" {
+		b = append(b, `,"userAgent":`...)
+		b = appendString(b, ev.UserAgent)
+	}
+	if r := ev.ObjectRef; r != nil {
+		b = append(b, `,"objectRef":`...)
+		o := object{b: b}
+		o.str("resource", r.Resource)
+		o.str("name", r.Name)
+		o.str("apiGroup", r.APIGroup)
+		o.str("apiVersion", r.APIVersion)
+		b = o.end()
+	}
+	if s := ev.ResponseStatus; s != nil {
+		b = append(b, `,"responseStatus":`...)
+		o := object{b: b}
+		o.str("status", s.Status)
+		o.str("message", s.Message)
+		o.str("reason", s.Reason)
+		if s.Code != 0 {
+			o.key("code")
+			o.b = strconv.AppendInt(o.b, int64(s.Code), 10)
+		}
+		b = o.end()
+	}
+	if len(ev.RequestObject) > 0 {
+		body, err := json.Marshal(ev.RequestObject)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"requestObject":`...)
+		b = append(b, body...)
+	}
+	b = append(b, `,"requestReceivedTimestamp":`...)
+	b = ev.RequestReceivedTimestamp.appendJSON(b)
+	b = append(b, `,"stageTimestamp":`...)
+	b = ev.StageTimestamp.appendJSON(b)
+	if len(ev.Annotations) > 0 {
+		b = append(b, `,"annotations":{`...)
+		for i, k := range sortedKeys(ev.Annotations) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, ev.Annotations[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+func appendUser(b []byte, u *UserInfo) []byte {
+	b = append(b, `{"username":`...)
+	b = appendString(b, u.Username)
+	if u.UID != "" {
+		b = append(b, `,"uid":`...)
+		b = appendString(b, u.UID)
+	}
+	if len(u.Groups) > 0 {
+		b = append(b, `,"groups":`...)
+		b = appendStrings(b, u.Groups)
+	}
+	if len(u.Extra) > 0 {
+		b = append(b, `,"extra":{`...)
+		for i, k := range sortedKeys(u.Extra) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendStrings(b, u.Extra[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendStrings writes a list; nil is null, as encoding/json writes it.
+func appendStrings(b []byte, l []string) []byte {
+	if l == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// object writes a JSON object of omitempty fields.
+type object struct {
+	b    []byte
+	more bool
+}
+
+func (o *object) key(k string) {
+	if o.more {
+		o.b = append(o.b, ',')
+	} else {
+		o.b = append(o.b, '{')
+		o.more = true
+	}
+	o.b = append(o.b, '"')
+	o.b = append(o.b, k...)
+	o.b = append(o.b, '"', ':')
+}
+
+func (o *object) str(k, v string) {
+	if v != "" {
+		o.key(k)
+		o.b = appendString(o.b, v)
+	}
+}
+
+func (o *object) end() []byte {
+	if !o.more {
+		return append(o.b, '{', '}')
+	}
+	return append(o.b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string the way encoding/json does with
+// HTML escaping on.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				// Control characters and <, >, &.
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 end lines in JavaScript.
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
