@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/pipeguard/pipeguard/agent/listen"
+)
+
+// Operations measured.
+const (
+	OpPathExists = "PathExists"
+	OpMkdir      = "Mkdir"
+)
+
+// target is one agent under load and the connections to it, one per
+// client.
+type target struct {
+	name    string // "ungated" or "gated"
+	proc    *child
+	conns   []*grpc.ClientConn
+	clients []fsv1.FilesystemClient
+	seq     atomic.Uint64 // names the directories Mkdir creates
+}
+
+// connect opens n connections to the filesystem v1 socket and makes one
+// call on each, so that they are up before anything is measured.
+func (t *target) connect(n int) error {
+	addr := "unix://" + listen.SocketPath(t.proc.SocketDir, "filesystem", "v1")
+	for len(t.conns) < n {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		c := fsv1.NewFilesystemClient(conn)
+		t.conns, t.clients = append(t.conns, conn), append(t.clients, c)
+		if err := t.call(OpPathExists)(c); err != nil {
+			return fmt.Errorf("%s agent: first call: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+func (t *target) close() {
+	for _, c := range t.conns {
+		c.Close()
+	}
+}
+
+// call returns a function making one op call. PathExists asks about a
+// directory that exists; Mkdir creates a new directory each time.
+func (t *target) call(op string) func(fsv1.FilesystemClient) error {
+	exists := &fsv1.PathExistsRequest{Path: filepath.Join(t.proc.Kubelet, "pods")}
+	return func(c fsv1.FilesystemClient) error {
+		if op == OpMkdir {
+			path := filepath.Join(t.proc.Kubelet, "pods", fmt.Sprintf("d%08d", t.seq.Add(1)))
+			_, err := c.Mkdir(context.Background(), &fsv1.MkdirRequest{Path: path})
+			return err
+		}
+		r, err := c.PathExists(context.Background(), exists)
+		if err == nil && !r.Exists {
+			err = fmt.Errorf("%s does not exist", exists.Path)
+		}
+		return err
+	}
+}
+
+// tally collects one target's calls over the slices of a case.
+type tally struct {
+	latencies []time.Duration
+	errors    int
+	firstErr  string
+	elapsed   time.Duration
+	cpu       time.Duration
+}
+
+// slice runs clients closed-loop workers against t for d: each makes a
+// call as soon as its previous one is answered.
+func (t *target) slice(op string, clients int, d time.Duration, into *tally) {
+	f := t.call(op)
+	cpu := t.proc.cpu()
+	lats := make([][]time.Duration, clients)
+	errs := make([]error, clients)
+	nerr := make([]int, clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range clients {
+		c := t.clients[i]
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				begin := time.Now()
+				if err := f(c); err != nil {
+					nerr[i]++
+					if errs[i] == nil {
+						errs[i] = err
+					}
+					continue
+				}
+				lats[i] = append(lats[i], time.Since(begin))
+			}
+		})
+	}
+	wg.Wait()
+	into.elapsed += time.Since(start)
+	into.cpu += t.proc.cpu() - cpu
+	for i := range clients {
+		into.latencies = append(into.latencies, lats[i]...)
+		into.errors += nerr[i]
+		if errs[i] != nil && into.firstErr == "" {
+			into.firstErr = errs[i].Error()
+		}
+	}
+}
+
+// measureCase loads both targets with the same op and number of clients,
+// alternating between them in slices (ungated first in one round, gated
+// first in the next) so that both see the same machine, until each has
+// been measured for d. Warm-up slices come first and are not counted.
+func measureCase(ctx context.Context, targets [2]*target, op string, clients int, d, warmup, slice time.Duration) (*Case, error) {
+	for _, t := range targets {
+		if err := t.connect(clients); err != nil {
+			return nil, err
+		}
+	}
+	var scratch tally
+	for w := time.Duration(0); w < warmup && ctx.Err() == nil; w += slice {
+		for _, t := range targets {
+			t.slice(op, clients, min(slice, warmup-w), &scratch)
+		}
+	}
+	var tallies [2]tally
+	for round := 0; ctx.Err() == nil; round++ {
+		left := d - tallies[0].elapsed
+		if left <= 0 {
+			break
+		}
+		for j := range 2 {
+			i := (j + round) % 2
+			targets[i].slice(op, clients, min(slice, left), &tallies[i])
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := &Case{Op: op, Clients: clients}
+	c.Ungated = summarize(&tallies[0], targets[0].proc)
+	c.Gated = summarize(&tallies[1], targets[1].proc)
+	if c.Gated.CallsPerSecond > 0 {
+		c.OverheadPercent = (c.Ungated.CallsPerSecond/c.Gated.CallsPerSecond - 1) * 100
+	}
+	if c.Ungated.P99 > 0 {
+		c.P99Ratio = c.Gated.P99 / c.Ungated.P99
+	}
+	return c, nil
+}
+
+func summarize(t *tally, p *child) *Stats {
+	s := &Stats{Calls: len(t.latencies) + t.errors, Errors: t.errors, FirstError: t.firstErr, Seconds: t.elapsed.Seconds()}
+	if t.elapsed > 0 {
+		s.CallsPerSecond = float64(len(t.latencies)) / t.elapsed.Seconds()
+		s.CoresUsed = t.cpu.Seconds() / t.elapsed.Seconds()
+	}
+	if n := len(t.latencies); n > 0 {
+		slices.Sort(t.latencies)
+		s.P50, s.P90, s.P99 = ms(quantile(t.latencies, 0.50)), ms(quantile(t.latencies, 0.90)), ms(quantile(t.latencies, 0.99))
+		s.Max = ms(t.latencies[n-1])
+		s.CPUPerCallMs = t.cpu.Seconds() * 1000 / float64(n)
+	}
+	s.RSSBytes, s.PeakRSSBytes = p.memory()
+	return s
+}
+
+// quantile is the nearest-rank quantile of sorted latencies.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(float64(len(sorted))*q+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

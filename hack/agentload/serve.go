@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/pipeguard/pipeguard/agent"
+	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/gate"
+	"github.com/pipeguard/pipeguard/agent/guard"
+	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+)
+
+// serveCommand is the hidden subcommand that runs one agent in a process
+// of its own: agentload re-executes itself with it, once gated and audited
+// and once with neither, so each agent's CPU time and RSS are its own and
+// the load generator stays out of both.
+const serveCommand = "serve"
+
+// auditMaxSize is pipeguard-agent's default --audit-log-maxsize.
+const auditMaxSize = 100 << 20
+
+// serving is what an agent process prints, as one JSON line on stdout,
+// once it listens.
+type serving struct {
+	SocketDir string `json:"socketDir"`
+	Kubelet   string `json:"kubelet"`
+	AuditLog  string `json:"auditLog,omitempty"`
+}
+
+// serveMain runs an agent process: an agent whose kubelet directory (and,
+// gated, whose audit log) lie in --dir, listening on unix sockets in a new
+// temporary directory. It prints a serving line and serves until stdin is
+// closed, which the parent does to stop it and which also happens when the
+// parent dies.
+func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agentload "+serveCommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	gated := fs.Bool("gated", false, "gate and audit every request, as pipeguard-agent does")
+	dir := fs.String("dir", "", "directory of the kubelet directory and the audit log")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *dir == "" {
+		if err == nil {
+			err = errors.New("--dir is required and there are no arguments")
+		}
+		fmt.Fprintln(stderr, "agentload serve:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	s, a, closeAudit, err := assemble(ctx, *dir, *gated)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentload serve:", err)
+		return 1
+	}
+	defer os.RemoveAll(s.SocketDir)
+	defer closeAudit()
+	if err := a.Listen(ctx); err != nil {
+		fmt.Fprintln(stderr, "agentload serve: listening:", err)
+		return 1
+	}
+	line, _ := json.Marshal(s)
+	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+		return 1
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		stop()
+	}()
+	if err := a.Serve(ctx); err != nil {
+		fmt.Fprintln(stderr, "agentload serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// assemble builds the agent as pipeguard-agent does with its defaults: the
+// shipped gate rules alone, Metadata audit level, requests denied when
+// their record cannot be written, the default durability of the audit
+// log, and no metrics listener.
+func assemble(ctx context.Context, dir string, gated bool) (serving, *agent.Agent, func() error, error) {
+	s := serving{Kubelet: filepath.Join(dir, "kubelet")}
+	closeAudit := func() error { return nil }
+	if err := os.MkdirAll(filepath.Join(s.Kubelet, "pods"), 0o755); err != nil {
+		return s, nil, closeAudit, err
+	}
+	o := agent.Options{Log: logr.Discard(), KubeletPath: s.Kubelet, MetricsBindAddress: "0"}
+	if gated {
+		engine, err := gate.New(ctx, gate.Options{Log: logr.Discard()})
+		if err != nil {
+			return s, nil, closeAudit, fmt.Errorf("gate: %w", err)
+		}
+		s.AuditLog = filepath.Join(dir, "audit", "audit.log")
+		if err := os.MkdirAll(filepath.Dir(s.AuditLog), 0o755); err != nil {
+			return s, nil, closeAudit, err
+		}
+		log, err := audit.Open(audit.Options{Path: s.AuditLog, MaxSize: auditMaxSize, Log: logr.Discard()})
+		if err != nil {
+			return s, nil, closeAudit, fmt.Errorf("audit log: %w", err)
+		}
+		closeAudit = log.Close
+		o.Guard = &guard.Options{Log: logr.Discard(), Gate: engine, Audit: log}
+	}
+	// Unix socket paths are short (108 bytes): the sockets go to a new
+	// directory in the temporary directory, not below dir.
+	var err error
+	if s.SocketDir, err = os.MkdirTemp("", "pgal-"); err != nil {
+		return s, nil, closeAudit, err
+	}
+	o.SocketDir = s.SocketDir
+	a, err := agent.New(o)
+	if err != nil {
+		os.RemoveAll(s.SocketDir)
+		return s, nil, closeAudit, err
+	}
+	return s, a, closeAudit, nil
+}
+
+// child is an agent process started by startChild.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *bytes.Buffer
+	pid    string
+	serving
+}
+
+func (c *child) cpu() time.Duration     { return sysinfo.CPUTime(c.pid) }
+func (c *child) memory() (int64, int64) { return sysinfo.Memory(c.pid) }
+
+// childStartTimeout bounds how long an agent process may take to start.
+const childStartTimeout = 30 * time.Second
+
+// startChild starts an agent process: this executable, re-run with the
+// serve subcommand.
+func startChild(ctx context.Context, dir string, gated bool) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to run the agent: %w", err)
+	}
+	cmd := exec.Command(exe, serveCommand, "--dir", dir, "--gated="+strconv.FormatBool(gated))
+	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = c.stderr
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the agent process: %w", err)
+	}
+	c.pid = strconv.Itoa(cmd.Process.Pid)
+	line := make(chan []byte, 1)
+	go func() {
+		b, _ := bufio.NewReader(out).ReadBytes('\n')
+		line <- b
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case b := <-line:
+		if err := json.Unmarshal(b, &c.serving); err != nil || c.SocketDir == "" {
+			c.kill()
+			return nil, fmt.Errorf("agent process did not start: %s", strings.TrimSpace(c.stderr.String()))
+		}
+		return c, nil
+	case <-time.After(childStartTimeout):
+		c.kill()
+		return nil, fmt.Errorf("agent process did not listen within %v", childStartTimeout)
+	case <-ctx.Done():
+		c.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// stop closes the agent process's stdin, which makes it shut down, and
+// waits for it; one that does not exit within 10s is killed.
+func (c *child) stop() error {
+	c.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("agent process: %w: %s", err, strings.TrimSpace(c.stderr.String()))
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+		return errors.New("agent process did not stop within 10s and was killed")
+	}
+}
+
+func (c *child) kill() {
+	c.stdin.Close()
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}
