@@ -26,6 +26,9 @@ func TestParseFlags(t *testing.T) {
 	if strings.Join(cfg.ops, ",") != "PathExists,Mkdir" || len(cfg.clients) != 2 || cfg.clients[0] != 1 || cfg.clients[1] != 16 {
 		t.Fatalf("defaults: ops %v, clients %v; want PathExists,Mkdir with 1 and 16 clients", cfg.ops, cfg.clients)
 	}
+	if cfg, err := parseFlags([]string{"--dir", "rel"}); err != nil || !filepath.IsAbs(cfg.dir) {
+		t.Fatalf("--dir rel: %v, %q; want an absolute path", err, cfg.dir)
+	}
 	for name, args := range map[string][]string{
 		"unknown op":        {"--ops", "PathExists,Rmdir"},
 		"no clients":        {"--clients", "0"},

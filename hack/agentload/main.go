@@ -142,6 +142,13 @@ func parseFlags(args []string) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q; every setting is a flag", fs.Args())
 	}
+	if cfg.dir != "" {
+		abs, err := filepath.Abs(cfg.dir)
+		if err != nil {
+			return nil, fmt.Errorf("--dir: %w", err)
+		}
+		cfg.dir = abs
+	}
 	for f := range strings.SplitSeq(*ops, ",") {
 		switch f = strings.TrimSpace(f); f {
 		case OpPathExists, OpMkdir:

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+)
+
+// The report of testdata holds the machine, each target checked, and a row
+// for every run and ratio, and is the same each time it is written.
+func TestReportTables(t *testing.T) {
+	in, err := readInput("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(report(in, 312*time.Second))
+	if again := string(report(in, 312*time.Second)); again != got {
+		t.Fatal("two reports of the same input differ")
+	}
+	for _, want := range []string{
+		"| CPU | Test CPU @ 2.50GHz |",
+		"| cores | 2 (GOMAXPROCS 2) |",
+		"| Go | go1.26.0 linux/amd64 |",
+		"| load average at the start (1, 5, 15 min) | 0.10 0.20 0.30 |",
+		"| date | 2026-01-02T03:04:05Z |",
+		"| `make bench` up to this report | 5m12s |",
+		// Targets.
+		"| pipeguard's saturated throughput ≥ 70.0% of the Go baseline's | 75.0% (3,000 against 4,000 reviews/s, closed loop with 16 workers; by server CPU per review 50.0%) | yes |",
+		"| pipeguard's p99 ≤ 2 ms at 1,000 reviews/s | 1.800 ms (from send 1.620 ms; baseline 1.200 ms) | yes |",
+		"| 10,000 namespaces, 50 policies: review latency within 2× of the small case | 1,000/s p50 1.25×, p99 1.39×; closed loop, 16 workers p50 1.40×, p99 2.50× | **no** |",
+		"| 10,000 namespaces, 50 policies: peak RSS within 2× of the small case | 1,000/s 1.70×; closed loop, 16 workers 1.70× | yes |",
+		"| agent: cost of gate and audit (reported, no target) | PathExists ×1 +60.0%; Mkdir ×16 +100.0% | – |",
+		"![p50 and p99 latency of pipeguard and the Go baseline against the offered rate](latency.svg)",
+		// Open loop, closed loop, ratios.
+		"| 1,000 | pipeguard | 1,000 | 0.800 | 1.300 | 1.800 | 6.000 | 1.620 | 0.500 | 0 | 0 | 0.600 | 51.0 | 53.0 |",
+		"| 5,000 | baseline | 4,000 | 20.000 | 40.000 | 60.000 | 90.000 | 54.000 | 0.500 | 5000 | 0 | 0.250 | 45.0 | 47.0 |",
+		"| 16 | pipeguard | 3,000 | 5.000 | 8.000 | 12.000 | 25.000 | 0 | 1.50 | 0.30 | 0.500 | 55.0 | 56.0 |",
+		"| 1,000/s | 100.0% | 1.33× | 1.50× | 2.00× |",
+		"| closed loop, 16 workers | 75.0% | 1.43× | 1.33× | 2.00× |",
+		// Scale.
+		"| 1,000/s | 10,000 | 50 | 1,000 | 1.000 | 2.500 | 8.000 | 0 | 0.800 | 80.0 | 90.0 |",
+		"| 1,000/s | 1.25× | 1.39× | 1.00× | 1.33× | 1.70× | yes |",
+		"| closed loop, 16 workers | 1.40× | 2.50× | 0.67× | 1.40× | 1.70× | **no** |",
+		// Agent.
+		"with its audit log on ext4",
+		"| PathExists | 1 | ungated | 8,000 | 0.100 | 0.150 | 0.400 | 1.200 | 0 | 0.080 | 50.0 | 51.0 |",
+		"| Mkdir | 16 | gated + audited | 2,000 | 7.000 | 10.500 | 24.000 | 72.000 | 0 | 0.400 | 53.0 | 54.0 |",
+		"| Mkdir | 16 | 50.0% | +100.0% | 2.00× |",
+		// Go benchmarks: results, not the noise around them.
+		"pkg: github.com/pipeguard/pipeguard/webhook\nBenchmarkReviewDeniedPod",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks\n%s", want)
+		}
+	}
+	for _, unwanted := range []string{"goarch:", "PASS", "ok  \t"} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("report holds %q", unwanted)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", got)
+	}
+}
+
+// The plot is well-formed SVG with a p50 and a p99 series for each target,
+// one point per offered rate, and the p99 target line.
+func TestLatencySVG(t *testing.T) {
+	in, err := readInput("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := latencySVG(in.Webhook)
+	if !bytes.Equal(svg, latencySVG(in.Webhook)) {
+		t.Fatal("two plots of the same input differ")
+	}
+	points := map[string]int{}
+	ids := map[string]bool{}
+	var root string
+	var current string
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = e.Name.Space + " " + e.Name.Local
+			}
+			for _, a := range e.Attr {
+				if a.Name.Local == "id" {
+					ids[a.Value] = true
+					if strings.HasPrefix(a.Value, "series-") {
+						current = a.Value
+					}
+				}
+			}
+			if e.Name.Local == "circle" && current != "" {
+				points[current]++
+			}
+		case xml.EndElement:
+			if e.Name.Local == "g" {
+				current = ""
+			}
+		}
+	}
+	if root != "http://www.w3.org/2000/svg svg" {
+		t.Errorf("root element %q", root)
+	}
+	for _, s := range []string{"series-pipeguard-p50", "series-pipeguard-p99", "series-baseline-p50", "series-baseline-p99"} {
+		if points[s] != 3 {
+			t.Errorf("%s: %d points, want 3 (500, 1,000 and 5,000/s)", s, points[s])
+		}
+	}
+	if !ids["p99-target"] || !ids["axes"] {
+		t.Errorf("no p99 target line or axes: ids %v", ids)
+	}
+	if err := xml.Unmarshal(latencySVG(nil), new(struct{})); err != nil {
+		t.Errorf("plot without runs is not well-formed: %v", err)
+	}
+}
+
+func TestRun(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr strings.Builder
+	if code := run([]string{"--in", "testdata", "--out", out, "--elapsed", "90s"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d: %s", code, stderr.String())
+	}
+	for _, f := range []string{"README.md", "latency.svg"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+
+	stdout.Reset()
+	if code := run([]string{"machine"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("machine: exit code %d", code)
+	}
+	var m sysinfo.Machine
+	if err := json.Unmarshal([]byte(stdout.String()), &m); err != nil || m.Cores < 1 || m.GoVersion == "" {
+		t.Fatalf("machine: %v %+v", err, m)
+	}
+}
+
+func TestRunRejects(t *testing.T) {
+	empty := t.TempDir()
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+	}{
+		"stray argument":   {[]string{"now"}, 2},
+		"negative elapsed": {[]string{"--elapsed", "-1s"}, 2},
+		"empty out":        {[]string{"--out", ""}, 2},
+		"unknown flag":     {[]string{"--rate", "5"}, 2},
+		"machine argument": {[]string{"machine", "x"}, 2},
+		"no results":       {[]string{"--in", empty, "--out", t.TempDir()}, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			if code := run(tc.args, &stdout, &stderr); code != tc.code || !strings.HasPrefix(stderr.String(), "benchreport") {
+				t.Fatalf("exit code %d, stderr %q; want %d and the reason", code, stderr.String(), tc.code)
+			}
+		})
+	}
+}
+
+// A run with an unknown mode is refused rather than reported wrongly.
+func TestReadInputRejectsBadRuns(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"machine.json", "agent.json"} {
+		b, _ := os.ReadFile(filepath.Join("testdata", f))
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "webhook.json"), []byte(`[{"target":"pipeguard","mode":"sideways"}]`), 0o644)
+	if _, err := readInput(dir); err == nil {
+		t.Fatal("no error")
+	}
+}
