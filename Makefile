@@ -71,9 +71,38 @@ test: lint verify-generated control-plane ## Run every test: lint, unit, rego, f
 fuzz: ## Fuzz the pipe path normalizer for FUZZTIME (default 3m).
 	$(GO) test ./webhook/pipepath -run '^$$' -fuzz FuzzClassify -fuzztime $${FUZZTIME:-3m}
 
+# make bench writes its raw results to BENCH_OUT and the report to
+# docs/benchmarks. BENCH_DURATION is the measured time of each load run,
+# budgeted so that make bench takes under 10 minutes on 2 cores.
+BENCH_OUT      ?= $(BIN)/bench
+BENCH_DURATION ?= 8s
+
 .PHONY: bench
-bench: ## Run the Go benchmarks on one core.
-	$(GO) test ./webhook/... ./policy/... ./agent/... -run '^$$' -bench . -benchmem -cpu 1
+bench: ## Run every benchmark and write the report docs/benchmarks/README.md with latency.svg (under 10 minutes).
+	@start=$$(date +%s); status=0; \
+	$(MAKE) --no-print-directory bench-go bench-load || status=$$?; \
+	$(GO) run ./hack/benchreport --in $(BENCH_OUT) --out docs/benchmarks --elapsed $$(( $$(date +%s) - start ))s || status=1; \
+	echo "make bench: $$(( $$(date +%s) - start )) s wall time"; \
+	exit $$status
+
+.PHONY: bench-go
+bench-go: ## Run the Go benchmarks on one core (output also in BENCH_OUT/gobench.txt).
+	mkdir -p $(BENCH_OUT)
+	$(GO) test ./webhook/... ./policy/... ./agent/... ./hack/loadtest -run '^$$' -bench . -benchmem -cpu 1 | tee $(BENCH_OUT)/gobench.txt
+
+.PHONY: bench-load
+bench-load: ## Load the webhook (hack/loadtest) and the agent (hack/agentload) into BENCH_OUT/*.json.
+	mkdir -p $(BENCH_OUT)
+	rm -f $(BENCH_OUT)/machine.json $(BENCH_OUT)/webhook.json $(BENCH_OUT)/scale.json $(BENCH_OUT)/agent.json
+	$(GO) run ./hack/benchreport machine > $(BENCH_OUT)/machine.json
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_OUT)/ ./hack/loadtest ./hack/agentload
+	@status=0; \
+	$(BENCH_OUT)/loadtest --target both --rates 500,1000,2000,5000 --closed 16 --duration $(BENCH_DURATION) --warmup 2s \
+		--json $(BENCH_OUT)/webhook.json || status=1; \
+	$(BENCH_OUT)/loadtest --target pipeguard --namespaces 10000 --policies 50 --rate 1000 --closed 16 \
+		--duration $(BENCH_DURATION) --warmup 2s --json $(BENCH_OUT)/scale.json || status=1; \
+	$(BENCH_OUT)/agentload --duration 5s --warmup 1s --dir $(BENCH_OUT) --json $(BENCH_OUT)/agent.json || status=1; \
+	exit $$status
 
 ##@ Deployment
 

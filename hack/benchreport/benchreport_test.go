@@ -29,7 +29,7 @@ func TestReportTables(t *testing.T) {
 		"| CPU | Test CPU @ 2.50GHz |",
 		"| cores | 2 (GOMAXPROCS 2) |",
 		"| Go | go1.26.0 linux/amd64 |",
-		"| load average at the start (1, 5, 15 min) | 0.10 0.20 0.30 |",
+		"| load average before the load runs (1, 5, 15 min) | 0.10 0.20 0.30 |",
 		"| date | 2026-01-02T03:04:05Z |",
 		"| `make bench` up to this report | 5m12s |",
 		// Targets.

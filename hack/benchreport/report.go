@@ -43,7 +43,7 @@ func machine(w writer, in *Input, elapsed time.Duration) {
 	w("| CPU | %s |\n", cell(m.CPUModel))
 	w("| cores | %d (GOMAXPROCS %d) |\n", m.Cores, m.GOMAXPROCS)
 	w("| Go | %s %s/%s |\n", cell(m.GoVersion), cell(m.OS), cell(m.Arch))
-	w("| load average at the start (1, 5, 15 min) | %s |\n", cell(m.LoadAverage))
+	w("| load average before the load runs (1, 5, 15 min) | %s |\n", cell(m.LoadAverage))
 	w("| date | %s |\n", cell(m.Date))
 	if elapsed > 0 {
 		w("| `make bench` up to this report | %s |\n", elapsed.Round(time.Second))
