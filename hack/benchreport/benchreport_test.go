@@ -61,13 +61,25 @@ func TestReportTables(t *testing.T) {
 			t.Errorf("report lacks\n%s", want)
 		}
 	}
-	for _, unwanted := range []string{"goarch:", "PASS", "ok  \t"} {
+	for _, unwanted := range []string{"goarch:", "PASS", "ok  \t", "The machine was busy"} {
 		if strings.Contains(got, unwanted) {
 			t.Errorf("report holds %q", unwanted)
 		}
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", got)
+	}
+}
+
+// A report of runs on a busy machine says so.
+func TestReportNotesABusyMachine(t *testing.T) {
+	in, err := readInput("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Machine.LoadAverage = "3.52 2.00 1.00"
+	if got := string(report(in, 0)); !strings.Contains(got, "busy with other work when the load runs started (load average 3.52 on 2 cores)") {
+		t.Errorf("no note of the load in\n%s", got)
 	}
 }
 

@@ -49,6 +49,13 @@ func machine(w writer, in *Input, elapsed time.Duration) {
 		w("| `make bench` up to this report | %s |\n", elapsed.Round(time.Second))
 	}
 	w("\n")
+	if f := strings.Fields(m.LoadAverage); len(f) > 0 && m.Cores > 0 {
+		if load, err := strconv.ParseFloat(f[0], 64); err == nil && load > float64(m.Cores)/2 {
+			w("The machine was busy with other work when the load runs started (load average %s on %d cores), so the\n", f[0], m.Cores)
+			w("absolute numbers, latency percentiles above all, reflect contention; the ratios of runs made side by side, and\n")
+			w("CPU time per review, are the more telling.\n\n")
+		}
+	}
 }
 
 // targets checks the results against the targets of the issue.
