@@ -69,7 +69,8 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	b = ev.StageTimestamp.appendJSON(b)
 	if len(ev.Annotations) > 0 {
 		b = append(b, `,"annotations":{`...)
-		for i, k := range sortedKeys(ev.Annotations) {
+		var buf [16]string
+		for i, k := range sortedKeys(buf[:], ev.Annotations) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -95,7 +96,8 @@ func appendUser(b []byte, u *UserInfo) []byte {
 	}
 	if len(u.Extra) > 0 {
 		b = append(b, `,"extra":{`...)
-		for i, k := range sortedKeys(u.Extra) {
+		var buf [16]string
+		for i, k := range sortedKeys(buf[:], u.Extra) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -123,8 +125,9 @@ func appendStrings(b []byte, l []string) []byte {
 	return append(b, ']')
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns the keys of m in order, in buf when they fit.
+func sortedKeys[V any](buf []string, m map[string]V) []string {
+	keys := buf[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -166,6 +169,14 @@ func (o *object) end() []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// safeASCII marks the ASCII bytes written as they are.
+var safeASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string the way encoding/json does with
 // HTML escaping on.
 func appendString(b []byte, s string) []byte {
@@ -174,7 +185,7 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if safeASCII[c] {
 				i++
 				continue
 			}

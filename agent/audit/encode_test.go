@@ -146,3 +146,32 @@ func TestWrittenRecordsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestMicroTimeMatchesLayout checks the timestamp writer against
+// time.AppendFormat, in and out of the four-digit years.
+func TestMicroTimeMatchesLayout(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 5*3600+1800), time.FixedZone("west", -8*3600)}
+	times := []time.Time{
+		time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 15, 8, 30, 0, 0, time.UTC),
+		time.Date(2000, 2, 29, 1, 2, 3, 4567, time.UTC),
+		time.Unix(0, 0),
+	}
+	for _, tt := range times {
+		for _, z := range zones {
+			mt := MicroTime{tt.In(z)}
+			w := append([]byte{'"'}, tt.UTC().AppendFormat(nil, microLayout)...)
+			w = append(w, '"')
+			if got := mt.appendJSON(nil); !bytes.Equal(got, w) {
+				t.Errorf("%v: got %s, want %s", mt.Time, got, w)
+			}
+		}
+	}
+	if got := (MicroTime{}).appendJSON(nil); string(got) != "null" {
+		t.Errorf("zero time: got %s, want null", got)
+	}
+}

@@ -155,9 +155,40 @@ func (t MicroTime) appendJSON(b []byte) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
+	u := t.UTC()
+	year, month, day := u.Date()
+	if year < 0 || year > 9999 {
+		b = append(b, '"')
+		b = u.AppendFormat(b, microLayout)
+		return append(b, '"')
+	}
+	hour, minute, sec := u.Clock()
+	// 2006-01-02T15:04:05.000000Z, as microLayout writes a UTC time.
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, microLayout)
-	return append(b, '"')
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, u.Nanosecond()/1000, 6)
+	return append(b, 'Z', '"')
+}
+
+// appendDigits writes n, which is not negative, zero-padded to width digits.
+func appendDigits(b []byte, n, width int) []byte {
+	var d [8]byte
+	for i := width - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[:width]...)
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
