@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -83,6 +84,16 @@ type Guard struct {
 	o             Options
 	auditFailures *prometheus.CounterVec
 	decisions     *prometheus.CounterVec
+	allowed       sync.Map // API group → its allow counter
+}
+
+// countAllowed counts an allow decision of an API group.
+func (g *Guard) countAllowed(group string) {
+	c, ok := g.allowed.Load(group)
+	if !ok {
+		c, _ = g.allowed.LoadOrStore(group, g.decisions.WithLabelValues(group, audit.DecisionAllow, ""))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // New checks the options.
@@ -137,6 +148,9 @@ type call struct {
 	agent    string // user agent
 	received time.Time
 	auditID  string
+	// user is the record's user, built with the first record: by then
+	// the caller is final.
+	user *audit.UserInfo
 }
 
 // Unary is the interceptor.
@@ -166,7 +180,7 @@ func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 			g.auditFailures.WithLabelValues("completed").Inc()
 			logr.FromContextOrDiscard(ctx).Error(err, "AUDIT COMPLETION LOST: the host operation ran and its write-ahead record is on disk", "auditID", ev.AuditID)
 		} else {
-			g.decisions.WithLabelValues(c.ep.Group, audit.DecisionAllow, "").Inc()
+			g.countAllowed(c.ep.Group)
 		}
 		return resp, herr
 	}
@@ -203,12 +217,10 @@ func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 func (g *Guard) begin(ctx context.Context, fullMethod string, req map[string]any) *call {
 	ep, _ := endpoint.FromContext(ctx)
 	c := &call{ep: ep, method: path.Base(fullMethod), full: fullMethod, req: req, received: g.o.Now(), auditID: uuid.NewString()}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if ua := md.Get("user-agent"); len(ua) > 0 {
-			c.agent = ua[0]
-		}
+	if ua := metadata.ValueFromIncomingContext(ctx, "user-agent"); len(ua) > 0 {
+		c.agent = ua[0]
 	}
-	_ = grpc.SetHeader(ctx, metadata.Pairs(AuditIDHeader, c.auditID))
+	_ = grpc.SetHeader(ctx, metadata.MD{AuditIDHeader: {c.auditID}})
 	return c
 }
 
@@ -257,8 +269,7 @@ func (g *Guard) authorize(ctx context.Context, c *call) error {
 
 // token verifies an "authorization: Bearer" token when one is sent.
 func (g *Guard) token(ctx context.Context, c *call) error {
-	md, _ := metadata.FromIncomingContext(ctx)
-	values := md.Get("authorization")
+	values := metadata.ValueFromIncomingContext(ctx, "authorization")
 	if len(values) == 0 {
 		return nil
 	}
@@ -303,7 +314,7 @@ func (g *Guard) write(ctx context.Context, ev *audit.Event, durable bool) error 
 	err := g.o.Audit.Append(ev, durable)
 	if err == nil {
 		if ev.Stage == audit.StageResponseComplete {
-			g.decisions.WithLabelValues(ev.ObjectRef.Resource, audit.DecisionAllow, "").Inc()
+			g.countAllowed(ev.ObjectRef.Resource)
 		}
 		return nil
 	}
@@ -320,9 +331,13 @@ func (g *Guard) write(ctx context.Context, ev *audit.Event, durable bool) error 
 
 // event builds the record of a call at a stage.
 func (g *Guard) event(c *call, stage audit.Stage, at time.Time) *audit.Event {
+	if c.user == nil {
+		u := userInfo(c.caller)
+		c.user = &u
+	}
 	ev := &audit.Event{
 		Kind: audit.Kind, APIVersion: audit.APIVersion, Level: g.o.Level, AuditID: c.auditID, Stage: stage,
-		RequestURI: c.full, Verb: c.method, User: userInfo(c.caller), UserAgent: c.agent,
+		RequestURI: c.full, Verb: c.method, User: *c.user, UserAgent: c.agent,
 		ObjectRef:                &audit.ObjectReference{Resource: c.ep.Group, APIGroup: "csi-proxy", APIVersion: c.ep.Version, Name: objectName(c.req)},
 		RequestReceivedTimestamp: stamp(c.received), StageTimestamp: stamp(at),
 		Annotations: map[string]string{audit.AnnotationRecord: audit.RecordRequest},

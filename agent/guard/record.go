@@ -41,10 +41,13 @@ func toUint(v any) uint64 {
 }
 
 func userInfo(c *identity.Caller) audit.UserInfo {
-	extra := map[string][]string{}
+	extra := make(map[string][]string, 12)
+	// One backing array for the single-value lists.
+	values := make([]string, 0, 11)
 	set := func(k, v string) {
 		if v != "" {
-			extra[k] = []string{v}
+			values = append(values, v)
+			extra[k] = values[len(values)-1 : len(values) : len(values)]
 		}
 	}
 	if c.PID > 0 {
