@@ -71,6 +71,8 @@ type Log struct {
 	buf           []byte // the line being written; reused
 	closed        bool
 	syncMu        sync.Mutex
+	syncDone      *sync.Cond // on syncMu, broadcast when an fsync ends
+	syncing       bool       // an fsync is running; syncMu is held to read it
 	synced        atomic.Uint64
 	syncErrs      atomic.Uint64
 }
@@ -107,6 +109,7 @@ func Open(o Options) (*Log, error) {
 		return nil, fmt.Errorf("creating the audit log directory: %w", err)
 	}
 	l := &Log{o: o, prev: Genesis}
+	l.syncDone = sync.NewCond(&l.syncMu)
 	start := map[string]string{AnnotationCheckpoint: "start"}
 
 	t, err := readTail(o.Path)
@@ -424,23 +427,33 @@ func (l *Log) Sync() error {
 }
 
 // syncTo returns once record seq is on disk. One caller at a time fsyncs,
-// covering every record written before it started; the others wait and
-// usually find their record covered (group commit).
+// covering every record written before it started; the others wait for it
+// and are all woken when it ends, so those it covered return at once and
+// one of the rest starts the next fsync for everything written meanwhile
+// (group commit).
 func (l *Log) syncTo(seq uint64) error {
+	if l.synced.Load() >= seq {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	for l.synced.Load() < seq {
-		l.syncMu.Lock()
-		if l.synced.Load() >= seq {
-			l.syncMu.Unlock()
-			return nil
+		if l.syncing {
+			l.syncDone.Wait()
+			continue
 		}
+		l.syncing = true
 		l.mu.Lock()
 		f, target := l.f, l.seq
 		l.mu.Unlock()
+		l.syncMu.Unlock()
 		err := f.Sync()
+		l.syncMu.Lock()
+		l.syncing = false
 		if err == nil {
 			l.storeSynced(target)
 		}
-		l.syncMu.Unlock()
+		l.syncDone.Broadcast()
 		if err != nil {
 			if l.synced.Load() >= seq {
 				return nil // the file was rotated and synced meanwhile

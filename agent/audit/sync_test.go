@@ -1,0 +1,83 @@
+package audit
+
+import (
+	"os"
+	"runtime"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// gatedFile is a real file whose Sync, once armed, waits until released.
+type gatedFile struct {
+	*os.File
+	syncs   atomic.Int64
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f *gatedFile) Sync() error {
+	f.syncs.Add(1)
+	if f.armed.CompareAndSwap(true, false) {
+		f.entered <- struct{}{}
+		<-f.release
+	}
+	return f.File.Sync()
+}
+
+// TestDurableAppendsShareFsync holds one fsync while more durable records
+// are written: when it ends, every one of them is covered by a single
+// further fsync, and all of them return only after it.
+func TestDurableAppendsShareFsync(t *testing.T) {
+	gf := &gatedFile{entered: make(chan struct{}), release: make(chan struct{})}
+	l := openLog(t, Options{Path: filepath.Join(t.TempDir(), "audit.log"), OpenFile: func(p string) (File, error) {
+		f, err := openAppend(p)
+		if err != nil {
+			return nil, err
+		}
+		gf.File = f.(*os.File)
+		return gf, nil
+	}})
+	defer l.Close()
+	gf.armed.Store(true)
+	base := gf.syncs.Load()
+
+	first := make(chan error, 1)
+	go func() { first <- l.Append(request(0, DecisionAllow), true) }()
+	<-gf.entered // the first record's fsync is running
+
+	const n = 8
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		wg.Go(func() {
+			errs <- l.Append(request(i, DecisionAllow), true)
+			done.Add(1)
+		})
+	}
+	for l.Seq() < 2+n { // the start checkpoint, the first record, n more
+		waitABit()
+	}
+	if d := done.Load(); d != 0 {
+		t.Fatalf("%d durable appends returned before any fsync covered them", d)
+	}
+	close(gf.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gf.syncs.Load() - base; got != 2 {
+		t.Errorf("%d fsyncs for %d durable records written during one fsync, want 2 (the held one and one shared)", got, n+1)
+	}
+}
+
+func waitABit() { runtime.Gosched() }
