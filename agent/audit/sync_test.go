@@ -2,8 +2,8 @@ package audit
 
 import (
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
