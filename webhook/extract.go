@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kjson "sigs.k8s.io/json"
 )
 
 // subject is what a supported object amounts to for pipe access: a pod spec
@@ -38,25 +37,26 @@ func Supported(gk schema.GroupKind) bool {
 func extract(gk schema.GroupKind, raw []byte) (*subject, error) {
 	switch gk {
 	case schema.GroupKind{Kind: "Pod"}:
-		var o podObject
-		return decode(raw, &o, func() *subject { return &subject{name: o.Metadata.Name, spec: &o.Spec} })
+		return decodeAs(raw, (*reader).podObject, func(o *podObject) *subject {
+			return &subject{name: o.Metadata.Name, spec: &o.Spec}
+		})
 	case schema.GroupKind{Kind: "PodTemplate"}:
-		var o podTemplateObject
-		return decode(raw, &o, func() *subject { return &subject{name: o.Metadata.Name, spec: &o.Template.Spec} })
+		return decodeAs(raw, (*reader).podTemplateObject, func(o *podTemplateObject) *subject {
+			return &subject{name: o.Metadata.Name, spec: &o.Template.Spec}
+		})
 	case schema.GroupKind{Kind: "PersistentVolume"}:
-		var o persistentVolumeObject
-		return decode(raw, &o, func() *subject { return &subject{name: o.Metadata.Name, pv: &o} })
+		return decodeAs(raw, (*reader).persistentVolumeObject, func(o *persistentVolumeObject) *subject {
+			return &subject{name: o.Metadata.Name, pv: o}
+		})
 	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
-		var o cronJobObject
-		return decode(raw, &o, func() *subject {
+		return decodeAs(raw, (*reader).cronJobObject, func(o *cronJobObject) *subject {
 			return &subject{name: o.Metadata.Name, spec: &o.Spec.JobTemplate.Spec.Template.Spec}
 		})
 	case schema.GroupKind{Kind: "ReplicationController"},
 		schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
 		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
 		schema.GroupKind{Group: "batch", Kind: "Job"}:
-		var o templatedObject
-		return decode(raw, &o, func() *subject {
+		return decodeAs(raw, (*reader).templatedObject, func(o *templatedObject) *subject {
 			s := &subject{name: o.Metadata.Name}
 			if o.Spec.Template != nil {
 				s.spec = &o.Spec.Template.Spec
@@ -67,9 +67,11 @@ func extract(gk schema.GroupKind, raw []byte) (*subject, error) {
 	return nil, fmt.Errorf("kind %s is not reviewed", gk)
 }
 
-func decode(raw []byte, into any, done func() *subject) (*subject, error) {
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, into); err != nil {
+// decodeAs reads raw as a T and makes the subject of it.
+func decodeAs[T any](raw []byte, read func(*reader, *T), subj func(*T) *subject) (*subject, error) {
+	var o T
+	if err := decodeObject(raw, func(r *reader) { read(r, &o) }); err != nil {
 		return nil, err
 	}
-	return done(), nil
+	return subj(&o), nil
 }

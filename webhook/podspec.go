@@ -3,7 +3,9 @@ package webhook
 // The handler decodes only the fields it reads. Decoding whole Kubernetes
 // objects costs more than deciding on them; these types mirror the
 // corresponding k8s.io/api fields and JSON names exactly, and the handler
-// tests encode real k8s.io/api objects to check that they do.
+// tests encode real k8s.io/api objects to check that they do. The readers
+// at the end of this file fill them (see objjson.go); their json tags are
+// what FuzzDecodeMatchesJSON checks the readers against.
 
 type objectMeta struct {
 	Name string `json:"name"`
@@ -96,4 +98,298 @@ type persistentVolumeObject struct {
 		HostPath *pathOnly `json:"hostPath"`
 		Local    *pathOnly `json:"local"`
 	} `json:"spec"`
+}
+
+// Readers for the types above, field for field. Each case returns a bit of
+// its own within its object so that a repeated field is refused.
+
+func (r *reader) objectMeta(m *objectMeta) {
+	r.fields(func(name []byte) uint32 {
+		if string(name) == "name" {
+			r.str(&m.Name)
+			return 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) podSpec(s *podSpec) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "volumes":
+			readSlice(r, &s.Volumes, r.volume)
+			return 1 << 0
+		case "initContainers":
+			readSlice(r, &s.InitContainers, r.container)
+			return 1 << 1
+		case "containers":
+			readSlice(r, &s.Containers, r.container)
+			return 1 << 2
+		case "ephemeralContainers":
+			readSlice(r, &s.EphemeralContainers, r.container)
+			return 1 << 3
+		case "serviceAccountName":
+			r.str(&s.ServiceAccountName)
+			return 1 << 4
+		case "serviceAccount":
+			r.str(&s.DeprecatedServiceAccount)
+			return 1 << 5
+		case "securityContext":
+			readPtr(r, &s.SecurityContext, r.podSecurityContext)
+			return 1 << 6
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) volume(v *volume) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "name":
+			r.str(&v.Name)
+			return 1 << 0
+		case "hostPath":
+			readPtr(r, &v.HostPath, r.pathOnly)
+			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) pathOnly(p *pathOnly) {
+	r.fields(func(name []byte) uint32 {
+		if string(name) == "path" {
+			r.str(&p.Path)
+			return 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) container(c *container) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "name":
+			r.str(&c.Name)
+			return 1 << 0
+		case "volumeMounts":
+			readSlice(r, &c.VolumeMounts, r.volumeMount)
+			return 1 << 1
+		case "securityContext":
+			readPtr(r, &c.SecurityContext, r.securityContext)
+			return 1 << 2
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) volumeMount(m *volumeMount) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "name":
+			r.str(&m.Name)
+			return 1 << 0
+		case "readOnly":
+			r.boolean(&m.ReadOnly)
+			return 1 << 1
+		case "subPath":
+			r.str(&m.SubPath)
+			return 1 << 2
+		case "subPathExpr":
+			r.str(&m.SubPathExpr)
+			return 1 << 3
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) securityContext(sc *securityContext) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "privileged":
+			r.boolPtr(&sc.Privileged)
+			return 1 << 0
+		case "windowsOptions":
+			readPtr(r, &sc.WindowsOptions, r.windowsOptions)
+			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) podSecurityContext(sc *podSecurityContext) {
+	r.fields(func(name []byte) uint32 {
+		if string(name) == "windowsOptions" {
+			readPtr(r, &sc.WindowsOptions, r.windowsOptions)
+			return 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) windowsOptions(w *windowsOptions) {
+	r.fields(func(name []byte) uint32 {
+		if string(name) == "hostProcess" {
+			r.boolPtr(&w.HostProcess)
+			return 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) podTemplateSpec(t *podTemplateSpec) {
+	r.fields(func(name []byte) uint32 {
+		if string(name) == "spec" {
+			r.podSpec(&t.Spec)
+			return 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) podObject(o *podObject) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "metadata":
+			r.objectMeta(&o.Metadata)
+			return 1 << 0
+		case "spec":
+			r.podSpec(&o.Spec)
+			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) templatedObject(o *templatedObject) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "metadata":
+			r.objectMeta(&o.Metadata)
+			return 1 << 0
+		case "spec":
+			r.fields(func(name []byte) uint32 {
+				if string(name) == "template" {
+					readPtr(r, &o.Spec.Template, r.podTemplateSpec)
+					return 1
+				}
+				r.skip()
+				return 0
+			})
+			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) cronJobObject(o *cronJobObject) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "metadata":
+			r.objectMeta(&o.Metadata)
+			return 1 << 0
+		case "spec":
+			r.fields(func(name []byte) uint32 {
+				if string(name) != "jobTemplate" {
+					r.skip()
+					return 0
+				}
+				r.fields(func(name []byte) uint32 {
+					if string(name) != "spec" {
+						r.skip()
+						return 0
+					}
+					r.fields(func(name []byte) uint32 {
+						if string(name) != "template" {
+							r.skip()
+							return 0
+						}
+						r.podTemplateSpec(&o.Spec.JobTemplate.Spec.Template)
+						return 1
+					})
+					return 1
+				})
+				return 1
+			})
+			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) podTemplateObject(o *podTemplateObject) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "metadata":
+			r.objectMeta(&o.Metadata)
+			return 1 << 0
+		case "template":
+			r.podTemplateSpec(&o.Template)
+			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+func (r *reader) persistentVolumeObject(o *persistentVolumeObject) {
+	r.fields(func(name []byte) uint32 {
+		switch string(name) {
+		case "metadata":
+			r.objectMeta(&o.Metadata)
+			return 1 << 0
+		case "spec":
+			r.fields(func(name []byte) uint32 {
+				switch string(name) {
+				case "hostPath":
+					readPtr(r, &o.Spec.HostPath, r.pathOnly)
+					return 1 << 0
+				case "local":
+					readPtr(r, &o.Spec.Local, r.pathOnly)
+					return 1 << 1
+				}
+				r.skip()
+				return 0
+			})
+			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+// readSlice reads an array into dst, one element at a time with read; null
+// leaves dst nil and [] makes it empty, as encoding/json does.
+func readSlice[T any](r *reader, dst *[]T, read func(*T)) {
+	out := []T{}
+	if r.array(func(int) {
+		var zero T
+		out = append(out, zero)
+		read(&out[len(out)-1])
+	}) {
+		*dst = out
+	}
+}
+
+// readPtr reads an object into a new *T with read; null leaves dst nil.
+func readPtr[T any](r *reader, dst **T, read func(*T)) {
+	if r.null() || r.err != nil {
+		return
+	}
+	v := new(T)
+	read(v)
+	*dst = v
 }
