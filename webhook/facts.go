@@ -11,6 +11,9 @@ import (
 type hostVolume struct {
 	source string // "hostPath"
 	path   string
+	// whole is the facts of a mount of the whole volume (no subPath),
+	// classified once for all the containers that mount it.
+	whole policy.Mount
 }
 
 // podFacts returns the pod-level facts and one mount fact per container ×
@@ -25,7 +28,7 @@ func podFacts(spec *podSpec) (*policy.Pod, []policy.Mount) {
 	volumes := map[string]hostVolume{}
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
-			volumes[v.Name] = hostVolume{source: "hostPath", path: v.HostPath.Path}
+			volumes[v.Name] = hostVolume{source: "hostPath", path: v.HostPath.Path, whole: pathFacts(v.HostPath.Path, "", "")}
 		}
 	}
 	if len(volumes) == 0 {
@@ -38,7 +41,10 @@ func podFacts(spec *podSpec) (*policy.Pod, []policy.Mount) {
 			if !ok {
 				continue
 			}
-			m := pathFacts(vol.path, vm.SubPath, vm.SubPathExpr)
+			m := vol.whole
+			if vm.SubPath != "" || vm.SubPathExpr != "" {
+				m = pathFacts(vol.path, vm.SubPath, vm.SubPathExpr)
+			}
 			if m.PathClass == string(pipepath.NotPipe) {
 				continue
 			}
