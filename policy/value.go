@@ -10,6 +10,8 @@ import (
 // through JSON costs more than evaluating the rules. Field names here must
 // match the json tags in input.go; TestInputValueMatchesJSON checks that.
 
+var inputVersion = ast.StringTerm(InputVersion)
+
 // key holds the object keys of the input document, allocated once.
 var key = struct {
 	allow              *ast.Term
@@ -103,9 +105,26 @@ var key = struct {
 	volumeSource:       ast.StringTerm("volumeSource"),
 }
 
+// The few strings most inputs repeat are interned, so building an input
+// does not allocate them again; ast.InternedTerm falls back to a new term
+// for any other string.
+func init() {
+	ast.InternStringTerm(
+		"", KindContainer, KindInitContainer, KindEphemeralContainer, KindPersistentVolume,
+		"hostPath", "local", "pipe", "ambiguous", "default",
+		"CREATE", "UPDATE", "DELETE", "CONNECT",
+		"v1", "apps", "apps/v1", "batch", "batch/v1",
+		"Pod", "PodTemplate", "ReplicationController", "PersistentVolume",
+		"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
+		"pods", "podtemplates", "replicationcontrollers", "persistentvolumes",
+		"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
+		"ephemeralcontainers", "kube-system",
+	)
+}
+
 func (in *Input) value(policies []*ast.Term) ast.Value {
 	items := []*ast.Term{
-		key.version, ast.StringTerm(InputVersion),
+		key.version, inputVersion,
 		key.request, in.Request.term(),
 		key.namespace, in.Namespace.term(),
 		key.object, in.Object.term(),
@@ -119,12 +138,12 @@ func (in *Input) value(policies []*ast.Term) ast.Value {
 func (r *Request) term() *ast.Term {
 	return ast.NewTerm(object(
 		key.uid, ast.StringTerm(r.UID),
-		key.operation, ast.StringTerm(r.Operation),
-		key.kind, ast.StringTerm(r.Kind),
-		key.group, ast.StringTerm(r.Group),
-		key.version, ast.StringTerm(r.Version),
-		key.resource, ast.StringTerm(r.Resource),
-		key.subResource, ast.StringTerm(r.SubResource),
+		key.operation, ast.InternedTerm(r.Operation),
+		key.kind, ast.InternedTerm(r.Kind),
+		key.group, ast.InternedTerm(r.Group),
+		key.version, ast.InternedTerm(r.Version),
+		key.resource, ast.InternedTerm(r.Resource),
+		key.subResource, ast.InternedTerm(r.SubResource),
 		key.namespace, ast.StringTerm(r.Namespace),
 		key.name, ast.StringTerm(r.Name),
 		key.username, ast.StringTerm(r.Username),
@@ -145,8 +164,8 @@ func (n *Namespace) term() *ast.Term {
 
 func (o *Object) term() *ast.Term {
 	return ast.NewTerm(object(
-		key.apiVersion, ast.StringTerm(o.APIVersion),
-		key.kind, ast.StringTerm(o.Kind),
+		key.apiVersion, ast.InternedTerm(o.APIVersion),
+		key.kind, ast.InternedTerm(o.Kind),
 		key.namespace, ast.StringTerm(o.Namespace),
 		key.name, ast.StringTerm(o.Name),
 	))
@@ -168,14 +187,14 @@ func mountsTerm(ms []Mount) *ast.Term {
 		m := &ms[i]
 		terms[i] = ast.NewTerm(object(
 			key.container, ast.StringTerm(m.Container),
-			key.containerKind, ast.StringTerm(m.ContainerKind),
+			key.containerKind, ast.InternedTerm(m.ContainerKind),
 			key.volume, ast.StringTerm(m.Volume),
-			key.volumeSource, ast.StringTerm(m.VolumeSource),
+			key.volumeSource, ast.InternedTerm(m.VolumeSource),
 			key.rawPath, ast.StringTerm(m.RawPath),
 			key.path, ast.StringTerm(m.Path),
-			key.pathClass, ast.StringTerm(m.PathClass),
+			key.pathClass, ast.InternedTerm(m.PathClass),
 			key.pipe, ast.StringTerm(m.Pipe),
-			key.ambiguousReason, ast.StringTerm(m.AmbiguousReason),
+			key.ambiguousReason, ast.InternedTerm(m.AmbiguousReason),
 			key.readOnly, ast.InternedTerm(m.ReadOnly),
 			key.privileged, ast.InternedTerm(m.Privileged),
 			key.hostProcess, ast.InternedTerm(m.HostProcess),
