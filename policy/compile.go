@@ -242,6 +242,7 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	if len(failed) > 0 {
 		return nil, &CompileError{Policies: failed}
 	}
+	gen.adminRules = len(all) > 0
 	glueModule, err := ast.ParseModuleWithOpts(glueFile, glue.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return nil, fmt.Errorf("internal error: generated rego does not parse: %w", err)

@@ -29,10 +29,13 @@ type Decision struct {
 	Generation int64 `json:"generation"`
 	// Evaluated is false when the input had no host path mount and rego was
 	// not consulted.
-	Evaluated bool        `json:"evaluated"`
-	Deny      []Violation `json:"deny,omitempty"`
-	Warn      []Violation `json:"warn,omitempty"`
-	DryRun    []Violation `json:"dryrun,omitempty"`
+	Evaluated bool `json:"evaluated"`
+	// Cached is true when the decision was remembered from an earlier
+	// evaluation of the same facts by the same generation.
+	Cached bool        `json:"cached,omitempty"`
+	Deny   []Violation `json:"deny,omitempty"`
+	Warn   []Violation `json:"warn,omitempty"`
+	DryRun []Violation `json:"dryrun,omitempty"`
 }
 
 // Denied reports whether the request must be rejected.

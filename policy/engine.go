@@ -23,6 +23,10 @@ type Generation struct {
 	policies        []*compiledPolicy
 	query           rego.PreparedEvalQuery
 	allowanceLabels []string
+	// adminRules is true when some policy brings its own rego.
+	adminRules bool
+	// cache remembers decisions; nil when off or when adminRules is set.
+	cache *decisionCache
 }
 
 // Options configure an Engine.
@@ -30,13 +34,18 @@ type Options struct {
 	// MaxConcurrent bounds concurrent evaluations; further callers wait
 	// until a slot frees or their context ends. Defaults to 2×GOMAXPROCS.
 	MaxConcurrent int
+	// DecisionCacheSize is how many decisions each generation without
+	// admin-written rego remembers, keyed on the facts its rules read;
+	// 0 turns the cache off.
+	DecisionCacheSize int
 }
 
 // Engine evaluates admission inputs against the generation in force.
 type Engine struct {
-	current atomic.Pointer[Generation]
-	number  atomic.Int64
-	slots   chan struct{}
+	current   atomic.Pointer[Generation]
+	number    atomic.Int64
+	slots     chan struct{}
+	cacheSize int
 }
 
 // NewEngine returns an engine with the default policy in force.
@@ -44,7 +53,7 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 2 * runtime.GOMAXPROCS(0)
 	}
-	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent)}
+	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent), cacheSize: max(opts.DecisionCacheSize, 0)}
 	if _, err := e.Load(ctx, nil); err != nil {
 		return nil, fmt.Errorf("internal error: the default policy does not compile: %w", err)
 	}
@@ -58,6 +67,9 @@ func (e *Engine) Load(ctx context.Context, policies []v1alpha1.PipeAccessPolicy)
 	gen, err := Compile(ctx, policies, e.number.Add(1))
 	if err != nil {
 		return nil, err
+	}
+	if e.cacheSize > 0 && !gen.adminRules {
+		gen.cache = newDecisionCache(e.cacheSize)
 	}
 	e.current.Store(gen)
 	return gen, nil
@@ -73,7 +85,8 @@ func (e *Engine) Current() *Generation { return e.current.Load() }
 
 // Evaluate decides on one input with the generation in force. Inputs with
 // no host path mount are allowed without evaluating rego. An error means no
-// decision was made; callers must not treat it as an allow.
+// decision was made; callers must not treat it as an allow. Decisions may
+// be shared between callers, who must not modify them.
 func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	gen := e.current.Load()
 	if len(in.Mounts) == 0 {
@@ -82,13 +95,28 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not evaluating: %w", err)
 	}
+	var key []byte
+	if gen.cache != nil {
+		var buf [512]byte
+		if key = gen.decisionKey(buf[:0], in); len(key) > maxKeyLen {
+			key = nil
+		} else if d, ok := gen.cache.get(key); ok {
+			cached := *d
+			cached.Cached = true
+			return &cached, nil
+		}
+	}
 	select {
 	case e.slots <- struct{}{}:
 		defer func() { <-e.slots }()
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for an evaluation slot: %w", ctx.Err())
 	}
-	return gen.Evaluate(ctx, in)
+	d, err := gen.Evaluate(ctx, in)
+	if err == nil && key != nil {
+		gen.cache.put(key, d)
+	}
+	return d, err
 }
 
 // Document returns the input exactly as this generation's rules see it,

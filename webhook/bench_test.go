@@ -4,13 +4,22 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook"
 )
 
-func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool) {
-	h := newHandler(b)
+// benchmarkReview reviews req over and over with a handler whose engine
+// remembers cacheSize decisions (0: every review evaluates rego).
+func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool, cacheSize int) {
+	e, err := policy.NewEngine(context.Background(), policy.Options{DecisionCacheSize: cacheSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := webhook.NewHandler(webhook.Options{Engine: e, Namespaces: testNamespaces})
 	ctx := context.Background()
 	if resp := h.Handle(ctx, req); resp.Allowed != wantAllowed {
 		b.Fatalf("allowed = %v, want %v: %+v", resp.Allowed, wantAllowed, resp.Result)
@@ -26,24 +35,44 @@ func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool) {
 	}
 }
 
-// BenchmarkReviewCSINodePod: decode, facts, namespace lookup and rego for a
-// CSI node pod with four pipe mounts that is allowed (HostProcess).
-func BenchmarkReviewCSINodePod(b *testing.B) {
-	benchmarkReview(b, podRequest(b, samplepods.CSINode()), true)
-}
-
-// BenchmarkReviewDeniedPod: the same pod without HostProcess in an
-// unlabelled namespace: four violations with messages.
-func BenchmarkReviewDeniedPod(b *testing.B) {
+// deniedCSINodePod is the CSI node pod without HostProcess, in a namespace without
+// an allowance.
+func deniedCSINodePod() *corev1.Pod {
 	p := samplepods.CSINode()
 	p.Namespace = "team-a"
 	p.Spec.Containers[2].SecurityContext = nil
-	benchmarkReview(b, podRequest(b, p), false)
+	return p
+}
+
+// BenchmarkReviewCSINodePod: decode, facts, namespace lookup and rego for a
+// CSI node pod with four pipe mounts that is allowed (HostProcess); every
+// review evaluates rego.
+func BenchmarkReviewCSINodePod(b *testing.B) {
+	benchmarkReview(b, podRequest(b, samplepods.CSINode()), true, 0)
+}
+
+// BenchmarkReviewCSINodePodCached: the same pod as deployed, with the
+// decision cache on: after the first pod of a DaemonSet, its siblings on
+// other nodes are decided from the cache.
+func BenchmarkReviewCSINodePodCached(b *testing.B) {
+	benchmarkReview(b, podRequest(b, samplepods.CSINode()), true, 4096)
+}
+
+// BenchmarkReviewDeniedPod: the same pod without HostProcess in an
+// unlabelled namespace: four violations with messages, evaluated each time.
+func BenchmarkReviewDeniedPod(b *testing.B) {
+	benchmarkReview(b, podRequest(b, deniedCSINodePod()), false, 0)
+}
+
+// BenchmarkReviewDeniedPodCached: the denied pod with the decision cache
+// on, as when a controller retries creating it.
+func BenchmarkReviewDeniedPodCached(b *testing.B) {
+	benchmarkReview(b, podRequest(b, deniedCSINodePod()), false, 4096)
 }
 
 // BenchmarkReviewPodWithoutHostPath: the common case on a busy cluster.
 func BenchmarkReviewPodWithoutHostPath(b *testing.B) {
 	p := samplepods.Plain()
 	p.Namespace = "team-a"
-	benchmarkReview(b, podRequest(b, p), true)
+	benchmarkReview(b, podRequest(b, p), true, 4096)
 }

@@ -13,6 +13,7 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	violations *prometheus.CounterVec
+	decisions  *prometheus.CounterVec
 }
 
 // NewMetrics creates the admission metrics and registers them with reg.
@@ -33,8 +34,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pipeguard_admission_violations_total",
 			Help: "Violations found, by rule and enforcement action; dryrun violations are counted here and logged, not enforced.",
 		}, []string{"rule", "action"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pipeguard_admission_decisions_total",
+			Help: "Reviews that needed a policy decision, by source: rego (evaluated) or cache (remembered from an evaluation of the same facts by the same policy generation).",
+		}, []string{"source"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.violations} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.violations, m.decisions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -57,6 +62,12 @@ func (m *Metrics) ObserveReview(_ context.Context, r Review) {
 	m.latency.WithLabelValues(r.Kind).Observe(r.Duration.Seconds())
 	if r.Decided == nil {
 		return
+	}
+	switch {
+	case r.Decided.Cached:
+		m.decisions.WithLabelValues("cache").Inc()
+	case r.Decided.Evaluated:
+		m.decisions.WithLabelValues("rego").Inc()
 	}
 	for _, set := range [][]policy.Violation{r.Decided.Deny, r.Decided.Warn, r.Decided.DryRun} {
 		for _, v := range set {

@@ -69,6 +69,9 @@ type Options struct {
 	DrainDelay time.Duration
 	// MaxConcurrentEvaluations bounds concurrent rego evaluations.
 	MaxConcurrentEvaluations int
+	// DecisionCacheSize is how many decisions a policy generation without
+	// admin-written rego remembers; 0 turns the cache off.
+	DecisionCacheSize int
 }
 
 // App is an assembled pipeguard-webhook.
@@ -132,7 +135,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 	}
 
-	engine, err := policy.NewEngine(ctx, policy.Options{MaxConcurrent: opts.MaxConcurrentEvaluations})
+	engine, err := policy.NewEngine(ctx, policy.Options{
+		MaxConcurrent:     opts.MaxConcurrentEvaluations,
+		DecisionCacheSize: opts.DecisionCacheSize,
+	})
 	if err != nil {
 		return nil, err
 	}
