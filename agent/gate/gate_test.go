@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,6 +215,48 @@ func TestMutating(t *testing.T) {
 	} {
 		if Mutating(method) != want {
 			t.Errorf("Mutating(%q) = %v, want %v", method, !want, want)
+		}
+	}
+}
+
+// TestInputDocument checks the input document against its documented
+// shape (docs/agent.md#gate), built through JSON.
+func TestInputDocument(t *testing.T) {
+	for _, in := range []*Input{
+		{Group: "disk", Version: "v1", Method: "PartitionDisk", FullMethod: "/v1.Disk/PartitionDisk", Mutating: true,
+			Caller: csiNode, Request: map[string]any{"disk_number": uint64(1), "list": []any{"a", int64(-2)}, "m": map[string]any{"k": true}}},
+		{Group: "filesystem", Version: "v1", Method: "PathExists", FullMethod: "/v1.Filesystem/PathExists"},
+	} {
+		got, err := in.Document()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := in.Caller
+		if c == nil {
+			c = &identity.Caller{UID: -1, GID: -1}
+		}
+		req := in.Request
+		if req == nil {
+			req = map[string]any{}
+		}
+		doc := map[string]any{
+			"apiVersion": InputVersion, "group": in.Group, "groupVersion": in.Version, "method": in.Method,
+			"fullMethod": in.FullMethod, "mutating": in.Mutating, "request": req,
+			"caller": map[string]any{
+				"username": c.Username(), "source": c.Source, "pid": c.PID, "processStart": c.ProcessStart,
+				"uid": c.UID, "gid": c.GID, "sid": c.SID, "containerID": c.ContainerID, "runtime": c.Runtime,
+				"podUID": c.PodUID, "podName": c.PodName, "namespace": c.Namespace, "serviceAccount": c.ServiceAccount,
+			},
+		}
+		b, _ := json.Marshal(doc)
+		var want any
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		if string(gb) != string(wb) {
+			t.Errorf("input document\n got %s\nwant %s", gb, wb)
 		}
 	}
 }

@@ -25,6 +25,22 @@ type Input struct {
 	Request map[string]any
 }
 
+// Keys of the input document, allocated once.
+var (
+	inputVersion = ast.StringTerm(InputVersion)
+	key          = struct {
+		apiVersion, group, groupVersion, method, fullMethod, mutating, caller, request *ast.Term
+		username, source, pid, processStart, uid, gid, sid, containerID, runtime       *ast.Term
+		podUID, podName, namespace, serviceAccount                                     *ast.Term
+	}{
+		ast.StringTerm("apiVersion"), ast.StringTerm("group"), ast.StringTerm("groupVersion"), ast.StringTerm("method"),
+		ast.StringTerm("fullMethod"), ast.StringTerm("mutating"), ast.StringTerm("caller"), ast.StringTerm("request"),
+		ast.StringTerm("username"), ast.StringTerm("source"), ast.StringTerm("pid"), ast.StringTerm("processStart"),
+		ast.StringTerm("uid"), ast.StringTerm("gid"), ast.StringTerm("sid"), ast.StringTerm("containerID"), ast.StringTerm("runtime"),
+		ast.StringTerm("podUID"), ast.StringTerm("podName"), ast.StringTerm("namespace"), ast.StringTerm("serviceAccount"),
+	}
+)
+
 // value builds the rego input directly as an ast.Value.
 func (in *Input) value() ast.Value {
 	c := in.Caller
@@ -32,38 +48,34 @@ func (in *Input) value() ast.Value {
 		c = &identity.Caller{UID: -1, GID: -1}
 	}
 	caller := ast.NewObject(
-		item("username", ast.String(c.Username())),
-		item("source", ast.String(c.Source)),
-		item("pid", ast.IntNumberTerm(c.PID).Value),
-		item("processStart", ast.String(c.ProcessStart)),
-		item("uid", ast.IntNumberTerm(int(c.UID)).Value),
-		item("gid", ast.IntNumberTerm(int(c.GID)).Value),
-		item("sid", ast.String(c.SID)),
-		item("containerID", ast.String(c.ContainerID)),
-		item("runtime", ast.String(c.Runtime)),
-		item("podUID", ast.String(c.PodUID)),
-		item("podName", ast.String(c.PodName)),
-		item("namespace", ast.String(c.Namespace)),
-		item("serviceAccount", ast.String(c.ServiceAccount)),
+		[2]*ast.Term{key.username, ast.StringTerm(c.Username())},
+		[2]*ast.Term{key.source, ast.StringTerm(c.Source)},
+		[2]*ast.Term{key.pid, ast.IntNumberTerm(c.PID)},
+		[2]*ast.Term{key.processStart, ast.StringTerm(c.ProcessStart)},
+		[2]*ast.Term{key.uid, ast.IntNumberTerm(int(c.UID))},
+		[2]*ast.Term{key.gid, ast.IntNumberTerm(int(c.GID))},
+		[2]*ast.Term{key.sid, ast.StringTerm(c.SID)},
+		[2]*ast.Term{key.containerID, ast.StringTerm(c.ContainerID)},
+		[2]*ast.Term{key.runtime, ast.StringTerm(c.Runtime)},
+		[2]*ast.Term{key.podUID, ast.StringTerm(c.PodUID)},
+		[2]*ast.Term{key.podName, ast.StringTerm(c.PodName)},
+		[2]*ast.Term{key.namespace, ast.StringTerm(c.Namespace)},
+		[2]*ast.Term{key.serviceAccount, ast.StringTerm(c.ServiceAccount)},
 	)
 	req, err := ast.InterfaceToValue(in.Request)
 	if err != nil || in.Request == nil {
 		req = ast.NewObject()
 	}
 	return ast.NewObject(
-		item("apiVersion", ast.String(InputVersion)),
-		item("group", ast.String(in.Group)),
-		item("groupVersion", ast.String(in.Version)),
-		item("method", ast.String(in.Method)),
-		item("fullMethod", ast.String(in.FullMethod)),
-		item("mutating", ast.Boolean(in.Mutating)),
-		item("caller", caller),
-		item("request", req),
+		[2]*ast.Term{key.apiVersion, inputVersion},
+		[2]*ast.Term{key.group, ast.StringTerm(in.Group)},
+		[2]*ast.Term{key.groupVersion, ast.StringTerm(in.Version)},
+		[2]*ast.Term{key.method, ast.StringTerm(in.Method)},
+		[2]*ast.Term{key.fullMethod, ast.StringTerm(in.FullMethod)},
+		[2]*ast.Term{key.mutating, ast.BooleanTerm(in.Mutating)},
+		[2]*ast.Term{key.caller, ast.NewTerm(caller)},
+		[2]*ast.Term{key.request, ast.NewTerm(req)},
 	)
-}
-
-func item(k string, v ast.Value) [2]*ast.Term {
-	return [2]*ast.Term{ast.StringTerm(k), ast.NewTerm(v)}
 }
 
 // Document returns the input as plain values, as the rules see it, for
