@@ -23,7 +23,7 @@ func lexLinux(p string, maxLen int) (string, Rule, string) {
 	if !strings.HasPrefix(p, "/") {
 		return "", RuleNotAbsolute, "is not absolute: give a path such as /var/lib/kubelet/..."
 	}
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
 		if seg == "." || seg == ".." {
 			return "", RuleTraversal, "contains a " + Quote(seg) + ` segment: give the path without "." and ".."`
 		}

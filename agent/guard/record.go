@@ -41,9 +41,25 @@ func toUint(v any) uint64 {
 }
 
 func userInfo(c *identity.Caller) audit.UserInfo {
-	extra := make(map[string][]string, 12)
+	// Sized for the values present: a map of up to 8 entries is one group.
+	n := len(c.Notes)
+	for _, v := range []string{c.ProcessStart, c.SID, c.ContainerID, c.PodUID, c.PodName, c.Namespace, c.ServiceAccount, c.Source} {
+		if v != "" {
+			n++
+		}
+	}
+	if c.PID > 0 {
+		n++
+	}
+	if c.UID >= 0 {
+		n++
+	}
+	if c.GID >= 0 {
+		n++
+	}
+	extra := make(map[string][]string, n)
 	// One backing array for the single-value lists.
-	values := make([]string, 0, 11)
+	values := make([]string, 0, n)
 	set := func(k, v string) {
 		if v != "" {
 			values = append(values, v)
