@@ -33,7 +33,7 @@ func run() int {
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (the pod's namespace when empty)")
 	fs.DurationVar(&opts.DrainDelay, "drain-delay", 5*time.Second, "after SIGTERM, keep serving this long with readiness failing so no admission call is dropped")
 	fs.IntVar(&opts.MaxConcurrentEvaluations, "max-concurrent-evaluations", 0, "bound on concurrent rego evaluations (default 2 per CPU)")
-	fs.IntVar(&opts.DecisionCacheSize, "decision-cache-size", 4096, "decisions each policy generation without admin-written rego remembers, keyed on the facts its rules read (pods of one DaemonSet or Deployment share one); 0 turns the cache off")
+	fs.IntVar(&opts.DecisionCacheSize, "decision-cache-size", app.DefaultDecisionCacheSize, "decisions each policy generation without admin-written rego remembers, keyed on the facts its rules read (pods of one DaemonSet or Deployment share one); 0 turns the cache off")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	certRotation := fs.Bool("cert-rotation", false, "issue and rotate the serving certificate: keep it in Secret --cert-secret-name (mounted at --webhook-cert-path), inject its CA into --webhook-config-name, and serve only once it exists; off for local runs, which bring their own certificate")
 	rotation := app.CertRotation{}

@@ -30,7 +30,7 @@ type series struct {
 // runs of each target, pipeguard first.
 func latencySeries(runs []*Review) []series {
 	var out []series
-	for _, target := range []struct{ name, color string }{{"pipeguard", "#1f63b4"}, {"baseline", "#d9711c"}} {
+	for _, target := range []struct{ name, color string }{{"pipeguard", "#1f63b4"}, {"pipeguard-uncached", "#6a3d9a"}, {"baseline", "#d9711c"}} {
 		for _, q := range []string{"p50", "p99"} {
 			s := series{id: "series-" + target.name + "-" + q, label: target.name + " " + q, color: target.color, dashed: q == "p50"}
 			for _, r := range runs {

@@ -50,7 +50,7 @@ func parseServeFlags(args []string) (serveArgs, error) {
 	fs := flag.NewFlagSet("loadtest "+serveCommand, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var a serveArgs
-	fs.StringVar(&a.target, "target", TargetPipeguard, "pipeguard or baseline")
+	fs.StringVar(&a.target, "target", TargetPipeguard, targetNames)
 	fs.IntVar(&a.namespaces, "namespaces", 20, "namespaces in the lookup")
 	fs.IntVar(&a.policies, "policies", 0, "PipeAccessPolicies pipeguard loads")
 	if err := fs.Parse(args); err != nil {
@@ -59,8 +59,8 @@ func parseServeFlags(args []string) (serveArgs, error) {
 	switch {
 	case fs.NArg() > 0:
 		return a, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case a.target != TargetPipeguard && a.target != TargetBaseline:
-		return a, fmt.Errorf("--target %q is unknown; use %s or %s", a.target, TargetPipeguard, TargetBaseline)
+	case !knownTarget(a.target):
+		return a, fmt.Errorf("--target %q is unknown; use %s", a.target, targetNames)
 	case a.namespaces < 2 || a.namespaces > maxNamespaces:
 		return a, fmt.Errorf("--namespaces %d is out of range; use 2 to %d", a.namespaces, maxNamespaces)
 	case a.policies < 0 || a.policies > maxPolicies:

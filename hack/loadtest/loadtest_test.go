@@ -36,6 +36,7 @@ func TestTargetsDecideTheMix(t *testing.T) {
 	tests := map[string]Options{
 		"pipeguard, default policy":            {Target: TargetPipeguard, Namespaces: 20},
 		"pipeguard, many namespaces, policies": {Target: TargetPipeguard, Namespaces: 2000, Policies: 12},
+		"pipeguard without decision cache":     {Target: TargetUncached, Namespaces: 20},
 		"baseline":                             {Target: TargetBaseline, Namespaces: 20},
 		"pipeguard in-process":                 {Target: TargetPipeguard, Namespaces: 20, InProcess: true},
 		"baseline in-process":                  {Target: TargetBaseline, Namespaces: 20, InProcess: true},
@@ -89,6 +90,8 @@ func TestParseFlags(t *testing.T) {
 	}{
 		"default":         {args: nil, runs: 1},
 		"both, rates":     {args: []string{"--target", "both", "--rates", "500,1000"}, runs: 4},
+		"all, rates":      {args: []string{"--target", "all", "--rates", "500,1000"}, runs: 6},
+		"target list":     {args: []string{"--target", "pipeguard,pipeguard-uncached", "--rate", "1000"}, runs: 2},
 		"rate and closed": {args: []string{"--rate", "100", "--closed", "4,16"}, runs: 3},
 		"bad target":      {args: []string{"--target", "opa"}, wantErr: true},
 		"bad rates":       {args: []string{"--rates", "1000,x"}, wantErr: true},

@@ -1,7 +1,8 @@
 // Command loadtest measures pipeguard's admission webhook over HTTPS on
 // loopback, next to a baseline that applies the same default rule in plain
-// Go, both served by the controller-runtime webhook server that
-// pipeguard-webhook uses. Each run starts the server afresh in a process of
+// Go, all served by the controller-runtime webhook server that
+// pipeguard-webhook uses. pipeguard runs with its decision cache as
+// deployed; pipeguard-uncached has rego decide every review. Each run starts the server afresh in a process of
 // its own (this executable, re-run with a hidden serve subcommand), so the
 // load generator's timers and garbage collection stay out of the server's
 // process, and the CPU time and RSS reported are the server's alone;
@@ -9,7 +10,7 @@
 //
 //	go run ./hack/loadtest --target both --rate 1000 --duration 20s
 //	go run ./hack/loadtest --target both --closed 4,16 --duration 20s
-//	go run ./hack/loadtest --rates 500,1000,2000,5000 --json results.json
+//	go run ./hack/loadtest --target all --rates 500,1000,2000,5000 --json results.json
 //	go run ./hack/loadtest --namespaces 10000 --policies 50 --rate 1000
 package main
 
@@ -108,7 +109,7 @@ func run() int {
 
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	target := fs.String("target", TargetPipeguard, "what to serve: pipeguard, baseline (the default rule in plain Go) or both")
+	target := fs.String("target", TargetPipeguard, "what to serve: pipeguard (with its decision cache, as deployed), pipeguard-uncached (rego decides every review), baseline (the default rule in plain Go), a comma-separated list of these, both (baseline and pipeguard) or all")
 	rate := fs.Int("rate", 0, "open loop: reviews per second (default 1000 when neither --rates nor --closed is set)")
 	rates := fs.String("rates", "", "open loop at each of these comma-separated rates, e.g. 500,1000,2000,5000")
 	closed := fs.String("closed", "", "closed loop with each of these comma-separated worker counts, e.g. 4,16")
@@ -133,15 +134,20 @@ func parseFlags(args []string) (*config, error) {
 			Namespaces: *ns, Policies: *pol, HTTP2: *http2, InProcess: *inProcess},
 		jsonPath: *jsonPath, cpuProfile: *cpuProfile,
 	}
-	switch *target {
-	case TargetPipeguard, TargetBaseline:
-		cfg.targets = []string{*target}
-	case "both":
-		// The baseline goes first in each pair so that, in-process, the
-		// peak RSS reported for pipeguard is not the baseline's.
+	switch {
+	case *target == "both":
+		// The baseline goes first so that, in-process, the peak RSS
+		// reported for pipeguard is not the baseline's.
 		cfg.targets = []string{TargetBaseline, TargetPipeguard}
+	case *target == "all":
+		cfg.targets = []string{TargetBaseline, TargetUncached, TargetPipeguard}
 	default:
-		return nil, fmt.Errorf("--target %q is unknown; use pipeguard, baseline or both", *target)
+		for _, t := range strings.Split(*target, ",") {
+			if !knownTarget(t) {
+				return nil, fmt.Errorf("--target %q is unknown; use %s (or several, comma-separated), both or all", t, targetNames)
+			}
+			cfg.targets = append(cfg.targets, t)
+		}
 	}
 	var err error
 	if cfg.rates, err = ints("--rates", *rates); err != nil {

@@ -47,7 +47,7 @@ type kind struct {
 }
 
 // mix is the request mix: mostly pods and Deployments without a host path
-// (answered before rego), then CSI node pods allowed as HostProcess or by
+// (answered without rego), then CSI node pods allowed as HostProcess or by
 // their namespace's label, pods with an ordinary host directory, and pods
 // and Deployments that must be denied.
 type mix struct {
@@ -149,8 +149,8 @@ func review(kindName string, obj runtime.Object) []byte {
 	return out
 }
 
-// logShipperPod mounts an ordinary host directory: rego runs and finds no
-// pipe.
+// logShipperPod mounts an ordinary host directory, which is no pipe, so
+// it is admitted without rego.
 func logShipperPod() *corev1.Pod {
 	p := samplepods.Plain()
 	p.Name = "fluent-bit-win-8kq2m"

@@ -23,7 +23,7 @@ const (
 
 // Options describe one measured run against one target.
 type Options struct {
-	// Target is TargetPipeguard or TargetBaseline.
+	// Target is TargetPipeguard, TargetUncached or TargetBaseline.
 	Target string
 	// Rate, when positive, runs open loop at this many reviews per second.
 	Rate int
@@ -53,8 +53,8 @@ type Options struct {
 
 func (o *Options) validate() error {
 	switch {
-	case o.Target != TargetPipeguard && o.Target != TargetBaseline:
-		return fmt.Errorf("target %q is unknown; use %s or %s", o.Target, TargetPipeguard, TargetBaseline)
+	case !knownTarget(o.Target):
+		return fmt.Errorf("target %q is unknown; use %s", o.Target, targetNames)
 	case o.Rate < 0 || o.Rate > maxRate:
 		return fmt.Errorf("rate %d is out of range; use 1 to %d reviews/s", o.Rate, maxRate)
 	case o.Rate == 0 && (o.Workers <= 0 || o.Workers > maxWorkers):

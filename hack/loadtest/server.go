@@ -28,9 +28,22 @@ import (
 
 // Targets the load runs against.
 const (
+	// TargetPipeguard is pipeguard as pipeguard-webhook runs it, with its
+	// decision cache.
 	TargetPipeguard = "pipeguard"
-	TargetBaseline  = "baseline"
+	// TargetUncached is pipeguard with the decision cache off: rego
+	// decides every review that has a pipe mount.
+	TargetUncached = "pipeguard-uncached"
+	// TargetBaseline is the default rule written in plain Go.
+	TargetBaseline = "baseline"
 )
+
+// knownTarget says whether t is one of the targets above.
+func knownTarget(t string) bool {
+	return t == TargetPipeguard || t == TargetUncached || t == TargetBaseline
+}
+
+const targetNames = TargetPipeguard + ", " + TargetUncached + " or " + TargetBaseline
 
 // server is a running controller-runtime webhook server on loopback.
 type server struct {
@@ -51,8 +64,12 @@ func newHandler(ctx context.Context, target string, namespaces webhook.StaticNam
 	switch target {
 	case TargetBaseline:
 		return webhook.NewHandler(webhook.Options{Engine: goRule{}, Namespaces: namespaces, Observer: metrics}), nil
-	case TargetPipeguard:
-		engine, err := policy.NewEngine(ctx, policy.Options{})
+	case TargetPipeguard, TargetUncached:
+		cache := app.DefaultDecisionCacheSize
+		if target == TargetUncached {
+			cache = 0
+		}
+		engine, err := policy.NewEngine(ctx, policy.Options{DecisionCacheSize: cache})
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +80,7 @@ func newHandler(ctx context.Context, target string, namespaces webhook.StaticNam
 		}
 		return webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: metrics}), nil
 	}
-	return nil, fmt.Errorf("unknown target %q; use %s or %s", target, TargetPipeguard, TargetBaseline)
+	return nil, fmt.Errorf("unknown target %q; use %s", target, targetNames)
 }
 
 // startServer serves h at app.Path exactly as pipeguard-webhook does: a

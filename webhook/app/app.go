@@ -71,6 +71,7 @@ type Options struct {
 	MaxConcurrentEvaluations int
 	// DecisionCacheSize is how many decisions a policy generation without
 	// admin-written rego remembers; 0 turns the cache off.
+	// DefaultDecisionCacheSize is what pipeguard-webhook uses.
 	DecisionCacheSize int
 }
 
@@ -87,6 +88,11 @@ type App struct {
 
 // LeaderElectionID names the lease replicas compete for.
 const LeaderElectionID = "pipeguard-webhook.pipeguard.io"
+
+// DefaultDecisionCacheSize is how many decisions pipeguard-webhook
+// remembers per policy generation unless told otherwise: enough for every
+// pod template of a large cluster, a few megabytes at most.
+const DefaultDecisionCacheSize = 4096
 
 // New builds the manager and everything it runs.
 func New(ctx context.Context, opts Options) (*App, error) {
