@@ -90,8 +90,9 @@ type App struct {
 const LeaderElectionID = "pipeguard-webhook.pipeguard.io"
 
 // DefaultDecisionCacheSize is how many decisions pipeguard-webhook
-// remembers per policy generation unless told otherwise: enough for every
-// pod template of a large cluster, a few megabytes at most.
+// remembers per policy generation unless told otherwise: enough for the
+// pod templates of a large cluster. An entry is its key and one decision,
+// a few kilobytes at most.
 const DefaultDecisionCacheSize = 4096
 
 // New builds the manager and everything it runs.
