@@ -10,7 +10,11 @@
 // chain continues across size-based rotation and agent restarts; checkpoint
 // records mark starts, stops, rotations, removals of old files and every
 // CheckpointEvery records. A durable Append returns only after the record is
-// fsynced; concurrent durable appends share one fsync (group commit).
+// fsynced; concurrent durable appends share one fsync (group commit): those
+// that arrive while one runs wait for the next, and every waiter is woken
+// when an fsync ends. Records are encoded by hand, byte for byte as
+// encoding/json would write the Event, to keep reflection off the request
+// path.
 //
 // Reading (Files, Scan, Verify, Query, Summarize, Follow): the log file and
 // its rotated siblings beside it, a directory of them, or a stream; Verify
