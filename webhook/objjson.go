@@ -27,7 +27,10 @@ const maxDepth = 10000
 // do nothing after it, so decoding code reads straight through; callers
 // check err at the end.
 type reader struct {
-	data  []byte
+	data []byte
+	// src is data as one string, so that a plain string value is a
+	// substring of it rather than an allocation of its own.
+	src   string
 	pos   int
 	depth int
 	key   []byte // the name of the field being read, for errors
@@ -37,7 +40,7 @@ type reader struct {
 // decodeObject reads data, a JSON object or null, with read and checks that
 // nothing but white space follows it.
 func decodeObject(data []byte, read func(r *reader)) error {
-	r := &reader{data: data}
+	r := &reader{data: data, src: string(data)}
 	read(r)
 	if r.err == nil {
 		r.key = nil
@@ -277,7 +280,8 @@ func (r *reader) str(dst *string) {
 		return
 	}
 	if !hasEscapeOrNonASCII(raw) {
-		*dst = string(raw)
+		end := r.pos - 1 // the closing quote
+		*dst = r.src[end-len(raw) : end]
 		return
 	}
 	if s, ok := unescapeASCII(raw); ok {

@@ -374,7 +374,7 @@ func (r *reader) persistentVolumeObject(o *persistentVolumeObject) {
 // readSlice reads an array into dst, one element at a time with read; null
 // leaves dst nil and [] makes it empty, as encoding/json does.
 func readSlice[T any](r *reader, dst *[]T, read func(*T)) {
-	out := []T{}
+	out := make([]T, 0, 4)
 	if r.array(func(int) {
 		var zero T
 		out = append(out, zero)
