@@ -154,11 +154,13 @@ func TestDecisionCacheEvictsOldest(t *testing.T) {
 	}
 }
 
-// TestDecisionKeyCoversWhatTheRulesRead keeps decisionKey in step with the
-// shipped admission rules: every part of the input they read must be in
-// the key, or two inputs that differ there would share a decision.
+// TestDecisionKeyCoversWhatTheRulesRead keeps decisionKey and
+// shippedValue in step with the shipped admission rules: every part of the
+// input they read must be in the key, or two inputs that differ there would
+// share a decision, and in the input of generations without admin rules.
 func TestDecisionKeyCoversWhatTheRulesRead(t *testing.T) {
-	// What decisionKey holds (policies are the generation's own).
+	// What decisionKey and shippedValue hold (policies are the
+	// generation's own).
 	inKey := []string{"mounts", "namespace.name", "pod.serviceAccountName", "pod.hostProcess", "policies"}
 	var read []string
 	for _, f := range shipped.Admission() {

@@ -122,6 +122,8 @@ func init() {
 	)
 }
 
+// value renders the whole input document, as admin-written rules may read
+// any part of it.
 func (in *Input) value(policies []*ast.Term) ast.Value {
 	items := []*ast.Term{
 		key.version, inputVersion,
@@ -133,6 +135,28 @@ func (in *Input) value(policies []*ast.Term) ast.Value {
 		key.policies, ast.ArrayTerm(policies...),
 	}
 	return object(items...)
+}
+
+// shippedValue renders only what the shipped rules read (see
+// decisionKey): enough for a generation without admin-written rules.
+func (in *Input) shippedValue(policies []*ast.Term) ast.Value {
+	var ns, pod *ast.Term = ast.NullTerm(), ast.NullTerm()
+	if in.Namespace != nil {
+		ns = ast.NewTerm(object(key.name, ast.StringTerm(in.Namespace.Name)))
+	}
+	if in.Pod != nil {
+		pod = ast.NewTerm(object(
+			key.serviceAccountName, ast.StringTerm(in.Pod.ServiceAccountName),
+			key.hostProcess, ast.InternedTerm(in.Pod.HostProcess),
+		))
+	}
+	return object(
+		key.version, inputVersion,
+		key.namespace, ns,
+		key.pod, pod,
+		key.mounts, mountsTerm(in.Mounts),
+		key.policies, ast.ArrayTerm(policies...),
+	)
 }
 
 func (r *Request) term() *ast.Term {
