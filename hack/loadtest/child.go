@@ -140,6 +140,10 @@ func (c *child) address() (string, []byte) { return c.URL, c.CAPEM }
 func (c *child) cpu() time.Duration        { return sysinfo.CPUTime(c.pid) }
 func (c *child) memory() (int64, int64)    { return sysinfo.Memory(c.pid) }
 
+// serverGOGC is the GOGC of a server process: what config/manager sets
+// for pipeguard-webhook (TestServerGOGCMatchesTheDeployment).
+const serverGOGC = "400"
+
 // startChild starts a server process for opts: this executable, re-run
 // with the serve subcommand.
 func startChild(ctx context.Context, opts Options) (*child, error) {
@@ -149,6 +153,7 @@ func startChild(ctx context.Context, opts Options) (*child, error) {
 	}
 	cmd := exec.Command(exe, serveCommand, "--target", opts.Target,
 		"--namespaces", strconv.Itoa(opts.Namespaces), "--policies", strconv.Itoa(opts.Policies))
+	cmd.Env = append(os.Environ(), "GOGC="+serverGOGC)
 	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = c.stderr
 	if c.stdin, err = cmd.StdinPipe(); err != nil {

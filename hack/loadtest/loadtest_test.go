@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +149,21 @@ func TestChildStartFailureIsReported(t *testing.T) {
 	_, err := startChild(context.Background(), Options{Target: TargetPipeguard, Namespaces: 1})
 	if err == nil || !strings.Contains(err.Error(), "--namespaces 1 is out of range") {
 		t.Fatalf("error %v, want the server process's reason", err)
+	}
+}
+
+// The server processes collect garbage as pipeguard-webhook does when
+// deployed with config/default.
+func TestServerGOGCMatchesTheDeployment(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`- name: GOGC\s+value: "(\d+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("config/manager/manager.yaml sets no GOGC")
+	}
+	if string(m[1]) != serverGOGC {
+		t.Errorf("config/manager sets GOGC %s, the load tool's servers run with %s", m[1], serverGOGC)
 	}
 }
