@@ -69,6 +69,7 @@ func (e *CompileError) Error() string {
 // compiledPolicy is one policy's settings, ready for per-request facts.
 type compiledPolicy struct {
 	facts      PolicyFacts
+	globs      []*glob.Pattern // facts.Pipes, compiled
 	namespaces map[string]bool
 	selector   labels.Selector // nil: no selector
 	// terms holds the policy's rego input, rendered once, for a namespace
@@ -138,10 +139,12 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 		if strings.ContainsAny(pattern, `/`) || strings.HasPrefix(pattern, `\`) {
 			return nil, nil, fmt.Errorf("spec.pipes[%d] %q must be a pipe name without a prefix, e.g. \"csi-proxy-disk-v1\" rather than \"\\\\.\\pipe\\csi-proxy-disk-v1\"", i, spec.Pipes[i])
 		}
-		if _, err := glob.Compile(pattern); err != nil {
+		g, err := glob.Compile(pattern)
+		if err != nil {
 			return nil, nil, fmt.Errorf("spec.pipes[%d] %q is not a valid glob pattern: %v", i, spec.Pipes[i], err)
 		}
 		cp.facts.Pipes = append(cp.facts.Pipes, pattern)
+		cp.globs = append(cp.globs, g)
 	}
 	for _, ns := range spec.Allow.Namespaces {
 		cp.namespaces[ns] = true
@@ -254,6 +257,7 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	}
 	gen.query = pq
 	gen.allowanceLabels = allowanceLabels(gen.policies)
+	gen.protection = newProtection(gen.policies)
 	return gen, nil
 }
 

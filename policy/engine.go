@@ -28,6 +28,8 @@ type Generation struct {
 	adminRules bool
 	// cache remembers decisions; nil when off or when adminRules is set.
 	cache *decisionCache
+	// protection knows which policies protect a pipe.
+	protection *protection
 }
 
 // Options configure an Engine.
@@ -131,8 +133,10 @@ func (g *Generation) Document(in *Input) *Input {
 		out.Policies[i] = p.facts
 		out.Policies[i].NamespaceMatch = p.namespaceMatch(in.Namespace)
 	}
-	if out.Mounts == nil {
-		out.Mounts = []Mount{}
+	out.Mounts = make([]Mount, len(in.Mounts))
+	for i, m := range in.Mounts {
+		m.ProtectedBy, _ = g.protection.of(&m)
+		out.Mounts[i] = m
 	}
 	if out.Request.Groups == nil {
 		out.Request.Groups = []string{}
@@ -150,11 +154,15 @@ func (g *Generation) Evaluate(ctx context.Context, in *Input) (*Decision, error)
 	for i, p := range g.policies {
 		policies[i] = p.term(p.namespaceMatch(in.Namespace))
 	}
+	protectedBy := make([]*ast.Term, len(in.Mounts))
+	for i := range in.Mounts {
+		_, protectedBy[i] = g.protection.of(&in.Mounts[i])
+	}
 	var value ast.Value
 	if g.adminRules {
-		value = in.value(policies)
+		value = in.value(policies, protectedBy)
 	} else {
-		value = in.shippedValue(policies)
+		value = in.shippedValue(policies, protectedBy)
 	}
 	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalMetrics(noMetrics))
 	if err != nil {

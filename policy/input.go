@@ -90,6 +90,10 @@ type Mount struct {
 	// HostProcess is the container's effective Windows hostProcess: its own
 	// setting, or the pod's when it has none.
 	HostProcess bool `json:"hostProcess"`
+	// ProtectedBy names, sorted, the policies that protect the pipe: those
+	// with a pipes pattern that matches Pipe, or all of them for an
+	// ambiguous path. The engine fills it in from the policies in force.
+	ProtectedBy []string `json:"protectedBy"`
 }
 
 // PolicyFacts is one policy in force, as rules see it.

@@ -45,6 +45,7 @@ var key = struct {
 	pod                *ast.Term
 	policies           *ast.Term
 	privileged         *ast.Term
+	protectedBy        *ast.Term
 	rawPath            *ast.Term
 	readOnly           *ast.Term
 	request            *ast.Term
@@ -90,6 +91,7 @@ var key = struct {
 	pod:                ast.StringTerm("pod"),
 	policies:           ast.StringTerm("policies"),
 	privileged:         ast.StringTerm("privileged"),
+	protectedBy:        ast.StringTerm("protectedBy"),
 	rawPath:            ast.StringTerm("rawPath"),
 	readOnly:           ast.StringTerm("readOnly"),
 	request:            ast.StringTerm("request"),
@@ -124,14 +126,16 @@ func init() {
 
 // value renders the whole input document, as admin-written rules may read
 // any part of it.
-func (in *Input) value(policies []*ast.Term) ast.Value {
+// protectedBy holds the protectedBy fact of each mount; nil takes it from
+// the mounts.
+func (in *Input) value(policies, protectedBy []*ast.Term) ast.Value {
 	items := []*ast.Term{
 		key.version, inputVersion,
 		key.request, in.Request.term(),
 		key.namespace, in.Namespace.term(),
 		key.object, in.Object.term(),
 		key.pod, in.Pod.term(),
-		key.mounts, mountsTerm(in.Mounts),
+		key.mounts, mountsTerm(in.Mounts, protectedBy),
 		key.policies, ast.ArrayTerm(policies...),
 	}
 	return object(items...)
@@ -139,7 +143,7 @@ func (in *Input) value(policies []*ast.Term) ast.Value {
 
 // shippedValue renders only what the shipped rules read (see
 // decisionKey): enough for a generation without admin-written rules.
-func (in *Input) shippedValue(policies []*ast.Term) ast.Value {
+func (in *Input) shippedValue(policies, protectedBy []*ast.Term) ast.Value {
 	var ns, pod *ast.Term = ast.NullTerm(), ast.NullTerm()
 	if in.Namespace != nil {
 		ns = ast.NewTerm(object(key.name, ast.StringTerm(in.Namespace.Name)))
@@ -154,7 +158,7 @@ func (in *Input) shippedValue(policies []*ast.Term) ast.Value {
 		key.version, inputVersion,
 		key.namespace, ns,
 		key.pod, pod,
-		key.mounts, mountsTerm(in.Mounts),
+		key.mounts, mountsTerm(in.Mounts, protectedBy),
 		key.policies, ast.ArrayTerm(policies...),
 	)
 }
@@ -205,10 +209,14 @@ func (p *Pod) term() *ast.Term {
 	))
 }
 
-func mountsTerm(ms []Mount) *ast.Term {
+func mountsTerm(ms []Mount, protectedBy []*ast.Term) *ast.Term {
 	terms := make([]*ast.Term, len(ms))
 	for i := range ms {
 		m := &ms[i]
+		protected := stringsTerm(m.ProtectedBy)
+		if protectedBy != nil {
+			protected = protectedBy[i]
+		}
 		terms[i] = ast.NewTerm(object(
 			key.container, ast.StringTerm(m.Container),
 			key.containerKind, ast.InternedTerm(m.ContainerKind),
@@ -222,6 +230,7 @@ func mountsTerm(ms []Mount) *ast.Term {
 			key.readOnly, ast.InternedTerm(m.ReadOnly),
 			key.privileged, ast.InternedTerm(m.Privileged),
 			key.hostProcess, ast.InternedTerm(m.HostProcess),
+			key.protectedBy, protected,
 		))
 	}
 	return ast.ArrayTerm(terms...)

@@ -18,7 +18,8 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Object:    Object{APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: "p"},
 		Pod:       &Pod{ServiceAccountName: "sa", HostProcess: true},
 		Mounts: []Mount{{Container: "c", ContainerKind: KindEphemeralContainer, Volume: "v", VolumeSource: "hostPath",
-			RawPath: `//./pipe/x`, Path: `\\.\pipe\x`, PathClass: "pipe", Pipe: "x", AmbiguousReason: "r", ReadOnly: true, Privileged: true, HostProcess: true}},
+			RawPath: `//./pipe/x`, Path: `\\.\pipe\x`, PathClass: "pipe", Pipe: "x", AmbiguousReason: "r", ReadOnly: true, Privileged: true, HostProcess: true,
+			ProtectedBy: []string{"p", "q"}}},
 	}
 	facts := PolicyFacts{Name: "p", Pipes: []string{"csi-proxy-*"}, EnforcementAction: "warn", NamespaceMatch: true,
 		Allow: AllowFacts{Privileged: true, Namespaces: []string{"n"}, ServiceAccounts: []string{"s"},
@@ -30,7 +31,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := in.value([]*ast.Term{facts.term()})
+	got := in.value([]*ast.Term{facts.term()}, nil)
 	if ast.Compare(got, want) != 0 {
 		t.Fatalf("hand-built input differs from its JSON form:\n got %v\nwant %v", got, want)
 	}
@@ -38,7 +39,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	// Nil pointers are null, as in JSON; lists are always arrays.
 	bare := &Input{Version: InputVersion, Request: Request{Groups: []string{}}, Mounts: []Mount{}, Policies: []PolicyFacts{}}
 	want, _ = ast.InterfaceToValue(bare)
-	if got := bare.value(nil); ast.Compare(got, want) != 0 {
+	if got := bare.value(nil, nil); ast.Compare(got, want) != 0 {
 		t.Fatalf("bare input differs:\n got %v\nwant %v", got, want)
 	}
 }

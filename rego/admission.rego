@@ -54,7 +54,16 @@ violation contains v if {
 # path that looks like a pipe but cannot be resolved is protected by every
 # policy. The functions below take these names rather than the policies, so
 # that their results are computed once per pod, not once per mount.
-protecting(m) := sort([p.name | some p in input.policies; protects(p, m)])
+#
+# pipeguard computes them as the mount fact protectedBy, matching each pipe
+# name against the policies' patterns once rather than on every review; an
+# input written by hand may leave the fact out, and then the patterns are
+# matched here.
+protecting(m) := sort(m.protectedBy) if is_array(object.get(m, "protectedBy", null))
+
+protecting(m) := sort([p.name | some p in input.policies; protects(p, m)]) if {
+	not is_array(object.get(m, "protectedBy", null))
+}
 
 policy_named[p.name] := p if some p in input.policies
 

@@ -175,3 +175,14 @@ test_missing_facts_never_turn_into_an_allow if {
 	some v in admission.deny with input as inp
 	v.rule == "protected-pipe-mount"
 }
+
+# pipeguard hands the rules which policies protect each mount as the fact
+# protectedBy; when it is present the rules use it rather than matching the
+# pipes patterns again.
+test_protected_by_fact_decides_protection if {
+	unprotected := object.union(pipe_mount, {"protectedBy": []})
+	count(admission.violation) == 0 with input as pod_input([unprotected], [default_policy])
+	protected := object.union(pipe_mount, {"pipe": "vendor-agent", "protectedBy": ["pipeguard-default"]})
+	some v in admission.deny with input as pod_input([protected], [default_policy])
+	v.policies == ["pipeguard-default"]
+}

@@ -240,17 +240,31 @@ func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]pol
 		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %v", err))
 	}
 	_, oldMounts := podFacts(old.spec)
-	seen := make(map[policy.Mount]bool, len(oldMounts))
-	for _, m := range oldMounts {
-		seen[m] = true
+	seen := make(map[mountID]bool, len(oldMounts))
+	for i := range oldMounts {
+		seen[idOf(&oldMounts[i])] = true
 	}
 	fresh := mounts[:0:0]
-	for _, m := range mounts {
-		if !seen[m] {
-			fresh = append(fresh, m)
+	for i := range mounts {
+		if !seen[idOf(&mounts[i])] {
+			fresh = append(fresh, mounts[i])
 		}
 	}
 	return fresh, nil
+}
+
+// mountID is a mount fact as the handler finds it, before the engine adds
+// which policies protect it.
+type mountID struct {
+	container, containerKind, volume, volumeSource  string
+	rawPath, path, pathClass, pipe, ambiguousReason string
+	readOnly, privileged, hostProcess               bool
+}
+
+func idOf(m *policy.Mount) mountID {
+	return mountID{m.Container, m.ContainerKind, m.Volume, m.VolumeSource,
+		m.RawPath, m.Path, m.PathClass, m.Pipe, m.AmbiguousReason,
+		m.ReadOnly, m.Privileged, m.HostProcess}
 }
 
 // mayHaveHostPath is a fast, conservative pre-check on the raw object: an
