@@ -90,10 +90,11 @@ type App struct {
 const LeaderElectionID = "pipeguard-webhook.pipeguard.io"
 
 // DefaultDecisionCacheSize is how many decisions pipeguard-webhook
-// remembers per policy generation unless told otherwise: enough for the
-// pod templates of a large cluster. An entry is its key and one decision,
-// a few kilobytes at most.
-const DefaultDecisionCacheSize = 4096
+// remembers per policy generation unless told otherwise. Only objects that
+// mount a pipe need a decision, and few pod templates do (CSI node
+// plugins, mostly), so this covers them in many namespaces. An entry is
+// its key and one decision, a few kilobytes.
+const DefaultDecisionCacheSize = 1024
 
 // New builds the manager and everything it runs.
 func New(ctx context.Context, opts Options) (*App, error) {
