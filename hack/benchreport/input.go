@@ -47,6 +47,7 @@ type Review struct {
 	LoadCoresUsed    float64 `json:"loadCoresUsed"`
 	RSSBytes         int64   `json:"rssBytes"`
 	PeakRSSBytes     int64   `json:"peakRssBytes"`
+	StealPercent     float64 `json:"stealPercent"`
 }
 
 // AgentStats is one agent's share of an agentload case.

@@ -45,6 +45,8 @@ func machine(w writer, in *Input, elapsed time.Duration) {
 	w("| Go | %s %s/%s |\n", cell(m.GoVersion), cell(m.OS), cell(m.Arch))
 	w("| load average before the load runs (1, 5, 15 min) | %s |\n", cell(m.LoadAverage))
 	w("| date | %s |\n", cell(m.Date))
+	worst, avg := steal(in)
+	w("| CPU time stolen by the hypervisor during the webhook runs | %s on average, %s in the worst run |\n", pct(avg/100), pct(worst/100))
 	if elapsed > 0 {
 		w("| `make bench` up to this report | %s |\n", elapsed.Round(time.Second))
 	}
@@ -56,6 +58,28 @@ func machine(w writer, in *Input, elapsed time.Duration) {
 			w("CPU time per review, are the more telling.\n\n")
 		}
 	}
+	if worst > stealNote {
+		w("The hypervisor took CPU time from this virtual machine during the runs (up to %s of it in one run; each\n", pct(worst/100))
+		w("table shows how much per run): runs with much of it measured a slower machine, and their latencies are not\n")
+		w("pipeguard's.\n\n")
+	}
+}
+
+// stealNote is the stolen CPU share above which the report says so.
+const stealNote = 5.0
+
+// steal returns the largest and the mean share of CPU time stolen over
+// the webhook runs, in percent.
+func steal(in *Input) (worst, avg float64) {
+	runs := append(append([]*Review{}, in.Webhook...), in.Scale...)
+	for _, r := range runs {
+		worst = max(worst, r.StealPercent)
+		avg += r.StealPercent
+	}
+	if len(runs) > 0 {
+		avg /= float64(len(runs))
+	}
+	return worst, avg
 }
 
 // targets checks the results against the targets of the issue.
@@ -152,24 +176,24 @@ func webhook(w writer, in *Input) {
 		w("### Open loop\n\n")
 		w("Requests are sent at a fixed rate whatever the answers; latencies count from when each was due, so they include\n")
 		w("the sender's own lateness (shown), and a request due while too many are outstanding (256 by default) is dropped.\n\n")
-		w("| rate/s | target | reviews/s | p50 ms | p90 ms | p99 ms | max ms | p99 from send ms | sent late p99 ms | dropped | errors | server CPU ms/review | RSS MiB | peak RSS MiB |\n")
-		w("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		w("| rate/s | target | reviews/s | p50 ms | p90 ms | p99 ms | max ms | p99 from send ms | sent late p99 ms | dropped | errors | server CPU ms/review | RSS MiB | peak RSS MiB | CPU stolen |\n")
+		w("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range open {
-			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s | %s |\n",
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s |\n",
 				thousands(r.Rate), cell(r.Target), num0(r.ReviewsPerSecond), ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max),
-				ms(r.ServiceP99), ms(r.SendLagP99), r.Dropped, r.Errors, ms(r.CPUPerReviewMs), mib(r.RSSBytes), mib(r.PeakRSSBytes))
+				ms(r.ServiceP99), ms(r.SendLagP99), r.Dropped, r.Errors, ms(r.CPUPerReviewMs), mib(r.RSSBytes), mib(r.PeakRSSBytes), pct(r.StealPercent/100))
 		}
 		w("\n")
 	}
 	if len(closed) > 0 {
 		w("### Closed loop (saturation)\n\n")
 		w("Each worker sends its next request as soon as the previous one is answered.\n\n")
-		w("| workers | target | reviews/s | p50 ms | p90 ms | p99 ms | max ms | errors | server cores | load generator cores | server CPU ms/review | RSS MiB | peak RSS MiB |\n")
-		w("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		w("| workers | target | reviews/s | p50 ms | p90 ms | p99 ms | max ms | errors | server cores | load generator cores | server CPU ms/review | RSS MiB | peak RSS MiB | CPU stolen |\n")
+		w("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range closed {
-			w("| %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n",
+			w("| %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n",
 				r.Workers, cell(r.Target), num0(r.ReviewsPerSecond), ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors,
-				x2(r.CoresUsed), x2(r.LoadCoresUsed), ms(r.CPUPerReviewMs), mib(r.RSSBytes), mib(r.PeakRSSBytes))
+				x2(r.CoresUsed), x2(r.LoadCoresUsed), ms(r.CPUPerReviewMs), mib(r.RSSBytes), mib(r.PeakRSSBytes), pct(r.StealPercent/100))
 		}
 		w("\n")
 	}
@@ -222,12 +246,12 @@ func scale(w writer, in *Input) {
 	w("pipeguard with %s labelled namespaces in its namespace cache and %d PipeAccessPolicies, against the small case of the\n",
 		thousands(pairs[0].big.Namespaces), pairs[0].big.Policies)
 	w("webhook runs above (%d namespaces, %s), at the same load.\n\n", pairs[0].small.Namespaces, policies(pairs[0].small.Policies))
-	w("| target | load | namespaces | policies | reviews/s | p50 ms | p99 ms | max ms | errors | server CPU ms/review | RSS MiB | peak RSS MiB |\n")
-	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("| target | load | namespaces | policies | reviews/s | p50 ms | p99 ms | max ms | errors | server CPU ms/review | RSS MiB | peak RSS MiB | CPU stolen |\n")
+	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range pairs {
 		for _, r := range []*Review{p.small, p.big} {
-			w("| %s | %s | %s | %d | %s | %s | %s | %s | %d | %s | %s | %s |\n", cell(r.Target), loadOf(r), thousands(r.Namespaces), r.Policies,
-				num0(r.ReviewsPerSecond), ms(r.P50), ms(r.P99), ms(r.Max), r.Errors, ms(r.CPUPerReviewMs), mib(r.RSSBytes), mib(r.PeakRSSBytes))
+			w("| %s | %s | %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", cell(r.Target), loadOf(r), thousands(r.Namespaces), r.Policies,
+				num0(r.ReviewsPerSecond), ms(r.P50), ms(r.P99), ms(r.Max), r.Errors, ms(r.CPUPerReviewMs), mib(r.RSSBytes), mib(r.PeakRSSBytes), pct(r.StealPercent/100))
 		}
 	}
 	w("\n| target | load | p50 | p99 | throughput | server CPU per review | peak RSS | within %s× |\n|---|---|---:|---:|---:|---:|---:|---|\n", trimFloat(scaleTarget))

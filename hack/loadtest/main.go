@@ -90,8 +90,8 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "loadtest: %s %s: %v\n", opts.Target, describe(opts), err)
 			return 1
 		}
-		fmt.Fprintf(os.Stderr, "%-9s %-11s %8.0f reviews/s  p99 %.3f ms  errors %d  dropped %d\n",
-			r.Target, load(r), r.ReviewsPerSecond, r.P99, r.Errors, r.Dropped)
+		fmt.Fprintf(os.Stderr, "%-9s %-11s %8.0f reviews/s  p99 %.3f ms  errors %d  dropped %d  CPU stolen %.1f%%\n",
+			r.Target, load(r), r.ReviewsPerSecond, r.P99, r.Errors, r.Dropped, r.StealPercent)
 		results = append(results, r)
 	}
 	fmt.Printf("load average after: %s\n\n", sysinfo.LoadAverage())

@@ -62,11 +62,15 @@ type Result struct {
 	CPUPerReviewMs float64 `json:"cpuPerReviewMs"`
 	// CoresUsed is the serving process's CPU time over the run's wall
 	// time; LoadCoresUsed the load generator's, when it runs apart.
-	CoresUsed     float64               `json:"coresUsed"`
-	LoadCoresUsed float64               `json:"loadCoresUsed,omitempty"`
-	RSSBytes      int64                 `json:"rssBytes"`
-	PeakRSSBytes  int64                 `json:"peakRssBytes"`
-	Decisions     map[string]*Decisions `json:"decisions"`
+	CoresUsed     float64 `json:"coresUsed"`
+	LoadCoresUsed float64 `json:"loadCoresUsed,omitempty"`
+	// StealPercent is the share of the machine's CPU time the hypervisor
+	// gave to other guests during the run: on a virtual machine, a run
+	// with much of it measured a slower machine.
+	StealPercent float64               `json:"stealPercent"`
+	RSSBytes     int64                 `json:"rssBytes"`
+	PeakRSSBytes int64                 `json:"peakRssBytes"`
+	Decisions    map[string]*Decisions `json:"decisions"`
 }
 
 func summarize(opts Options, t *tally, elapsed, cpu time.Duration) *Result {

@@ -136,14 +136,16 @@ func drive(ctx context.Context, c *client, ep endpoint, opts Options) (*Result, 
 			return nil, fmt.Errorf("warm-up failed: %d errors, first: %s", t.sent-len(t.latencies), t.firstErr)
 		}
 	}
-	serverCPU, selfCPU := ep.cpu(), sysinfo.CPUTime(sysinfo.Self)
+	serverCPU, selfCPU, ticks := ep.cpu(), sysinfo.CPUTime(sysinfo.Self), sysinfo.ReadCPUTicks()
 	t, elapsed := measure(opts.Duration, opts.Requests)
 	serverCPU, selfCPU = ep.cpu()-serverCPU, sysinfo.CPUTime(sysinfo.Self)-selfCPU
+	steal := sysinfo.StealPercent(ticks, sysinfo.ReadCPUTicks())
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	r := summarize(opts, t, elapsed, serverCPU)
 	r.RSSBytes, r.PeakRSSBytes = ep.memory()
+	r.StealPercent = steal
 	if !opts.InProcess && elapsed > 0 {
 		r.LoadCoresUsed = selfCPU.Seconds() / elapsed.Seconds()
 	}
