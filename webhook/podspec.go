@@ -103,16 +103,7 @@ type persistentVolumeObject struct {
 // Readers for the types above, field for field. Each case returns a bit of
 // its own within its object so that a repeated field is refused.
 
-func (r *reader) objectMeta(m *objectMeta) {
-	r.fields(func(name []byte) uint32 {
-		if string(name) == "name" {
-			r.str(&m.Name)
-			return 1
-		}
-		r.skip()
-		return 0
-	})
-}
+func (r *reader) objectMeta(m *objectMeta) { r.only("name", func() { r.str(&m.Name) }) }
 
 func (r *reader) podSpec(s *podSpec) {
 	r.fields(func(name []byte) uint32 {
@@ -159,16 +150,7 @@ func (r *reader) volume(v *volume) {
 	})
 }
 
-func (r *reader) pathOnly(p *pathOnly) {
-	r.fields(func(name []byte) uint32 {
-		if string(name) == "path" {
-			r.str(&p.Path)
-			return 1
-		}
-		r.skip()
-		return 0
-	})
-}
+func (r *reader) pathOnly(p *pathOnly) { r.only("path", func() { r.str(&p.Path) }) }
 
 func (r *reader) container(c *container) {
 	r.fields(func(name []byte) uint32 {
@@ -225,37 +207,14 @@ func (r *reader) securityContext(sc *securityContext) {
 }
 
 func (r *reader) podSecurityContext(sc *podSecurityContext) {
-	r.fields(func(name []byte) uint32 {
-		if string(name) == "windowsOptions" {
-			readPtr(r, &sc.WindowsOptions, r.windowsOptions)
-			return 1
-		}
-		r.skip()
-		return 0
-	})
+	r.only("windowsOptions", func() { readPtr(r, &sc.WindowsOptions, r.windowsOptions) })
 }
 
 func (r *reader) windowsOptions(w *windowsOptions) {
-	r.fields(func(name []byte) uint32 {
-		if string(name) == "hostProcess" {
-			r.boolPtr(&w.HostProcess)
-			return 1
-		}
-		r.skip()
-		return 0
-	})
+	r.only("hostProcess", func() { r.boolPtr(&w.HostProcess) })
 }
 
-func (r *reader) podTemplateSpec(t *podTemplateSpec) {
-	r.fields(func(name []byte) uint32 {
-		if string(name) == "spec" {
-			r.podSpec(&t.Spec)
-			return 1
-		}
-		r.skip()
-		return 0
-	})
-}
+func (r *reader) podTemplateSpec(t *podTemplateSpec) { r.only("spec", func() { r.podSpec(&t.Spec) }) }
 
 func (r *reader) podObject(o *podObject) {
 	r.fields(func(name []byte) uint32 {
@@ -279,14 +238,7 @@ func (r *reader) templatedObject(o *templatedObject) {
 			r.objectMeta(&o.Metadata)
 			return 1 << 0
 		case "spec":
-			r.fields(func(name []byte) uint32 {
-				if string(name) == "template" {
-					readPtr(r, &o.Spec.Template, r.podTemplateSpec)
-					return 1
-				}
-				r.skip()
-				return 0
-			})
+			r.only("template", func() { readPtr(r, &o.Spec.Template, r.podTemplateSpec) })
 			return 1 << 1
 		}
 		r.skip()
@@ -301,27 +253,10 @@ func (r *reader) cronJobObject(o *cronJobObject) {
 			r.objectMeta(&o.Metadata)
 			return 1 << 0
 		case "spec":
-			r.fields(func(name []byte) uint32 {
-				if string(name) != "jobTemplate" {
-					r.skip()
-					return 0
-				}
-				r.fields(func(name []byte) uint32 {
-					if string(name) != "spec" {
-						r.skip()
-						return 0
-					}
-					r.fields(func(name []byte) uint32 {
-						if string(name) != "template" {
-							r.skip()
-							return 0
-						}
-						r.podTemplateSpec(&o.Spec.JobTemplate.Spec.Template)
-						return 1
-					})
-					return 1
+			r.only("jobTemplate", func() {
+				r.only("spec", func() {
+					r.only("template", func() { r.podTemplateSpec(&o.Spec.JobTemplate.Spec.Template) })
 				})
-				return 1
 			})
 			return 1 << 1
 		}
@@ -365,6 +300,19 @@ func (r *reader) persistentVolumeObject(o *persistentVolumeObject) {
 				return 0
 			})
 			return 1 << 1
+		}
+		r.skip()
+		return 0
+	})
+}
+
+// only reads an object of which one field matters: read consumes that
+// field's value, and every other field is skipped.
+func (r *reader) only(field string, read func()) {
+	r.fields(func(name []byte) uint32 {
+		if string(name) == field {
+			read()
+			return 1
 		}
 		r.skip()
 		return 0
