@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,7 +19,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/benchreport/childproc"
 )
 
 // serveCommand is the hidden subcommand that runs one agent in a process
@@ -132,15 +128,13 @@ func assemble(ctx context.Context, dir string, gated bool) (serving, *agent.Agen
 
 // child is an agent process started by startChild.
 type child struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *bytes.Buffer
-	pid    string
+	*childproc.Process
 	serving
 }
 
-func (c *child) cpu() time.Duration     { return sysinfo.CPUTime(c.pid) }
-func (c *child) memory() (int64, int64) { return sysinfo.Memory(c.pid) }
+func (c *child) cpu() time.Duration     { return c.CPU() }
+func (c *child) memory() (int64, int64) { return c.Memory() }
+func (c *child) stop() error            { return c.Stop() }
 
 // childStartTimeout bounds how long an agent process may take to start.
 const childStartTimeout = 30 * time.Second
@@ -148,67 +142,13 @@ const childStartTimeout = 30 * time.Second
 // startChild starts an agent process: this executable, re-run with the
 // serve subcommand.
 func startChild(ctx context.Context, dir string, gated bool) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding this executable to run the agent: %w", err)
-	}
-	cmd := exec.Command(exe, serveCommand, "--dir", dir, "--gated="+strconv.FormatBool(gated))
-	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = c.stderr
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
+	c := &child{}
+	args := []string{serveCommand, "--dir", dir, "--gated=" + strconv.FormatBool(gated)}
+	p, err := childproc.Start(ctx, "agent process", args, nil, childStartTimeout,
+		&c.serving, func() bool { return c.SocketDir != "" })
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the agent process: %w", err)
-	}
-	c.pid = strconv.Itoa(cmd.Process.Pid)
-	line := make(chan []byte, 1)
-	go func() {
-		b, _ := bufio.NewReader(out).ReadBytes('\n')
-		line <- b
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case b := <-line:
-		if err := json.Unmarshal(b, &c.serving); err != nil || c.SocketDir == "" {
-			c.kill()
-			return nil, fmt.Errorf("agent process did not start: %s", strings.TrimSpace(c.stderr.String()))
-		}
-		return c, nil
-	case <-time.After(childStartTimeout):
-		c.kill()
-		return nil, fmt.Errorf("agent process did not listen within %v", childStartTimeout)
-	case <-ctx.Done():
-		c.kill()
-		return nil, ctx.Err()
-	}
-}
-
-// stop closes the agent process's stdin, which makes it shut down, and
-// waits for it; one that does not exit within 10s is killed.
-func (c *child) stop() error {
-	c.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("agent process: %w: %s", err, strings.TrimSpace(c.stderr.String()))
-		}
-		return nil
-	case <-time.After(10 * time.Second):
-		c.cmd.Process.Kill()
-		<-done
-		return errors.New("agent process did not stop within 10s and was killed")
-	}
-}
-
-func (c *child) kill() {
-	c.stdin.Close()
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
+	c.Process = p
+	return c, nil
 }

@@ -1,24 +1,20 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/pipeguard/pipeguard/hack/benchreport/childproc"
 	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
 )
 
@@ -129,16 +125,14 @@ func (inProcess) memory() (int64, int64)      { return sysinfo.Memory(sysinfo.Se
 
 // child is a server process started by startChild.
 type child struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *bytes.Buffer
-	pid    string
+	*childproc.Process
 	serving
 }
 
 func (c *child) address() (string, []byte) { return c.URL, c.CAPEM }
-func (c *child) cpu() time.Duration        { return sysinfo.CPUTime(c.pid) }
-func (c *child) memory() (int64, int64)    { return sysinfo.Memory(c.pid) }
+func (c *child) cpu() time.Duration        { return c.CPU() }
+func (c *child) memory() (int64, int64)    { return c.Memory() }
+func (c *child) stop() error               { return c.Stop() }
 
 // serverGOGC is the GOGC of a server process: what config/manager sets
 // for pipeguard-webhook (TestServerGOGCMatchesTheDeployment).
@@ -147,67 +141,14 @@ const serverGOGC = "400"
 // startChild starts a server process for opts: this executable, re-run
 // with the serve subcommand.
 func startChild(ctx context.Context, opts Options) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding this executable to run the server: %w", err)
-	}
-	cmd := exec.Command(exe, serveCommand, "--target", opts.Target,
-		"--namespaces", strconv.Itoa(opts.Namespaces), "--policies", strconv.Itoa(opts.Policies))
-	cmd.Env = append(os.Environ(), "GOGC="+serverGOGC)
-	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = c.stderr
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
+	c := &child{}
+	args := []string{serveCommand, "--target", opts.Target,
+		"--namespaces", strconv.Itoa(opts.Namespaces), "--policies", strconv.Itoa(opts.Policies)}
+	p, err := childproc.Start(ctx, "server process", args, []string{"GOGC=" + serverGOGC}, childStartTimeout,
+		&c.serving, func() bool { return c.URL != "" })
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the server process: %w", err)
-	}
-	c.pid = strconv.Itoa(cmd.Process.Pid)
-	line := make(chan []byte, 1)
-	go func() {
-		b, _ := bufio.NewReader(out).ReadBytes('\n')
-		line <- b
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case b := <-line:
-		if err := json.Unmarshal(b, &c.serving); err != nil || c.URL == "" {
-			return nil, errors.Join(fmt.Errorf("server process did not start: %s", strings.TrimSpace(c.stderr.String())), c.kill())
-		}
-		return c, nil
-	case <-time.After(childStartTimeout):
-		return nil, errors.Join(fmt.Errorf("server process did not listen within %v", childStartTimeout), c.kill())
-	case <-ctx.Done():
-		return nil, errors.Join(ctx.Err(), c.kill())
-	}
-}
-
-// stop closes the server process's stdin, which makes it shut down, and
-// waits for it; one that does not exit within 10s is killed.
-func (c *child) stop() error {
-	c.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("server process: %w: %s", err, strings.TrimSpace(c.stderr.String()))
-		}
-		return nil
-	case <-time.After(10 * time.Second):
-		c.cmd.Process.Kill()
-		<-done
-		return errors.New("server process did not stop within 10s and was killed")
-	}
-}
-
-func (c *child) kill() error {
-	c.stdin.Close()
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-	return nil
+	c.Process = p
+	return c, nil
 }

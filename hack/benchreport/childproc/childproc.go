@@ -1,0 +1,112 @@
+// Package childproc runs a server under measurement in a process of its
+// own: the running executable, re-run with a subcommand, which prints one
+// JSON line on stdout once it serves and stops when its stdin is closed
+// (as it is when the parent dies). The benchmark tools use it so that the
+// load generator stays out of the measured process, and the CPU time and
+// memory they report are the server's alone.
+package childproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+)
+
+// stopTimeout bounds how long a process may take to exit once told to.
+const stopTimeout = 10 * time.Second
+
+// Process is a running child process.
+type Process struct {
+	what   string // e.g. "server process", for errors
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *bytes.Buffer
+	pid    string
+}
+
+// Start runs this executable with args, and env added to its environment,
+// and waits up to timeout for the first line it prints, which it decodes
+// into ready; valid reports whether the decoded line says the process
+// serves. what names the process in errors.
+func Start(ctx context.Context, what string, args, env []string, timeout time.Duration, ready any, valid func() bool) (*Process, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to run the %s: %w", what, err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &Process{what: what, cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the %s: %w", what, err)
+	}
+	p.pid = strconv.Itoa(cmd.Process.Pid)
+	line := make(chan []byte, 1)
+	go func() {
+		b, _ := bufio.NewReader(out).ReadBytes('\n')
+		line <- b
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case b := <-line:
+		if err := json.Unmarshal(b, ready); err != nil || !valid() {
+			p.kill()
+			return nil, fmt.Errorf("%s did not start: %s", what, strings.TrimSpace(p.stderr.String()))
+		}
+		return p, nil
+	case <-time.After(timeout):
+		p.kill()
+		return nil, fmt.Errorf("%s did not start serving within %v", what, timeout)
+	case <-ctx.Done():
+		p.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// CPU is the process's user and system CPU time so far.
+func (p *Process) CPU() time.Duration { return sysinfo.CPUTime(p.pid) }
+
+// Memory is the process's VmRSS now and VmHWM since it started.
+func (p *Process) Memory() (rss, hwm int64) { return sysinfo.Memory(p.pid) }
+
+// Stop closes the process's stdin, which makes it shut down, and waits for
+// it; one that does not exit in time is killed.
+func (p *Process) Stop() error {
+	p.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s: %w: %s", p.what, err, strings.TrimSpace(p.stderr.String()))
+		}
+		return nil
+	case <-time.After(stopTimeout):
+		_ = p.cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("%s did not stop within %v and was killed", p.what, stopTimeout)
+	}
+}
+
+func (p *Process) kill() {
+	p.stdin.Close()
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
