@@ -68,8 +68,9 @@ test: lint verify-generated control-plane ## Run every test: lint, unit, rego, f
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test ./...
 
 .PHONY: fuzz
-fuzz: ## Fuzz the pipe path normalizer for FUZZTIME (default 3m).
+fuzz: ## Fuzz the pipe path normalizer and the object reader, each for FUZZTIME (default 3m).
 	$(GO) test ./webhook/pipepath -run '^$$' -fuzz FuzzClassify -fuzztime $${FUZZTIME:-3m}
+	$(GO) test ./webhook -run '^$$' -fuzz FuzzDecodeMatchesJSON -fuzztime $${FUZZTIME:-3m}
 
 # make bench writes its raw results to BENCH_OUT and the report to
 # docs/benchmarks. BENCH_DURATION is the measured time of each load run,
