@@ -17,8 +17,10 @@ import (
 //
 // Like the API server, the reader matches field names case-sensitively;
 // null leaves a field at its zero value; unknown fields are checked for
-// syntax and skipped. Strings that hold escapes or non-ASCII bytes are
-// unquoted by sigs.k8s.io/json so that their value is exactly its value.
+// syntax and skipped. Strings with \u escapes or non-ASCII bytes are
+// unquoted by sigs.k8s.io/json so that their value is exactly its value;
+// ASCII strings whose escapes are single characters (the doubled
+// backslashes of every Windows path) are unquoted here.
 
 // maxDepth is the nesting limit encoding/json applies.
 const maxDepth = 10000
@@ -44,7 +46,7 @@ func decodeObject(data []byte, read func(r *reader)) error {
 	read(r)
 	if r.err == nil {
 		r.key = nil
-		if r.peek() != 0 || r.pos < len(r.data) {
+		if r.space(); r.pos < len(r.data) {
 			r.fail("found %s after the object, want the end of the input", r.describe())
 		}
 	}
