@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Targets of issue #7.
+// The performance targets pipeguard holds itself to.
 const (
 	throughputTarget = 0.70 // pipeguard / baseline saturated throughput
 	p99TargetRate    = 1000 // reviews/s at which p99 is held to p99TargetMs
