@@ -60,11 +60,12 @@ func (c *decisionCache) putLocked(key string, d *Decision) {
 }
 
 // decisionKey appends to buf every fact of in that the shipped rules read:
-// the namespace's name and which policies match it, the pod's
-// ServiceAccount and HostProcess, and every field of every mount. The
-// policies themselves belong to the generation, which owns the cache.
-// Strings are length-prefixed, so distinct facts give distinct keys.
-func (g *Generation) decisionKey(buf []byte, in *Input) []byte {
+// the namespace's name and which policies match it (matches, from
+// namespaceMatches), the pod's ServiceAccount and HostProcess, and every
+// field of every mount. The policies themselves belong to the generation,
+// which owns the cache. Strings are length-prefixed, so distinct facts give
+// distinct keys.
+func (g *Generation) decisionKey(buf []byte, in *Input, matches []bool) []byte {
 	str := func(s string) {
 		buf = binary.AppendUvarint(buf, uint64(len(s)))
 		buf = append(buf, s...)
@@ -80,8 +81,8 @@ func (g *Generation) decisionKey(buf []byte, in *Input) []byte {
 	if in.Namespace != nil {
 		str(in.Namespace.Name)
 	}
-	for _, p := range g.policies {
-		flag(p.namespaceMatch(in.Namespace))
+	for _, m := range matches {
+		flag(m)
 	}
 	flag(in.Pod != nil)
 	if in.Pod != nil {

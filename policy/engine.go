@@ -98,10 +98,11 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not evaluating: %w", err)
 	}
+	matches := gen.namespaceMatches(in.Namespace)
 	var key []byte
 	if gen.cache != nil {
 		var buf [512]byte
-		if key = gen.decisionKey(buf[:0], in); len(key) > maxKeyLen {
+		if key = gen.decisionKey(buf[:0], in, matches); len(key) > maxKeyLen {
 			key = nil
 		} else if d, ok := gen.cache.get(key); ok {
 			cached := *d
@@ -115,7 +116,7 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for an evaluation slot: %w", ctx.Err())
 	}
-	d, err := gen.Evaluate(ctx, in)
+	d, err := gen.evaluate(ctx, in, matches)
 	if err == nil && key != nil {
 		gen.cache.put(key, d)
 	}
@@ -129,9 +130,9 @@ func (g *Generation) Document(in *Input) *Input {
 	out := *in
 	out.Version = InputVersion
 	out.Policies = make([]PolicyFacts, len(g.policies))
-	for i, p := range g.policies {
-		out.Policies[i] = p.facts
-		out.Policies[i].NamespaceMatch = p.namespaceMatch(in.Namespace)
+	for i, match := range g.namespaceMatches(in.Namespace) {
+		out.Policies[i] = g.policies[i].facts
+		out.Policies[i].NamespaceMatch = match
 	}
 	out.Mounts = make([]Mount, len(in.Mounts))
 	for i, m := range in.Mounts {
@@ -148,11 +149,22 @@ func (g *Generation) Document(in *Input) *Input {
 // webhook measures whole reviews.
 var noMetrics = metrics.NoOp()
 
-// Evaluate decides on one input with this generation.
-func (g *Generation) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
+// namespaceMatches reports, for each policy of the generation, whether it
+// allows namespace ns by name or label selector.
+func (g *Generation) namespaceMatches(ns *Namespace) []bool {
+	out := make([]bool, len(g.policies))
+	for i, p := range g.policies {
+		out[i] = p.namespaceMatch(ns)
+	}
+	return out
+}
+
+// evaluate decides on one input with this generation; matches are its
+// policies' namespaceMatches for the input's namespace.
+func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool) (*Decision, error) {
 	policies := make([]*ast.Term, len(g.policies))
 	for i, p := range g.policies {
-		policies[i] = p.term(p.namespaceMatch(in.Namespace))
+		policies[i] = p.term(matches[i])
 	}
 	protectedBy := make([]*ast.Term, len(in.Mounts))
 	for i := range in.Mounts {

@@ -213,9 +213,11 @@ func mountsTerm(ms []Mount, protectedBy []*ast.Term) *ast.Term {
 	terms := make([]*ast.Term, len(ms))
 	for i := range ms {
 		m := &ms[i]
-		protected := stringsTerm(m.ProtectedBy)
+		var protected *ast.Term
 		if protectedBy != nil {
 			protected = protectedBy[i]
+		} else {
+			protected = stringsTerm(m.ProtectedBy)
 		}
 		terms[i] = ast.NewTerm(object(
 			key.container, ast.StringTerm(m.Container),
