@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -240,31 +242,15 @@ func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]pol
 		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %v", err))
 	}
 	_, oldMounts := podFacts(old.spec)
-	seen := make(map[mountID]bool, len(oldMounts))
-	for i := range oldMounts {
-		seen[idOf(&oldMounts[i])] = true
-	}
 	fresh := mounts[:0:0]
-	for i := range mounts {
-		if !seen[idOf(&mounts[i])] {
-			fresh = append(fresh, mounts[i])
+	for _, m := range mounts {
+		// The facts of both sides come from podFacts, so equal mounts
+		// are deeply equal; a pod has few enough for a linear search.
+		if !slices.ContainsFunc(oldMounts, func(o policy.Mount) bool { return reflect.DeepEqual(o, m) }) {
+			fresh = append(fresh, m)
 		}
 	}
 	return fresh, nil
-}
-
-// mountID is a mount fact as the handler finds it, before the engine adds
-// which policies protect it.
-type mountID struct {
-	container, containerKind, volume, volumeSource  string
-	rawPath, path, pathClass, pipe, ambiguousReason string
-	readOnly, privileged, hostProcess               bool
-}
-
-func idOf(m *policy.Mount) mountID {
-	return mountID{m.Container, m.ContainerKind, m.Volume, m.VolumeSource,
-		m.RawPath, m.Path, m.PathClass, m.Pipe, m.AmbiguousReason,
-		m.ReadOnly, m.Privileged, m.HostProcess}
 }
 
 // mayHaveHostPath is a fast, conservative pre-check on the raw object: an
