@@ -1,8 +1,14 @@
 package policy
 
 import (
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"strings"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Pods created from one template (every pod of a DaemonSet, every replica
@@ -12,6 +18,15 @@ import (
 // the shipped rules read. TestDecisionKeyCoversWhatTheRulesRead checks that
 // the key keeps up with the rules; generations with admin modules never
 // cache, since an admin rule may read any part of the input.
+
+// The shipped rules read the namespace's name only to write it into
+// messages (TestNamespaceNameOnlyInMessages keeps it so). So that one
+// decision serves every namespace that presents the same facts, a
+// generation with a cache shows its rules a placeholder for the name and
+// writes the real name into the decision afterwards. The placeholder is
+// random for each generation, so a request cannot bring it in another
+// fact, and it is a DNS label, so sprintf prints it as it prints a
+// namespace name: %q quotes both without escaping anything.
 
 // maxKeyLen bounds the facts worth remembering; a pod with more pipe
 // mounts than this covers is evaluated every time.
@@ -60,12 +75,13 @@ func (c *decisionCache) putLocked(key string, d *Decision) {
 }
 
 // decisionKey appends to buf every fact of in that the shipped rules read:
-// the namespace's name and which policies match it (matches, from
+// the namespace's name (unless placeholder says the rules see a
+// placeholder instead) and which policies match it (matches, from
 // namespaceMatches), the pod's ServiceAccount and HostProcess, and every
 // field of every mount. The policies themselves belong to the generation,
 // which owns the cache. Strings are length-prefixed, so distinct facts give
 // distinct keys.
-func (g *Generation) decisionKey(buf []byte, in *Input, matches []bool) []byte {
+func (g *Generation) decisionKey(buf []byte, in *Input, matches []bool, placeholder bool) []byte {
 	str := func(s string) {
 		buf = binary.AppendUvarint(buf, uint64(len(s)))
 		buf = append(buf, s...)
@@ -79,7 +95,10 @@ func (g *Generation) decisionKey(buf []byte, in *Input, matches []bool) []byte {
 	}
 	flag(in.Namespace != nil)
 	if in.Namespace != nil {
-		str(in.Namespace.Name)
+		flag(placeholder)
+		if !placeholder {
+			str(in.Namespace.Name)
+		}
 	}
 	for _, m := range matches {
 		flag(m)
@@ -106,4 +125,77 @@ func (g *Generation) decisionKey(buf []byte, in *Input, matches []bool) []byte {
 		flag(m.HostProcess)
 	}
 	return buf
+}
+
+// newPlaceholder returns a namespace name no request can be expected to
+// contain.
+func newPlaceholder() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails; see crypto/rand.Read
+	return "pipeguard-namespace-" + hex.EncodeToString(b[:])
+}
+
+// namespaceName returns the name the placeholder stands for in an
+// evaluation of ns, or "" when the rules must see the name itself: for no
+// namespace, and for a name that is not a DNS label, which the API server
+// never sends but an input written by hand may hold.
+func (g *Generation) namespaceName(ns *Namespace) string {
+	if ns == nil || g.placeholder == "" || !isDNSLabel(ns.Name) {
+		return ""
+	}
+	return ns.Name
+}
+
+// isDNSLabel is validation.IsDNS1123Label without its regular expression,
+// which would cost more than the rest of a cached review.
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123LabelMaxLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// withName returns d for namespace name: a copy, marked cached if it came
+// from the cache, with the placeholder replaced by name wherever it appears.
+// d itself is left as it is, since the cache shares it.
+func (g *Generation) withName(d *Decision, name string, cached bool) *Decision {
+	if name == "" && !cached {
+		return d
+	}
+	out := *d
+	out.Cached = cached
+	if name != "" {
+		out.Deny = g.renamed(d.Deny, name)
+		out.Warn = g.renamed(d.Warn, name)
+		out.DryRun = g.renamed(d.DryRun, name)
+	}
+	return &out
+}
+
+func (g *Generation) renamed(vs []Violation, name string) []Violation {
+	if len(vs) == 0 {
+		return vs
+	}
+	r := func(s string) string { return strings.ReplaceAll(s, g.placeholder, name) }
+	out := make([]Violation, len(vs))
+	for i, v := range vs {
+		v.Rule, v.Message, v.Action = r(v.Rule), r(v.Message), r(v.Action)
+		v.Container, v.ContainerKind, v.Volume = r(v.Container), r(v.ContainerKind), r(v.Volume)
+		v.Path, v.Pipe = r(v.Path), r(v.Pipe)
+		if len(v.Policies) > 0 {
+			v.Policies = slices.Clone(v.Policies)
+			for j := range v.Policies {
+				v.Policies[j] = r(v.Policies[j])
+			}
+		}
+		out[i] = v
+	}
+	return out
 }

@@ -2,12 +2,15 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 	shipped "github.com/pipeguard/pipeguard/rego"
@@ -57,7 +60,6 @@ func TestDecisionCache(t *testing.T) {
 		change func(*Input)
 		want   string // in the deny message; empty: allowed
 	}{
-		"namespace name":  {func(in *Input) { in.Namespace.Name = "team-b" }, `namespace "team-b" is not allowed`},
 		"namespace match": {func(in *Input) { in.Namespace.Labels = map[string]string{AllowLabel: "true"} }, ""},
 		"container name":  {func(in *Input) { in.Mounts[0].Container = "other" }, `container "other" mounts`},
 		"volume name":     {func(in *Input) { in.Mounts[0].Volume = "p2" }, `through volume "p2"`},
@@ -99,6 +101,130 @@ func TestDecisionCache(t *testing.T) {
 	}
 	if d := evaluate(t, e, cacheTestInput("team-a")); d.Cached {
 		t.Fatal("a new generation reused a decision of the previous one")
+	}
+}
+
+// Pods of one template in many namespaces share a decision: the second
+// namespace gets the first one's decision with its own name in the
+// messages, exactly what evaluating its facts afresh gives.
+func TestDecisionCacheAcrossNamespaces(t *testing.T) {
+	cached, err := NewEngine(context.Background(), Options{DecisionCacheSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncached, err := NewEngine(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := evaluate(t, cached, cacheTestInput("team-a")); first.Cached {
+		t.Fatal("the first evaluation came from the cache")
+	}
+	for _, ns := range []string{"team-b", "team-a", "x"} {
+		got := evaluate(t, cached, cacheTestInput(ns))
+		if !got.Cached {
+			t.Errorf("namespace %s: evaluated again, want the decision of team-a", ns)
+		}
+		msgs := strings.Join(Messages(got.Deny), "\n")
+		if want := `namespace "` + ns + `" is not allowed`; !strings.Contains(msgs, want) {
+			t.Errorf("namespace %s: deny messages %q do not contain %q", ns, msgs, want)
+		}
+		want := evaluate(t, uncached, cacheTestInput(ns))
+		if !reflect.DeepEqual(got.Deny, want.Deny) {
+			t.Errorf("namespace %s: decision from the cache\n%+v\ndiffers from a fresh evaluation\n%+v", ns, got.Deny, want.Deny)
+		}
+	}
+
+	// A name the API server would refuse is shown to the rules as it is,
+	// and so is keyed by itself.
+	odd := evaluate(t, cached, cacheTestInput("Team_C"))
+	if odd.Cached {
+		t.Error("a namespace name that is no DNS label was given another namespace's decision")
+	}
+	if msgs := strings.Join(Messages(odd.Deny), "\n"); !strings.Contains(msgs, `namespace "Team_C" is not allowed`) {
+		t.Errorf("deny messages %q do not name namespace Team_C", msgs)
+	}
+}
+
+// The placeholder must never reach a user, and a namespace allowance must
+// still be decided by the real namespace: every shape of message the
+// shipped rules write, under several policies, is the same from the cache
+// (decided for one namespace, renamed for another) as evaluated afresh.
+func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
+	truth, falsity := true, false
+	policies := []v1alpha1.PipeAccessPolicy{DefaultPolicy(),
+		{ObjectMeta: metav1.ObjectMeta{Name: "by-name"}, Spec: v1alpha1.PipeAccessPolicySpec{
+			Pipes: []string{"vendor-*"}, EnforcementAction: v1alpha1.Deny,
+			Allow: v1alpha1.Allowances{Privileged: &truth, HostProcess: &falsity, Namespaces: []string{"vendors"}},
+		}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "by-account"}, Spec: v1alpha1.PipeAccessPolicySpec{
+			Pipes: []string{"vendor-agent"}, EnforcementAction: v1alpha1.Warn,
+			Allow: v1alpha1.Allowances{Privileged: &falsity, HostProcess: &falsity,
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "agents"}},
+				ServiceAccounts:   []string{"agent"}},
+		}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "watch-only"}, Spec: v1alpha1.PipeAccessPolicySpec{
+			Pipes: []string{"audit-*"}, EnforcementAction: v1alpha1.DryRun,
+			Allow: v1alpha1.Allowances{Privileged: &falsity, HostProcess: &falsity},
+		}},
+	}
+	load := func(size int) *Engine {
+		e, err := NewEngine(context.Background(), Options{DecisionCacheSize: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Load(context.Background(), policies); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	cached, uncached := load(64), load(0)
+	mount := func(pipe string) Mount {
+		return Mount{Container: "c", ContainerKind: KindInitContainer, Volume: "v", VolumeSource: "hostPath",
+			RawPath: `\\.\pipe\` + pipe, Path: `\\.\pipe\` + pipe, PathClass: "pipe", Pipe: pipe}
+	}
+	ambiguous := Mount{Container: "c", ContainerKind: KindContainer, Volume: "odd", VolumeSource: "hostPath",
+		RawPath: `\\?\pipe\x`, PathClass: "ambiguous", AmbiguousReason: "a device path prefix"}
+	pv := mount("csi-proxy-disk-v1")
+	pv.Container, pv.ContainerKind = "", KindPersistentVolume
+	inputs := map[string]func(ns string) *Input{
+		"every policy": func(ns string) *Input {
+			in := cacheTestInput(ns)
+			in.Mounts = []Mount{mount("csi-proxy-disk-v1"), mount("vendor-agent"), mount("vendor-x"), mount("audit-1"), ambiguous}
+			return in
+		},
+		"ServiceAccount narrowed": func(ns string) *Input {
+			in := cacheTestInput(ns)
+			in.Namespace.Labels = map[string]string{"tier": "agents"}
+			in.Mounts = []Mount{mount("vendor-agent")}
+			return in
+		},
+		"PersistentVolume": func(ns string) *Input {
+			in := cacheTestInput(ns)
+			in.Mounts = []Mount{pv}
+			return in
+		},
+	}
+	for name, input := range inputs {
+		t.Run(name, func(t *testing.T) {
+			evaluate(t, cached, input("first"))
+			// "second" shares the facts of "first"; PipeAccessPolicy
+			// by-name allows "vendors" by name.
+			for _, ns := range []string{"second", "vendors"} {
+				got, want := evaluate(t, cached, input(ns)), evaluate(t, uncached, input(ns))
+				got.Cached = false
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("namespace %s: from the cache\n%+v\nevaluated\n%+v", ns, got, want)
+				}
+				if ns == "second" && len(want.Deny)+len(want.Warn)+len(want.DryRun) == 0 {
+					t.Errorf("namespace %s: no violation, so no message was compared", ns)
+				}
+				for _, v := range slices.Concat(got.Deny, got.Warn, got.DryRun) {
+					if strings.Contains(fmt.Sprint(v), "pipeguard-namespace-") {
+						t.Errorf("namespace %s: the placeholder reached a violation: %+v", ns, v)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -219,4 +345,126 @@ func inputPath(path ast.Ref) string {
 		return "input"
 	}
 	return strings.Join(parts, ".")
+}
+
+// TestNamespaceNameOnlyInMessages keeps the placeholder sound: the shipped
+// rules may read the namespace's name only in namespace_name, and may use
+// namespace_name only as an argument of sprintf printed with %q, %s or %v,
+// which print a DNS label as it is. Used anywhere else (compared, matched,
+// or changed before printing), the name could change a decision or print
+// in a form the renaming cannot find.
+func TestNamespaceNameOnlyInMessages(t *testing.T) {
+	nameRef := ast.MustParseRef("input.namespace.name")
+	objectGet, sprintf := ast.MustParseRef("object.get"), ast.Ref{ast.VarTerm("sprintf")}
+	isNameVar := func(term *ast.Term) bool {
+		switch v := term.Value.(type) {
+		case ast.Var:
+			return v == "namespace_name"
+		case ast.Ref:
+			return len(v) == 1 && v[0].Equal(ast.VarTerm("namespace_name"))
+		}
+		return false
+	}
+	uses, printed := 0, 0
+	for _, f := range shipped.Admission() {
+		m, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rule := range m.Rules {
+			head := rule.Head.Name.String()
+			if len(rule.Head.Reference) > 0 {
+				head = rule.Head.Reference.String()
+			}
+			for r := rule; r != nil; r = r.Else {
+				var parts []any
+				parts = append(parts, r.Body)
+				if r.Head.Value != nil {
+					parts = append(parts, r.Head.Value)
+				}
+				if r.Head.Key != nil {
+					parts = append(parts, r.Head.Key)
+				}
+				for _, a := range r.Head.Args {
+					parts = append(parts, a)
+				}
+				for _, part := range parts {
+					ast.WalkTerms(part, func(term *ast.Term) bool {
+						if ref, ok := term.Value.(ast.Ref); ok && ref.HasPrefix(nameRef) && head != "namespace_name" {
+							t.Errorf("%s: rule %s reads input.namespace.name; read it only through namespace_name", term.Location, head)
+						}
+						if call, ok := term.Value.(ast.Call); ok && call[0].Value.Compare(objectGet) == 0 &&
+							call[1].Value.Compare(ast.InputRootRef) == 0 && inputPath(refOf(call[2])) == "namespace.name" && head != "namespace_name" {
+							t.Errorf("%s: rule %s reads input.namespace.name; read it only through namespace_name", term.Location, head)
+						}
+						if isNameVar(term) {
+							uses++
+						}
+						if call, ok := term.Value.(ast.Call); ok && call[0].Value.Compare(sprintf) == 0 && len(call) == 3 {
+							format, fok := call[1].Value.(ast.String)
+							args, aok := call[2].Value.(*ast.Array)
+							if !fok || !aok {
+								return false
+							}
+							verbs := sprintfVerbs(string(format))
+							for i := range args.Len() {
+								if isNameVar(args.Elem(i)) && i < len(verbs) && strings.ContainsRune("qsv", verbs[i]) {
+									printed++
+								}
+							}
+						}
+						return false
+					})
+				}
+			}
+		}
+	}
+	if uses == 0 {
+		t.Fatal("found no use of namespace_name; if the rules no longer name the namespace, drop this test and the placeholder")
+	}
+	if uses != printed {
+		t.Errorf("namespace_name is used %d times, only %d of them as a sprintf argument printed with %%q, %%s or %%v", uses, printed)
+	}
+}
+
+// refOf turns an array term such as ["namespace", "name"] into a path.
+func refOf(term *ast.Term) ast.Ref {
+	arr, ok := term.Value.(*ast.Array)
+	if !ok {
+		return nil
+	}
+	var path ast.Ref
+	arr.Foreach(func(el *ast.Term) { path = append(path, el) })
+	return path
+}
+
+// sprintfVerbs lists the verb of each argument a format string consumes.
+func sprintfVerbs(format string) []rune {
+	var verbs []rune
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
+			i++
+		}
+		if i < len(format) && format[i] != '%' {
+			verbs = append(verbs, rune(format[i]))
+		}
+	}
+	return verbs
+}
+
+func TestIsDNSLabel(t *testing.T) {
+	for _, s := range []string{"", "a", "team-a", "a-", "-a", "a--b", "A", "team_a", "0", "ns-00042", "é", "a.b",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), "pipeguard-namespace-0123456789abcdef01234567"} {
+		if got, want := isDNSLabel(s), len(validation.IsDNS1123Label(s)) == 0; got != want {
+			t.Errorf("isDNSLabel(%q) = %v, validation.IsDNS1123Label says %v", s, got, want)
+		}
+	}
+	g := &Generation{placeholder: newPlaceholder()}
+	if !isDNSLabel(g.placeholder) {
+		t.Errorf("placeholder %q is not a DNS label, so sprintf may print it otherwise than a namespace name", g.placeholder)
+	}
 }

@@ -31,7 +31,8 @@ type Decision struct {
 	// not consulted.
 	Evaluated bool `json:"evaluated"`
 	// Cached is true when the decision was remembered from an earlier
-	// evaluation of the same facts by the same generation.
+	// evaluation of the same facts by the same generation, perhaps for
+	// another namespace whose name is then written into the messages.
 	Cached bool        `json:"cached,omitempty"`
 	Deny   []Violation `json:"deny,omitempty"`
 	Warn   []Violation `json:"warn,omitempty"`

@@ -28,6 +28,9 @@ type Generation struct {
 	adminRules bool
 	// cache remembers decisions; nil when off or when adminRules is set.
 	cache *decisionCache
+	// placeholder stands for the namespace's name when the rules of a
+	// generation with a cache are evaluated (see namespaceName).
+	placeholder string
 	// protection knows which policies protect a pipe.
 	protection *protection
 }
@@ -73,6 +76,7 @@ func (e *Engine) Load(ctx context.Context, policies []v1alpha1.PipeAccessPolicy)
 	}
 	if e.cacheSize > 0 && !gen.adminRules {
 		gen.cache = newDecisionCache(e.cacheSize)
+		gen.placeholder = newPlaceholder()
 	}
 	e.current.Store(gen)
 	return gen, nil
@@ -100,14 +104,14 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	}
 	matches := gen.namespaceMatches(in.Namespace)
 	var key []byte
+	named := ""
 	if gen.cache != nil {
+		named = gen.namespaceName(in.Namespace)
 		var buf [512]byte
-		if key = gen.decisionKey(buf[:0], in, matches); len(key) > maxKeyLen {
+		if key = gen.decisionKey(buf[:0], in, matches, named != ""); len(key) > maxKeyLen {
 			key = nil
 		} else if d, ok := gen.cache.get(key); ok {
-			cached := *d
-			cached.Cached = true
-			return &cached, nil
+			return gen.withName(d, named, true), nil
 		}
 	}
 	select {
@@ -116,11 +120,14 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for an evaluation slot: %w", ctx.Err())
 	}
-	d, err := gen.evaluate(ctx, in, matches)
-	if err == nil && key != nil {
+	d, err := gen.evaluate(ctx, in, matches, named != "")
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
 		gen.cache.put(key, d)
 	}
-	return d, err
+	return gen.withName(d, named, false), nil
 }
 
 // Document returns the input exactly as this generation's rules see it,
@@ -160,8 +167,9 @@ func (g *Generation) namespaceMatches(ns *Namespace) []bool {
 }
 
 // evaluate decides on one input with this generation; matches are its
-// policies' namespaceMatches for the input's namespace.
-func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool) (*Decision, error) {
+// policies' namespaceMatches for the input's namespace. With placeholder
+// set, the rules see g.placeholder as the namespace's name.
+func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, placeholder bool) (*Decision, error) {
 	policies := make([]*ast.Term, len(g.policies))
 	for i, p := range g.policies {
 		policies[i] = p.term(matches[i])
@@ -174,7 +182,14 @@ func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool) (*
 	if g.adminRules {
 		value = in.value(policies, protectedBy)
 	} else {
-		value = in.shippedValue(policies, protectedBy)
+		name := ""
+		if in.Namespace != nil {
+			name = in.Namespace.Name
+		}
+		if placeholder {
+			name = g.placeholder
+		}
+		value = in.shippedValue(name, policies, protectedBy)
 	}
 	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalMetrics(noMetrics))
 	if err != nil {

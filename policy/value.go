@@ -142,11 +142,12 @@ func (in *Input) value(policies, protectedBy []*ast.Term) ast.Value {
 }
 
 // shippedValue renders only what the shipped rules read (see
-// decisionKey): enough for a generation without admin-written rules.
-func (in *Input) shippedValue(policies, protectedBy []*ast.Term) ast.Value {
+// decisionKey): enough for a generation without admin-written rules. The
+// namespace, if there is one, is called nsName.
+func (in *Input) shippedValue(nsName string, policies, protectedBy []*ast.Term) ast.Value {
 	var ns, pod *ast.Term = ast.NullTerm(), ast.NullTerm()
 	if in.Namespace != nil {
-		ns = ast.NewTerm(object(key.name, ast.StringTerm(in.Namespace.Name)))
+		ns = ast.NewTerm(object(key.name, ast.StringTerm(nsName)))
 	}
 	if in.Pod != nil {
 		pod = ast.NewTerm(object(
