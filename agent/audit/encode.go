@@ -169,8 +169,9 @@ func (o *object) end() []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// safeASCII marks the ASCII bytes written as they are.
-var safeASCII = func() (t [utf8.RuneSelf]bool) {
+// safeASCII marks the ASCII bytes written as they are; bytes from
+// utf8.RuneSelf up are false and handled as runes.
+var safeASCII = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
@@ -183,12 +184,14 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && safeASCII[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if safeASCII[c] {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
