@@ -48,6 +48,7 @@ type Review struct {
 	RSSBytes         int64   `json:"rssBytes"`
 	PeakRSSBytes     int64   `json:"peakRssBytes"`
 	StealPercent     float64 `json:"stealPercent"`
+	Remade           int     `json:"remade"`
 }
 
 // AgentStats is one agent's share of an agentload case.

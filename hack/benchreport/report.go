@@ -45,8 +45,11 @@ func machine(w writer, in *Input, elapsed time.Duration) {
 	w("| Go | %s %s/%s |\n", cell(m.GoVersion), cell(m.OS), cell(m.Arch))
 	w("| load average before the load runs (1, 5, 15 min) | %s |\n", cell(m.LoadAverage))
 	w("| date | %s |\n", cell(m.Date))
-	worst, avg := steal(in)
+	worst, avg, remade := steal(in)
 	w("| CPU time stolen by the hypervisor during the webhook runs | %s on average, %s in the worst run |\n", pct(avg/100), pct(worst/100))
+	if remade > 0 {
+		w("| webhook runs made again because the hypervisor took CPU time, keeping the least disturbed | %d |\n", remade)
+	}
 	if elapsed > 0 {
 		w("| `make bench` up to this report | %s |\n", elapsed.Round(time.Second))
 	}
@@ -69,17 +72,18 @@ func machine(w writer, in *Input, elapsed time.Duration) {
 const stealNote = 5.0
 
 // steal returns the largest and the mean share of CPU time stolen over
-// the webhook runs, in percent.
-func steal(in *Input) (worst, avg float64) {
+// the webhook runs, in percent, and how many runs were made again for it.
+func steal(in *Input) (worst, avg float64, remade int) {
 	runs := append(append([]*Review{}, in.Webhook...), in.Scale...)
 	for _, r := range runs {
 		worst = max(worst, r.StealPercent)
 		avg += r.StealPercent
+		remade += r.Remade
 	}
 	if len(runs) > 0 {
 		avg /= float64(len(runs))
 	}
-	return worst, avg
+	return worst, avg, remade
 }
 
 // targets checks the results against the targets of the issue.

@@ -67,7 +67,11 @@ type Result struct {
 	// StealPercent is the share of the machine's CPU time the hypervisor
 	// gave to other guests during the run: on a virtual machine, a run
 	// with much of it measured a slower machine.
-	StealPercent float64               `json:"stealPercent"`
+	StealPercent float64 `json:"stealPercent"`
+	// Remade counts how often the run was made again because the
+	// hypervisor took more CPU time than --steal-limit; this result is
+	// the one that lost the least.
+	Remade       int                   `json:"remade,omitempty"`
 	RSSBytes     int64                 `json:"rssBytes"`
 	PeakRSSBytes int64                 `json:"peakRssBytes"`
 	Decisions    map[string]*Decisions `json:"decisions"`
