@@ -162,11 +162,11 @@ func isDNSLabel(s string) bool {
 	return true
 }
 
-// withName returns d for namespace name: a copy, marked cached if it came
-// from the cache, with the placeholder replaced by name wherever it appears.
-// d itself is left as it is, since the cache shares it.
+// withName returns d for namespace name, marked cached if it came from the
+// cache, with the placeholder replaced by name wherever it appears. d
+// itself is left as it is, since the cache shares it.
 func (g *Generation) withName(d *Decision, name string, cached bool) *Decision {
-	if name == "" && !cached {
+	if !cached && (name == "" || len(d.Deny)+len(d.Warn)+len(d.DryRun) == 0) {
 		return d
 	}
 	out := *d
