@@ -101,12 +101,12 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "%-9s %-11s %8.0f reviews/s  p99 %.3f ms  errors %d  dropped %d  CPU stolen %.1f%%\n",
 				again.Target, load(again), again.ReviewsPerSecond, again.P99, again.Errors, again.Dropped, again.StealPercent)
 			r = keepLeastStolen(r, again)
-			if r.StealPercent <= cfg.stealLimit || retries == 0 {
+			if r.StealPercent <= cfg.stealLimit || retries == 0 || r.Remade == maxRemade {
 				break
 			}
 			retries--
-			fmt.Fprintf(os.Stderr, "%-9s %-11s lost %.1f%% of the CPU time to the hypervisor (over %.1f%%); making the run again\n",
-				r.Target, load(r), r.StealPercent, cfg.stealLimit)
+			fmt.Fprintf(os.Stderr, "%-9s %-11s the hypervisor took %.1f%% of the CPU time (over %.1f%%); making the run again\n",
+				r.Target, load(r), again.StealPercent, cfg.stealLimit)
 		}
 		results = append(results, r)
 	}
@@ -144,7 +144,7 @@ func parseFlags(args []string) (*config, error) {
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	inProcess := fs.Bool("in-process", false, "serve the target from this process instead of a process of its own")
 	stealLimit := fs.Float64("steal-limit", 5, "percent of CPU time taken by the hypervisor during a run above which the run is made again (see --steal-retries)")
-	stealRetries := fs.Int("steal-retries", 0, "how many runs, in all, may be made again because the hypervisor took CPU time; the run with the least taken is kept")
+	stealRetries := fs.Int("steal-retries", 0, "how many runs, in all, may be made again (each at most twice) because the hypervisor took CPU time; the measurement with the least taken is kept")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, and the server with --in-process) to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -230,6 +230,10 @@ func ints(flagName, s string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// maxRemade bounds how often one run is made again, so that a long spell of
+// steal does not spend every retry on the first runs.
+const maxRemade = 2
 
 // keepLeastStolen returns whichever of two measurements of the same run lost
 // less CPU time to the hypervisor, counting in Remade that the run was made
