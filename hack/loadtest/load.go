@@ -199,12 +199,12 @@ func openLoop(ctx context.Context, c *client, rate, n, maxInFlight int) (*tally,
 	interval := time.Second / time.Duration(rate)
 	slots := make(chan struct{}, maxInFlight)
 	var wg sync.WaitGroup
+	p := newPacer()
+	defer p.stop()
 	start := time.Now()
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		due := start.Add(time.Duration(i) * interval)
-		if wait := time.Until(due); wait > 0 {
-			time.Sleep(wait)
-		}
+		p.until(due)
 		select {
 		case slots <- struct{}{}:
 		default:

@@ -187,3 +187,16 @@ func TestServerGOGCMatchesTheDeployment(t *testing.T) {
 		t.Errorf("config/manager sets GOGC %s, the load tool's servers run with %s", m[1], serverGOGC)
 	}
 }
+
+// The pacer never sends a request before it is due.
+func TestPacerWaitsUntilDue(t *testing.T) {
+	p := newPacer()
+	defer p.stop()
+	for _, wait := range []time.Duration{0, 50 * time.Microsecond, 2 * time.Millisecond} {
+		due := time.Now().Add(wait)
+		p.until(due)
+		if early := time.Until(due); early > 0 {
+			t.Errorf("waiting %v: returned %v before the due time", wait, early)
+		}
+	}
+}

@@ -153,8 +153,8 @@ func printTable(w io.Writer, results []*Result) {
 			fmt.Fprintf(w, "%s %s: %d errors %v; first: %s\n", r.Target, load(r), r.Errors, r.ErrorKinds, r.FirstError)
 		}
 	}
-	fmt.Fprintln(w, "Open-loop latencies count from when a request was due, so they include the sender's lateness (timers wake")
-	fmt.Fprintln(w, "within about 1 ms); \"from send\" counts from when it left.")
+	fmt.Fprintln(w, "Open-loop latencies count from when a request was due, so they include the sender's lateness; \"from send\"")
+	fmt.Fprintln(w, "counts from when it left.")
 	fmt.Fprintln(w, "cpu ms: the serving process's CPU time per correct review; cores: its CPU time over wall time. These, RSS and peak")
 	fmt.Fprintln(w, "RSS (since the process started) are of the webhook server's own process, or, with --in-process, of the server and the")
 	fmt.Fprintln(w, "load generator together.")
