@@ -90,6 +90,28 @@ func TestReportNotesABusyMachine(t *testing.T) {
 	}
 }
 
+// A target missed in a run during which the hypervisor took much of the CPU
+// time is reported as not settled; missed in a quiet run, as missed.
+func TestReportDoesNotSettleOnStolenRuns(t *testing.T) {
+	for _, tc := range []struct {
+		steal float64
+		want  string
+	}{
+		{12.5, "| 2.500 ms (from send 1.620 ms; baseline 1.200 ms) | **not settled**: missed while the hypervisor took 12.5% of the CPU time in a run compared; run `make bench` again |"},
+		{0.5, "| 2.500 ms (from send 1.620 ms; baseline 1.200 ms) | **no** |"},
+	} {
+		in, err := readInput("testdata")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg := find(in.Webhook, "pipeguard", "open", 1000)
+		pg.P99, pg.StealPercent = 2.5, tc.steal
+		if got := string(report(in, 0)); !strings.Contains(got, tc.want) {
+			t.Errorf("steal %v%%: the report lacks\n%s\nin\n%s", tc.steal, tc.want, got)
+		}
+	}
+}
+
 // The plot is well-formed SVG with a p50 and a p99 series for each target,
 // one point per offered rate, and the p99 target line.
 func TestLatencySVG(t *testing.T) {
