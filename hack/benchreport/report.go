@@ -400,17 +400,13 @@ func metBy(ok bool, run *Review) string {
 	if ok {
 		return met(ok)
 	}
-	return settled(false, run)
+	return metByRatio(false, run)
 }
 
 // metByRatio is met for a target on the ratio of runs: if the hypervisor
 // took much of the CPU time during any of them, the ratio compares
 // different machines and settles nothing, met or missed.
 func metByRatio(ok bool, runs ...*Review) string {
-	return settled(ok, runs...)
-}
-
-func settled(ok bool, runs ...*Review) string {
 	worst := 0.0
 	for _, r := range runs {
 		if r != nil {
