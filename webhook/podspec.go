@@ -217,88 +217,57 @@ func (r *reader) windowsOptions(w *windowsOptions) {
 func (r *reader) podTemplateSpec(t *podTemplateSpec) { r.only("spec", func() { r.podSpec(&t.Spec) }) }
 
 func (r *reader) podObject(o *podObject) {
-	r.fields(func(name []byte) uint32 {
-		switch string(name) {
-		case "metadata":
-			r.objectMeta(&o.Metadata)
-			return 1 << 0
-		case "spec":
-			r.podSpec(&o.Spec)
-			return 1 << 1
-		}
-		r.skip()
-		return 0
-	})
+	r.metadataAnd(&o.Metadata, "spec", func() { r.podSpec(&o.Spec) })
 }
 
 func (r *reader) templatedObject(o *templatedObject) {
-	r.fields(func(name []byte) uint32 {
-		switch string(name) {
-		case "metadata":
-			r.objectMeta(&o.Metadata)
-			return 1 << 0
-		case "spec":
-			r.only("template", func() { readPtr(r, &o.Spec.Template, r.podTemplateSpec) })
-			return 1 << 1
-		}
-		r.skip()
-		return 0
+	r.metadataAnd(&o.Metadata, "spec", func() {
+		r.only("template", func() { readPtr(r, &o.Spec.Template, r.podTemplateSpec) })
 	})
 }
 
 func (r *reader) cronJobObject(o *cronJobObject) {
-	r.fields(func(name []byte) uint32 {
-		switch string(name) {
-		case "metadata":
-			r.objectMeta(&o.Metadata)
-			return 1 << 0
-		case "spec":
-			r.only("jobTemplate", func() {
-				r.only("spec", func() {
-					r.only("template", func() { r.podTemplateSpec(&o.Spec.JobTemplate.Spec.Template) })
-				})
+	r.metadataAnd(&o.Metadata, "spec", func() {
+		r.only("jobTemplate", func() {
+			r.only("spec", func() {
+				r.only("template", func() { r.podTemplateSpec(&o.Spec.JobTemplate.Spec.Template) })
 			})
-			return 1 << 1
-		}
-		r.skip()
-		return 0
+		})
 	})
 }
 
 func (r *reader) podTemplateObject(o *podTemplateObject) {
-	r.fields(func(name []byte) uint32 {
-		switch string(name) {
-		case "metadata":
-			r.objectMeta(&o.Metadata)
-			return 1 << 0
-		case "template":
-			r.podTemplateSpec(&o.Template)
-			return 1 << 1
-		}
-		r.skip()
-		return 0
-	})
+	r.metadataAnd(&o.Metadata, "template", func() { r.podTemplateSpec(&o.Template) })
 }
 
 func (r *reader) persistentVolumeObject(o *persistentVolumeObject) {
+	r.metadataAnd(&o.Metadata, "spec", func() {
+		r.fields(func(name []byte) uint32 {
+			switch string(name) {
+			case "hostPath":
+				readPtr(r, &o.Spec.HostPath, r.pathOnly)
+				return 1 << 0
+			case "local":
+				readPtr(r, &o.Spec.Local, r.pathOnly)
+				return 1 << 1
+			}
+			r.skip()
+			return 0
+		})
+	})
+}
+
+// metadataAnd reads an object of which the metadata and one other field
+// matter: read consumes that field's value, and every other field is
+// skipped.
+func (r *reader) metadataAnd(meta *objectMeta, field string, read func()) {
 	r.fields(func(name []byte) uint32 {
 		switch string(name) {
 		case "metadata":
-			r.objectMeta(&o.Metadata)
+			r.objectMeta(meta)
 			return 1 << 0
-		case "spec":
-			r.fields(func(name []byte) uint32 {
-				switch string(name) {
-				case "hostPath":
-					readPtr(r, &o.Spec.HostPath, r.pathOnly)
-					return 1 << 0
-				case "local":
-					readPtr(r, &o.Spec.Local, r.pathOnly)
-					return 1 << 1
-				}
-				r.skip()
-				return 0
-			})
+		case field:
+			read()
 			return 1 << 1
 		}
 		r.skip()
