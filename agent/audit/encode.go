@@ -68,17 +68,8 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	b = append(b, `,"stageTimestamp":`...)
 	b = ev.StageTimestamp.appendJSON(b)
 	if len(ev.Annotations) > 0 {
-		b = append(b, `,"annotations":{`...)
-		var buf [16]string
-		for i, k := range sortedKeys(buf[:], ev.Annotations) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, ev.Annotations[k])
-		}
-		b = append(b, '}')
+		b = append(b, `,"annotations":`...)
+		b = appendMap(b, ev.Annotations, appendString)
 	}
 	return append(b, '}'), nil
 }
@@ -95,17 +86,8 @@ func appendUser(b []byte, u *UserInfo) []byte {
 		b = appendStrings(b, u.Groups)
 	}
 	if len(u.Extra) > 0 {
-		b = append(b, `,"extra":{`...)
-		var buf [16]string
-		for i, k := range sortedKeys(buf[:], u.Extra) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendStrings(b, u.Extra[k])
-		}
-		b = append(b, '}')
+		b = append(b, `,"extra":`...)
+		b = appendMap(b, u.Extra, appendStrings)
 	}
 	return append(b, '}')
 }
@@ -125,14 +107,25 @@ func appendStrings(b []byte, l []string) []byte {
 	return append(b, ']')
 }
 
-// sortedKeys returns the keys of m in order, in buf when they fit.
-func sortedKeys[V any](buf []string, m map[string]V) []string {
+// appendMap writes m as a JSON object with its keys sorted, each value
+// written by value.
+func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) []byte) []byte {
+	var buf [16]string
 	keys := buf[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	return keys
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = value(b, m[k])
+	}
+	return append(b, '}')
 }
 
 // object writes a JSON object of omitempty fields.
