@@ -29,54 +29,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipeguard/pipeguard/hack/benchreport/results"
 	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
 )
 
-// Stats is one agent's share of a case. Latencies are in milliseconds.
-type Stats struct {
-	Calls      int     `json:"calls"`
-	Errors     int     `json:"errors"`
-	FirstError string  `json:"firstError,omitempty"`
-	Seconds    float64 `json:"seconds"`
-	// CallsPerSecond counts successful calls over the time the agent was
-	// under load.
-	CallsPerSecond float64 `json:"callsPerSecond"`
-	P50            float64 `json:"p50Ms"`
-	P90            float64 `json:"p90Ms"`
-	P99            float64 `json:"p99Ms"`
-	Max            float64 `json:"maxMs"`
-	// CPUPerCallMs and CoresUsed are the agent process's CPU time per
-	// successful call and over the time it was under load.
-	CPUPerCallMs float64 `json:"cpuPerCallMs"`
-	CoresUsed    float64 `json:"coresUsed"`
-	// RSSBytes and PeakRSSBytes are the agent process's VmRSS after the
-	// case and VmHWM since it started.
-	RSSBytes     int64 `json:"rssBytes"`
-	PeakRSSBytes int64 `json:"peakRssBytes"`
-}
-
-// Case is one operation at one number of concurrent clients, on both
-// agents.
-type Case struct {
-	Op      string `json:"op"`
-	Clients int    `json:"clients"`
-	Ungated *Stats `json:"ungated"`
-	Gated   *Stats `json:"gated"`
-	// OverheadPercent is how much longer the gated agent takes for the same
-	// number of calls: (ungated calls/s / gated calls/s - 1) × 100.
-	OverheadPercent float64 `json:"overheadPercent"`
-	// P99Ratio is the gated p99 over the ungated p99.
-	P99Ratio float64 `json:"p99Ratio"`
-}
-
-// Results is what a run of agentload measured.
-type Results struct {
-	// AuditFilesystem is the type of the file system holding the audit
-	// log (ext4, xfs, tmpfs…).
-	AuditFilesystem string  `json:"auditFilesystem"`
-	SliceMs         float64 `json:"sliceMs"`
-	Cases           []*Case `json:"cases"`
-}
+// Stats, Case and Results are the file format hack/benchreport reads.
+type (
+	Stats   = results.AgentStats
+	Case    = results.AgentCase
+	Results = results.AgentResults
+)
 
 // config is the command line.
 type config struct {

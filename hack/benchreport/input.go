@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pipeguard/pipeguard/hack/benchreport/results"
 	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
 )
 
@@ -20,67 +21,14 @@ const (
 	goBenchFile = "gobench.txt"  // go test -bench output
 )
 
-// Review is one run of hack/loadtest, as its --json writes it. Latencies
-// are in milliseconds.
-type Review struct {
-	Target           string  `json:"target"`
-	Server           string  `json:"server"`
-	Mode             string  `json:"mode"`
-	Rate             int     `json:"rate"`
-	Workers          int     `json:"workers"`
-	Namespaces       int     `json:"namespaces"`
-	Policies         int     `json:"policies"`
-	Seconds          float64 `json:"seconds"`
-	Sent             int     `json:"sent"`
-	Dropped          int     `json:"dropped"`
-	Errors           int     `json:"errors"`
-	ReviewsPerSecond float64 `json:"reviewsPerSecond"`
-	SendLagP99       float64 `json:"sendLagP99Ms"`
-	ServiceP50       float64 `json:"serviceP50Ms"`
-	ServiceP99       float64 `json:"serviceP99Ms"`
-	P50              float64 `json:"p50Ms"`
-	P90              float64 `json:"p90Ms"`
-	P99              float64 `json:"p99Ms"`
-	Max              float64 `json:"maxMs"`
-	CPUPerReviewMs   float64 `json:"cpuPerReviewMs"`
-	CoresUsed        float64 `json:"coresUsed"`
-	LoadCoresUsed    float64 `json:"loadCoresUsed"`
-	RSSBytes         int64   `json:"rssBytes"`
-	PeakRSSBytes     int64   `json:"peakRssBytes"`
-	StealPercent     float64 `json:"stealPercent"`
-	Remade           int     `json:"remade"`
-}
-
-// AgentStats is one agent's share of an agentload case.
-type AgentStats struct {
-	Calls          int     `json:"calls"`
-	Errors         int     `json:"errors"`
-	CallsPerSecond float64 `json:"callsPerSecond"`
-	P50            float64 `json:"p50Ms"`
-	P90            float64 `json:"p90Ms"`
-	P99            float64 `json:"p99Ms"`
-	Max            float64 `json:"maxMs"`
-	CPUPerCallMs   float64 `json:"cpuPerCallMs"`
-	RSSBytes       int64   `json:"rssBytes"`
-	PeakRSSBytes   int64   `json:"peakRssBytes"`
-}
-
-// AgentCase is one operation at one number of clients on both agents.
-type AgentCase struct {
-	Op              string      `json:"op"`
-	Clients         int         `json:"clients"`
-	Ungated         *AgentStats `json:"ungated"`
-	Gated           *AgentStats `json:"gated"`
-	OverheadPercent float64     `json:"overheadPercent"`
-	P99Ratio        float64     `json:"p99Ratio"`
-}
-
-// AgentResults is what hack/agentload --json writes.
-type AgentResults struct {
-	AuditFilesystem string       `json:"auditFilesystem"`
-	SliceMs         float64      `json:"sliceMs"`
-	Cases           []*AgentCase `json:"cases"`
-}
+// The runs of hack/loadtest and hack/agentload, as their --json writes
+// them.
+type (
+	Review       = results.Review
+	AgentStats   = results.AgentStats
+	AgentCase    = results.AgentCase
+	AgentResults = results.AgentResults
+)
 
 // Input is everything a report is made from.
 type Input struct {
