@@ -125,9 +125,8 @@ func init() {
 }
 
 // value renders the whole input document, as admin-written rules may read
-// any part of it.
-// protectedBy holds the protectedBy fact of each mount; nil takes it from
-// the mounts.
+// any part of it. protectedBy holds the protectedBy fact of each mount; nil
+// takes it from the mounts.
 func (in *Input) value(policies, protectedBy []*ast.Term) ast.Value {
 	items := []*ast.Term{
 		key.version, inputVersion,
