@@ -87,7 +87,7 @@ type tally struct {
 // call as soon as its previous one is answered.
 func (t *target) slice(op string, clients int, d time.Duration, into *tally) {
 	f := t.call(op)
-	cpu := t.proc.cpu()
+	cpu := t.proc.CPU()
 	lats := make([][]time.Duration, clients)
 	errs := make([]error, clients)
 	nerr := make([]int, clients)
@@ -112,7 +112,7 @@ func (t *target) slice(op string, clients int, d time.Duration, into *tally) {
 	}
 	wg.Wait()
 	into.elapsed += time.Since(start)
-	into.cpu += t.proc.cpu() - cpu
+	into.cpu += t.proc.CPU() - cpu
 	for i := range clients {
 		into.latencies = append(into.latencies, lats[i]...)
 		into.errors += nerr[i]
@@ -176,7 +176,7 @@ func summarize(t *tally, p *child) *Stats {
 		s.Max = ms(t.latencies[n-1])
 		s.CPUPerCallMs = t.cpu.Seconds() * 1000 / float64(n)
 	}
-	s.RSSBytes, s.PeakRSSBytes = p.memory()
+	s.RSSBytes, s.PeakRSSBytes = p.Memory()
 	return s
 }
 

@@ -185,7 +185,7 @@ func stopAll(targets [2]*target) error {
 	for _, t := range targets {
 		if t != nil {
 			t.close()
-			errs = append(errs, t.proc.stop())
+			errs = append(errs, t.proc.Stop())
 		}
 	}
 	return errors.Join(errs...)

@@ -132,10 +132,6 @@ type child struct {
 	serving
 }
 
-func (c *child) cpu() time.Duration     { return c.CPU() }
-func (c *child) memory() (int64, int64) { return c.Memory() }
-func (c *child) stop() error            { return c.Stop() }
-
 // childStartTimeout bounds how long an agent process may take to start.
 const childStartTimeout = 30 * time.Second
 

@@ -109,19 +109,20 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // resources of the process that serves them.
 type endpoint interface {
 	address() (url string, caPEM []byte)
-	// cpu is the serving process's user and system CPU time so far.
-	cpu() time.Duration
-	// memory is the serving process's VmRSS and VmHWM.
-	memory() (rss, hwm int64)
-	stop() error
+	// CPU is the serving process's user and system CPU time so far.
+	CPU() time.Duration
+	// Memory is the serving process's VmRSS and VmHWM.
+	Memory() (rss, hwm int64)
+	Stop() error
 }
 
 // inProcess is a server in the load generator's own process.
 type inProcess struct{ *server }
 
 func (s inProcess) address() (string, []byte) { return s.url, s.caPEM }
-func (inProcess) cpu() time.Duration          { return sysinfo.CPUTime(sysinfo.Self) }
-func (inProcess) memory() (int64, int64)      { return sysinfo.Memory(sysinfo.Self) }
+func (inProcess) CPU() time.Duration          { return sysinfo.CPUTime(sysinfo.Self) }
+func (inProcess) Memory() (int64, int64)      { return sysinfo.Memory(sysinfo.Self) }
+func (s inProcess) Stop() error               { return s.stop() }
 
 // child is a server process started by startChild.
 type child struct {
@@ -130,9 +131,6 @@ type child struct {
 }
 
 func (c *child) address() (string, []byte) { return c.URL, c.CAPEM }
-func (c *child) cpu() time.Duration        { return c.CPU() }
-func (c *child) memory() (int64, int64)    { return c.Memory() }
-func (c *child) stop() error               { return c.Stop() }
 
 // serverGOGC is the GOGC of a server process: what config/manager sets
 // for pipeguard-webhook (TestServerGOGCMatchesTheDeployment).

@@ -91,11 +91,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	conns := max(opts.MaxInFlight, opts.Workers)
 	c, err := newClient(url, caPEM, m, opts.Namespaces, conns, opts.HTTP2, rand.Uint32())
 	if err != nil {
-		return nil, errors.Join(err, ep.stop())
+		return nil, errors.Join(err, ep.Stop())
 	}
 	res, err := drive(ctx, c, ep, opts)
 	c.close()
-	if stopErr := ep.stop(); err == nil && stopErr != nil {
+	if stopErr := ep.Stop(); err == nil && stopErr != nil {
 		err = fmt.Errorf("stopping the webhook server: %w", stopErr)
 	}
 	return res, err
@@ -136,15 +136,15 @@ func drive(ctx context.Context, c *client, ep endpoint, opts Options) (*Result, 
 			return nil, fmt.Errorf("warm-up failed: %d errors, first: %s", t.sent-len(t.latencies), t.firstErr)
 		}
 	}
-	serverCPU, selfCPU, ticks := ep.cpu(), sysinfo.CPUTime(sysinfo.Self), sysinfo.ReadCPUTicks()
+	serverCPU, selfCPU, ticks := ep.CPU(), sysinfo.CPUTime(sysinfo.Self), sysinfo.ReadCPUTicks()
 	t, elapsed := measure(opts.Duration, opts.Requests)
-	serverCPU, selfCPU = ep.cpu()-serverCPU, sysinfo.CPUTime(sysinfo.Self)-selfCPU
+	serverCPU, selfCPU = ep.CPU()-serverCPU, sysinfo.CPUTime(sysinfo.Self)-selfCPU
 	steal := sysinfo.StealPercent(ticks, sysinfo.ReadCPUTicks())
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	r := summarize(opts, t, elapsed, serverCPU)
-	r.RSSBytes, r.PeakRSSBytes = ep.memory()
+	r.RSSBytes, r.PeakRSSBytes = ep.Memory()
 	r.StealPercent = steal
 	if !opts.InProcess && elapsed > 0 {
 		r.LoadCoresUsed = selfCPU.Seconds() / elapsed.Seconds()
