@@ -26,8 +26,13 @@ var adminPackageRoot = ast.MustParseRef("data.pipeguard.admission")
 // decisionQuery reads the three result sets in one evaluation.
 const decisionQuery = "deny := data.pipeguard.admission.deny; warn := data.pipeguard.admission.warn; dryrun := data.pipeguard.admission.dryrun"
 
-// glueFile is the name of the generated module that hands admin violations
-// to the shipped rules together with their policy's enforcement action.
+// adminQuery reads the violations of admin-written modules alone, each
+// with its policy's name and enforcement action.
+const adminQuery = "admin := data.pipeguard.admission.admin_violation"
+
+// glueFile is the name of the generated module that gathers admin
+// violations, with their policy's enforcement action, into admin_violation
+// and hands them on to the shipped rules' violation set.
 const glueFile = "pipeguard-generated.rego"
 
 // deniedBuiltins are left out of the capabilities admin rego may use: an
@@ -205,9 +210,8 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 
 	gen := &Generation{Number: number}
-	var all []*ast.Module
-	var glue strings.Builder
-	glue.WriteString("package pipeguard.admission\n\n")
+	var adminModules []*ast.Module
+	var packages []adminPackage
 	owner := map[string]string{} // package path -> policy name
 	var failed []*PolicyError
 	for _, p := range sorted {
@@ -230,14 +234,11 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 		for _, m := range modules {
 			pkg := m.Package.Path.String()
 			owner[pkg] = p.Name
-			all = append(all, m)
-			if seen[pkg] {
-				continue
+			adminModules = append(adminModules, m)
+			if !seen[pkg] {
+				seen[pkg] = true
+				packages = append(packages, adminPackage{path: pkg, policy: p.Name, action: cp.facts.EnforcementAction})
 			}
-			seen[pkg] = true
-			name, _ := json.Marshal(p.Name)
-			action, _ := json.Marshal(cp.facts.EnforcementAction)
-			fmt.Fprintf(&glue, "violation contains custom_violation(v, %s, %s) if some v in %s.violation\n\n", name, action, pkg)
 		}
 		gen.policies = append(gen.policies, cp)
 		gen.Policies = append(gen.Policies, p.Name)
@@ -245,20 +246,52 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	if len(failed) > 0 {
 		return nil, &CompileError{Policies: failed}
 	}
-	gen.adminRules = len(all) > 0
-	glueModule, err := ast.ParseModuleWithOpts(glueFile, glue.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil {
-		return nil, fmt.Errorf("internal error: generated rego does not parse: %w", err)
+	var err error
+	if gen.query, err = prepare(ctx, decisionQuery, nil); err != nil {
+		return nil, fmt.Errorf("internal error: the shipped rules do not compile: %w", err)
 	}
-	all = append(all, glueModule)
-	pq, err := prepare(ctx, all)
-	if err != nil {
-		return nil, &CompileError{Policies: []*PolicyError{{Policy: strings.Join(gen.Policies, ","), Err: err}}}
+	if len(adminModules) > 0 {
+		glue, err := glueModule(packages)
+		if err != nil {
+			return nil, err
+		}
+		pq, err := prepare(ctx, adminQuery, append(adminModules, glue))
+		if err != nil {
+			return nil, &CompileError{Policies: []*PolicyError{{Policy: strings.Join(gen.Policies, ","), Err: err}}}
+		}
+		gen.admin = &pq
 	}
-	gen.query = pq
 	gen.allowanceLabels = allowanceLabels(gen.policies)
 	gen.protection = newProtection(gen.policies)
 	return gen, nil
+}
+
+// adminPackage is a package of admin-written rego and the policy it
+// belongs to.
+type adminPackage struct {
+	path   string // data.pipeguard.admission.…
+	policy string
+	action string
+}
+
+// glueModule generates the module that gathers the violation sets of the
+// admin packages into admin_violation, each violation completed by
+// custom_violation with its policy's name and enforcement action, and adds
+// them to the shipped rules' violation set, so that deny, warn and dryrun
+// hold every violation of the generation.
+func glueModule(packages []adminPackage) (*ast.Module, error) {
+	var glue strings.Builder
+	glue.WriteString("package pipeguard.admission\n\nviolation contains v if some v in admin_violation\n\n")
+	for _, p := range packages {
+		name, _ := json.Marshal(p.policy)
+		action, _ := json.Marshal(p.action)
+		fmt.Fprintf(&glue, "admin_violation contains custom_violation(v, %s, %s) if some v in %s.violation\n\n", name, action, p.path)
+	}
+	m, err := ast.ParseModuleWithOpts(glueFile, glue.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, fmt.Errorf("internal error: generated rego does not parse: %w", err)
+	}
+	return m, nil
 }
 
 // checkModules compiles one policy's modules with the shipped rules, so an
@@ -267,15 +300,14 @@ func checkModules(ctx context.Context, modules []*ast.Module) error {
 	if len(modules) == 0 {
 		return nil
 	}
-	_, err := prepare(ctx, modules)
+	_, err := prepare(ctx, decisionQuery, modules)
 	return err
 }
 
-// prepare compiles the shipped rules with extra modules and prepares the
-// decision query.
-func prepare(ctx context.Context, extra []*ast.Module) (rego.PreparedEvalQuery, error) {
+// prepare compiles the shipped rules with extra modules and prepares query.
+func prepare(ctx context.Context, query string, extra []*ast.Module) (rego.PreparedEvalQuery, error) {
 	opts := []func(*rego.Rego){
-		rego.Query(decisionQuery),
+		rego.Query(query),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Capabilities(Capabilities()),
 		rego.StrictBuiltinErrors(true),

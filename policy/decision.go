@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -30,9 +31,11 @@ type Decision struct {
 	// Evaluated is false when the input had no host path mount and rego was
 	// not consulted.
 	Evaluated bool `json:"evaluated"`
-	// Cached is true when the decision was remembered from an earlier
-	// evaluation of the same facts by the same generation, perhaps for
-	// another namespace whose name is then written into the messages.
+	// Cached is true when no rule was evaluated for this decision: it was
+	// remembered from an earlier evaluation of the same facts by the same
+	// generation, perhaps for another namespace whose name is then written
+	// into the messages. A generation with admin-written rules evaluates
+	// them on every review, so its decisions are never Cached.
 	Cached bool        `json:"cached,omitempty"`
 	Deny   []Violation `json:"deny,omitempty"`
 	Warn   []Violation `json:"warn,omitempty"`
@@ -50,4 +53,32 @@ func Messages(vs []Violation) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// with returns d with the violations of admin-written rules added to the
+// set their action names, each once. d itself is left as it is, since the
+// cache may share it.
+func (d *Decision) with(admin []Violation) *Decision {
+	out := *d
+	out.Cached = false
+	out.Evaluated = true
+	for _, v := range admin {
+		dst := &out.Deny
+		switch v.Action {
+		case "warn":
+			dst = &out.Warn
+		case "dryrun":
+			dst = &out.DryRun
+		}
+		if !slices.ContainsFunc(*dst, v.equal) {
+			*dst = append(slices.Clip(*dst), v)
+		}
+	}
+	return &out
+}
+
+func (v Violation) equal(o Violation) bool {
+	return v.Rule == o.Rule && v.Message == o.Message && v.Action == o.Action &&
+		v.Container == o.Container && v.ContainerKind == o.ContainerKind && v.Volume == o.Volume &&
+		v.Path == o.Path && v.Pipe == o.Pipe && slices.Equal(v.Policies, o.Policies)
 }

@@ -21,12 +21,14 @@ type Generation struct {
 	// Policies names the policies in force, sorted.
 	Policies []string
 
-	policies        []*compiledPolicy
-	query           rego.PreparedEvalQuery
+	policies []*compiledPolicy
+	// query evaluates the shipped rules alone.
+	query rego.PreparedEvalQuery
+	// admin evaluates the admin-written modules; nil when no policy brings
+	// its own rego.
+	admin           *rego.PreparedEvalQuery
 	allowanceLabels []string
-	// adminRules is true when some policy brings its own rego.
-	adminRules bool
-	// cache remembers decisions; nil when off or when adminRules is set.
+	// cache remembers the shipped rules' decisions; nil when off.
 	cache *decisionCache
 	// placeholder stands for the namespace's name when the rules of a
 	// generation with a cache are evaluated (see namespaceName).
@@ -40,9 +42,9 @@ type Options struct {
 	// MaxConcurrent bounds concurrent evaluations; further callers wait
 	// until a slot frees or their context ends. Defaults to 2×GOMAXPROCS.
 	MaxConcurrent int
-	// DecisionCacheSize is how many decisions each generation without
-	// admin-written rego remembers, keyed on the facts its rules read;
-	// 0 turns the cache off.
+	// DecisionCacheSize is how many decisions of the shipped rules each
+	// generation remembers, keyed on the facts those rules read; 0 turns
+	// the cache off. Admin-written rules are evaluated on every review.
 	DecisionCacheSize int
 }
 
@@ -74,7 +76,7 @@ func (e *Engine) Load(ctx context.Context, policies []v1alpha1.PipeAccessPolicy)
 	if err != nil {
 		return nil, err
 	}
-	if e.cacheSize > 0 && !gen.adminRules {
+	if e.cacheSize > 0 {
 		gen.cache = newDecisionCache(e.cacheSize)
 		gen.placeholder = newPlaceholder()
 	}
@@ -94,6 +96,11 @@ func (e *Engine) Current() *Generation { return e.current.Load() }
 // no host path mount are allowed without evaluating rego. An error means no
 // decision was made; callers must not treat it as an allow. Decisions may
 // be shared between callers, who must not modify them.
+//
+// The shipped rules' decision comes from the generation's cache when it
+// holds one for the input's facts; the violations of admin-written rules,
+// which may read any part of the input, are evaluated every time and added
+// to it.
 func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	gen := e.current.Load()
 	if len(in.Mounts) == 0 {
@@ -103,6 +110,24 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		return nil, fmt.Errorf("not evaluating: %w", err)
 	}
 	matches := gen.namespaceMatches(in.Namespace)
+	d, err := e.shippedDecision(ctx, gen, in, matches)
+	if err != nil || gen.admin == nil {
+		return d, err
+	}
+	if err := e.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer e.release()
+	admin, err := gen.evaluateAdmin(ctx, in, matches)
+	if err != nil {
+		return nil, err
+	}
+	return d.with(admin), nil
+}
+
+// shippedDecision returns the shipped rules' decision on in, from the
+// generation's cache when it can.
+func (e *Engine) shippedDecision(ctx context.Context, gen *Generation, in *Input, matches []bool) (*Decision, error) {
 	var key []byte
 	named := ""
 	if gen.cache != nil {
@@ -114,12 +139,10 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 			return gen.withName(d, named, true), nil
 		}
 	}
-	select {
-	case e.slots <- struct{}{}:
-		defer func() { <-e.slots }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for an evaluation slot: %w", ctx.Err())
+	if err := e.acquire(ctx); err != nil {
+		return nil, err
 	}
+	defer e.release()
 	d, err := gen.evaluate(ctx, in, matches, named != "")
 	if err != nil {
 		return nil, err
@@ -129,6 +152,18 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	}
 	return gen.withName(d, named, false), nil
 }
+
+// acquire waits for an evaluation slot, which release frees.
+func (e *Engine) acquire(ctx context.Context) error {
+	select {
+	case e.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for an evaluation slot: %w", ctx.Err())
+	}
+}
+
+func (e *Engine) release() { <-e.slots }
 
 // Document returns the input exactly as this generation's rules see it,
 // with the policies in force and their namespace matches filled in. It is
@@ -166,32 +201,35 @@ func (g *Generation) namespaceMatches(ns *Namespace) []bool {
 	return out
 }
 
-// evaluate decides on one input with this generation; matches are its
-// policies' namespaceMatches for the input's namespace. With placeholder
-// set, the rules see g.placeholder as the namespace's name.
-func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, placeholder bool) (*Decision, error) {
-	policies := make([]*ast.Term, len(g.policies))
+// policyTerms returns the generation's policies as rego input, with
+// matches (from namespaceMatches) as their namespace matches, and which
+// policies protect each mount of in.
+func (g *Generation) policyTerms(in *Input, matches []bool) (policies, protectedBy []*ast.Term) {
+	policies = make([]*ast.Term, len(g.policies))
 	for i, p := range g.policies {
 		policies[i] = p.term(matches[i])
 	}
-	protectedBy := make([]*ast.Term, len(in.Mounts))
+	protectedBy = make([]*ast.Term, len(in.Mounts))
 	for i := range in.Mounts {
 		_, protectedBy[i] = g.protection.of(&in.Mounts[i])
 	}
-	var value ast.Value
-	if g.adminRules {
-		value = in.value(policies, protectedBy)
-	} else {
-		name := ""
-		if in.Namespace != nil {
-			name = in.Namespace.Name
-		}
-		if placeholder {
-			name = g.placeholder
-		}
-		value = in.shippedValue(name, policies, protectedBy)
+	return policies, protectedBy
+}
+
+// evaluate decides on one input with this generation's shipped rules;
+// matches are its policies' namespaceMatches for the input's namespace.
+// With placeholder set, the rules see g.placeholder as the namespace's
+// name.
+func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, placeholder bool) (*Decision, error) {
+	name := ""
+	if in.Namespace != nil {
+		name = in.Namespace.Name
 	}
-	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalMetrics(noMetrics))
+	if placeholder {
+		name = g.placeholder
+	}
+	policies, protectedBy := g.policyTerms(in, matches)
+	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(in.shippedValue(name, policies, protectedBy)), rego.EvalMetrics(noMetrics))
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policy generation %d: %w", g.Number, err)
 	}
@@ -205,6 +243,23 @@ func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, pl
 		}
 	}
 	return d, nil
+}
+
+// evaluateAdmin returns the violations of the generation's admin-written
+// rules on in, which they see whole.
+func (g *Generation) evaluateAdmin(ctx context.Context, in *Input, matches []bool) ([]Violation, error) {
+	rs, err := g.admin.Eval(ctx, rego.EvalParsedInput(in.value(g.policyTerms(in, matches))), rego.EvalMetrics(noMetrics))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: %w", g.Number, err)
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: got %d results, want 1", g.Number, len(rs))
+	}
+	vs, err := violations(rs[0].Bindings["admin"])
+	if err != nil {
+		return nil, fmt.Errorf("policy generation %d: reading the admin rules' violations: %w", g.Number, err)
+	}
+	return vs, nil
 }
 
 func violations(raw any) ([]Violation, error) {

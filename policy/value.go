@@ -141,7 +141,7 @@ func (in *Input) value(policies, protectedBy []*ast.Term) ast.Value {
 }
 
 // shippedValue renders only what the shipped rules read (see
-// decisionKey): enough for a generation without admin-written rules. The
+// decisionKey); they are evaluated apart from admin-written rules. The
 // namespace, if there is one, is called nsName.
 func (in *Input) shippedValue(nsName string, policies, protectedBy []*ast.Term) ast.Value {
 	var ns, pod *ast.Term = ast.NullTerm(), ast.NullTerm()
