@@ -304,9 +304,7 @@ func TestAdminRulesBesideTheCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		modules = append(modules, ms...)
-		if len(ms) > 0 {
-			packages = append(packages, adminPackage{path: ms[0].Package.Path.String(), policy: cp.facts.Name, action: cp.facts.EnforcementAction})
-		}
+		packages = append(packages, cp.packages(ms)...)
 	}
 	glue, err := glueModule(packages)
 	if err != nil {

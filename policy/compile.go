@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gobwas/glob"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -180,20 +181,47 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 			return nil, nil, fmt.Errorf("%s:%d: package %s is not allowed; declare a package below pipeguard.admission, e.g. \"package pipeguard.admission.%s\"",
 				file, mod.Package.Location.Row, strings.TrimPrefix(path.String(), "data."), regoIdent(p.Name))
 		}
+		if name, _ := path[len(adminPackageRoot)].Value.(ast.String); reservedRules()[string(name)] {
+			example := regoIdent(p.Name)
+			if reservedRules()[example] {
+				example += "_rules"
+			}
+			return nil, nil, fmt.Errorf("%s:%d: package %s is not allowed: %s is a rule of package pipeguard.admission; choose another name, e.g. \"package pipeguard.admission.%s\"",
+				file, mod.Package.Location.Row, strings.TrimPrefix(path.String(), "data."), string(name), example)
+		}
 		modules = append(modules, mod)
 	}
 	return cp, modules, nil
 }
 
+// reservedRules are the names of the rules of package pipeguard.admission,
+// shipped and generated. A package below it by one of these names would
+// clash with the rule.
+var reservedRules = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{"admin_violation": true}
+	for _, f := range shipped.Admission() {
+		m, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil || !m.Package.Path.Equal(adminPackageRoot) {
+			continue
+		}
+		for _, r := range m.Rules {
+			if v, ok := r.Head.Ref()[0].Value.(ast.Var); ok {
+				names[string(v)] = true
+			}
+		}
+	}
+	return names
+})
+
 // CheckPolicy reports whether a policy compiles on its own with the shipped
 // rules: its spec is valid and its rego parses, type-checks and keeps to its
 // package.
 func CheckPolicy(ctx context.Context, p *v1alpha1.PipeAccessPolicy) error {
-	_, modules, err := compilePolicy(p)
+	cp, modules, err := compilePolicy(p)
 	if err != nil {
 		return err
 	}
-	return checkModules(ctx, modules)
+	return checkModules(ctx, modules, cp.packages(modules))
 }
 
 // Compile builds a Generation from a set of policies. An empty set compiles
@@ -216,8 +244,10 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	var failed []*PolicyError
 	for _, p := range sorted {
 		cp, modules, err := compilePolicy(p)
+		var own []adminPackage
 		if err == nil {
-			err = checkModules(ctx, modules)
+			own = cp.packages(modules)
+			err = checkModules(ctx, modules, own)
 		}
 		for _, m := range modules {
 			pkg := m.Package.Path.String()
@@ -230,16 +260,11 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 			failed = append(failed, &PolicyError{Policy: p.Name, Err: err})
 			continue
 		}
-		seen := map[string]bool{}
 		for _, m := range modules {
-			pkg := m.Package.Path.String()
-			owner[pkg] = p.Name
-			adminModules = append(adminModules, m)
-			if !seen[pkg] {
-				seen[pkg] = true
-				packages = append(packages, adminPackage{path: pkg, policy: p.Name, action: cp.facts.EnforcementAction})
-			}
+			owner[m.Package.Path.String()] = p.Name
 		}
+		adminModules = append(adminModules, modules...)
+		packages = append(packages, own...)
 		gen.policies = append(gen.policies, cp)
 		gen.Policies = append(gen.Policies, p.Name)
 	}
@@ -274,6 +299,20 @@ type adminPackage struct {
 	action string
 }
 
+// packages lists the packages of the policy's modules, each once.
+func (p *compiledPolicy) packages(modules []*ast.Module) []adminPackage {
+	var out []adminPackage
+	seen := map[string]bool{}
+	for _, m := range modules {
+		pkg := m.Package.Path.String()
+		if !seen[pkg] {
+			seen[pkg] = true
+			out = append(out, adminPackage{path: pkg, policy: p.facts.Name, action: p.facts.EnforcementAction})
+		}
+	}
+	return out
+}
+
 // glueModule generates the module that gathers the violation sets of the
 // admin packages into admin_violation, each violation completed by
 // custom_violation with its policy's name and enforcement action, and adds
@@ -294,13 +333,18 @@ func glueModule(packages []adminPackage) (*ast.Module, error) {
 	return m, nil
 }
 
-// checkModules compiles one policy's modules with the shipped rules, so an
-// error can be attributed to that policy.
-func checkModules(ctx context.Context, modules []*ast.Module) error {
+// checkModules compiles one policy's modules, in packages, with the
+// shipped rules and the generated module that joins them, so an error can
+// be attributed to that policy.
+func checkModules(ctx context.Context, modules []*ast.Module, packages []adminPackage) error {
 	if len(modules) == 0 {
 		return nil
 	}
-	_, err := prepare(ctx, decisionQuery, modules)
+	glue, err := glueModule(packages)
+	if err != nil {
+		return err
+	}
+	_, err = prepare(ctx, decisionQuery, append(modules, glue))
 	return err
 }
 

@@ -178,6 +178,24 @@ func TestCompileErrors(t *testing.T) {
 			}),
 			want: `net/x.rego:3: rego_type_error: undefined function http.send`,
 		},
+		"a package named like a shipped rule": {
+			policy: pap("deny", func(s *v1alpha1.PipeAccessPolicySpec) {
+				s.Rego = []v1alpha1.RegoModule{{Name: "x.rego", Source: "package pipeguard.admission.deny.extra\n\nviolation contains \"x\" if false\n"}}
+			}),
+			want: `deny/x.rego:1: package pipeguard.admission.deny.extra is not allowed: deny is a rule of package pipeguard.admission; choose another name, e.g. "package pipeguard.admission.deny_rules"`,
+		},
+		"a package named like a rule of the generated module": {
+			policy: pap("clash", func(s *v1alpha1.PipeAccessPolicySpec) {
+				s.Rego = []v1alpha1.RegoModule{{Name: "x.rego", Source: "package pipeguard.admission.admin_violation\n\nviolation contains \"x\" if false\n"}}
+			}),
+			want: `clash/x.rego:1: package pipeguard.admission.admin_violation is not allowed: admin_violation is a rule of package pipeguard.admission; choose another name, e.g. "package pipeguard.admission.clash"`,
+		},
+		"a rule that reads the decision it is part of": {
+			policy: pap("loop", func(s *v1alpha1.PipeAccessPolicySpec) {
+				s.Rego = []v1alpha1.RegoModule{{Name: "x.rego", Source: "package pipeguard.admission.loop\n\nviolation contains \"x\" if count(data.pipeguard.admission.deny) > 0\n"}}
+			}),
+			want: `PipeAccessPolicy "loop": bundle activation failed: 4 errors occurred:`,
+		},
 		"bad glob": {
 			policy: pap("glob", func(s *v1alpha1.PipeAccessPolicySpec) { s.Pipes = []string{"csi-proxy-[disk"} }),
 			want:   `spec.pipes[0] "csi-proxy-[disk" is not a valid glob pattern`,
