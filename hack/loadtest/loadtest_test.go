@@ -103,8 +103,6 @@ func TestParseFlags(t *testing.T) {
 		"in-process":       {args: []string{"--in-process", "--closed", "8"}, runs: 1},
 		"steal retries":    {args: []string{"--steal-limit", "2.5", "--steal-retries", "4"}, runs: 1},
 		"negative retries": {args: []string{"--steal-retries", "-1"}, wantErr: true},
-		"steal wait":       {args: []string{"--steal-retries", "4", "--steal-wait", "1m"}, runs: 1},
-		"negative wait":    {args: []string{"--steal-wait", "-1s"}, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -140,53 +138,6 @@ func TestKeepLeastStolen(t *testing.T) {
 	r = keepLeastStolen(r, &Result{StealPercent: 20, P99: 30})
 	if r.StealPercent != 3 || r.P99 != 2 || r.Remade != 2 {
 		t.Fatalf("after a noisier third run: steal %v, p99 %v, remade %d; want 3, 2, 2", r.StealPercent, r.P99, r.Remade)
-	}
-}
-
-// Before a run is made again, the hypervisor is probed until it takes no
-// more than the limit, within the time left to wait.
-func TestWaitForQuiet(t *testing.T) {
-	probes := func(steal ...float64) (func() float64, *int) {
-		n := 0
-		return func() float64 {
-			v := steal[min(n, len(steal)-1)]
-			n++
-			time.Sleep(time.Millisecond)
-			return v
-		}, &n
-	}
-	ctx := context.Background()
-
-	probe, n := probes(30, 8, 0.5, 0)
-	if _, quiet := waitForQuiet(ctx, 1, time.Minute, probe); !quiet || *n != 3 {
-		t.Errorf("quiet %v after %d probes; want quiet after the third", quiet, *n)
-	}
-	probe, n = probes(40)
-	waited, quiet := waitForQuiet(ctx, 1, 20*time.Millisecond, probe)
-	if quiet || waited < 20*time.Millisecond || *n < 2 {
-		t.Errorf("never quiet: quiet %v after %d probes in %v; want not quiet, waiting the whole 20ms", quiet, *n, waited)
-	}
-	probe, n = probes(40)
-	if _, quiet := waitForQuiet(ctx, 1, 0, probe); quiet || *n != 0 {
-		t.Errorf("no time left: quiet %v after %d probes; want no probe", quiet, *n)
-	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, quiet := waitForQuiet(cancelled, 1, time.Minute, probe); quiet || *n != 0 {
-		t.Errorf("cancelled: quiet %v after %d probes; want no probe", quiet, *n)
-	}
-}
-
-// probeSteal keeps the CPUs busy for the whole probe and reads a share of
-// the CPU time.
-func TestProbeSteal(t *testing.T) {
-	start := time.Now()
-	got := probeSteal()
-	if elapsed := time.Since(start); elapsed < stealProbe {
-		t.Errorf("probeSteal returned after %v, want at least %v", elapsed, stealProbe)
-	}
-	if got < 0 || got > 100 {
-		t.Errorf("probeSteal() = %v, want a percentage", got)
 	}
 }
 

@@ -47,9 +47,6 @@ type config struct {
 	// stealRetries times in all.
 	stealLimit   float64
 	stealRetries int
-	// stealWait bounds the time, over all runs, spent waiting for the
-	// hypervisor to quieten before a run is made again (see waitForQuiet).
-	stealWait time.Duration
 }
 
 func main() {
@@ -92,7 +89,7 @@ func run() int {
 	fmt.Printf("GOMAXPROCS %d, %s, %s/%s; load average before: %s\n",
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, sysinfo.LoadAverage())
 	var results []*Result
-	retries, waitLeft := cfg.stealRetries, cfg.stealWait
+	retries := cfg.stealRetries
 	for _, opts := range cfg.runs() {
 		var r *Result
 		for {
@@ -110,16 +107,6 @@ func run() int {
 			retries--
 			fmt.Fprintf(os.Stderr, "%-9s %-11s the hypervisor took %.1f%% of the CPU time (over %.1f%%); making the run again\n",
 				r.Target, load(r), again.StealPercent, cfg.stealLimit)
-			if waitLeft > 0 {
-				waited, quiet := waitForQuiet(ctx, cfg.stealLimit, waitLeft, probeSteal)
-				waitLeft -= waited
-				outcome := "it did"
-				if !quiet {
-					outcome = "it did not; making the run anyway"
-				}
-				fmt.Fprintf(os.Stderr, "%-9s %-11s waited %.0f s for the hypervisor to quieten: %s\n",
-					r.Target, load(r), waited.Seconds(), outcome)
-			}
 		}
 		results = append(results, r)
 	}
@@ -157,7 +144,6 @@ func parseFlags(args []string) (*config, error) {
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	inProcess := fs.Bool("in-process", false, "serve the target from this process instead of a process of its own")
 	stealLimit := fs.Float64("steal-limit", 5, "percent of CPU time taken by the hypervisor during a run above which the run is made again (see --steal-retries)")
-	stealWait := fs.Duration("steal-wait", 0, "before making a run again, probe for up to this long in all (over every run) until the hypervisor takes no more than --steal-limit of a second of CPU time")
 	stealRetries := fs.Int("steal-retries", 0, "how many runs, in all, may be made again (each at most twice) because the hypervisor took CPU time; the measurement with the least taken is kept")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, and the server with --in-process) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -170,10 +156,9 @@ func parseFlags(args []string) (*config, error) {
 		base: Options{Duration: *duration, Requests: *requests, Warmup: *warmup, MaxInFlight: *inFlight,
 			Namespaces: *ns, Policies: *pol, HTTP2: *http2, InProcess: *inProcess},
 		jsonPath: *jsonPath, cpuProfile: *cpuProfile, stealLimit: *stealLimit, stealRetries: *stealRetries,
-		stealWait: *stealWait,
 	}
-	if *stealRetries < 0 || *stealLimit < 0 || *stealWait < 0 {
-		return nil, fmt.Errorf("--steal-limit %v, --steal-retries %d and --steal-wait %v must not be negative", *stealLimit, *stealRetries, *stealWait)
+	if *stealRetries < 0 || *stealLimit < 0 {
+		return nil, fmt.Errorf("--steal-limit %v and --steal-retries %d must not be negative", *stealLimit, *stealRetries)
 	}
 	switch {
 	case *target == "both":
@@ -263,44 +248,6 @@ func keepLeastStolen(kept, again *Result) *Result {
 	}
 	kept.Remade = remade
 	return kept
-}
-
-// stealProbe is how long probeSteal keeps every CPU busy.
-const stealProbe = time.Second
-
-// waitForQuiet calls probe, which returns the percent of CPU time the
-// hypervisor took while it ran, until a probe finds no more than limit, the
-// context ends or budget is spent. It returns how long it waited and
-// whether the last probe found the hypervisor quiet.
-func waitForQuiet(ctx context.Context, limit float64, budget time.Duration, probe func() float64) (time.Duration, bool) {
-	start := time.Now()
-	for ctx.Err() == nil && time.Since(start) < budget {
-		if probe() <= limit {
-			return time.Since(start), true
-		}
-	}
-	return time.Since(start), false
-}
-
-// probeSteal keeps every CPU busy for stealProbe and returns the percent of
-// CPU time the hypervisor took meanwhile. A hypervisor only takes time a
-// guest wants, so an idle guest would read quiet whatever the hypervisor
-// does.
-func probeSteal() float64 {
-	before := sysinfo.ReadCPUTicks()
-	deadline := time.Now().Add(stealProbe)
-	done := make(chan struct{})
-	for range runtime.GOMAXPROCS(0) {
-		go func() {
-			for time.Now().Before(deadline) { // busy on purpose
-			}
-			done <- struct{}{}
-		}()
-	}
-	for range runtime.GOMAXPROCS(0) {
-		<-done
-	}
-	return sysinfo.StealPercent(before, sysinfo.ReadCPUTicks())
 }
 
 func describe(o Options) string {
