@@ -9,14 +9,19 @@ import (
 
 	"github.com/pipeguard/pipeguard/internal/samplepods"
 	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 	"github.com/pipeguard/pipeguard/webhook"
 )
 
 // benchmarkReview reviews req over and over with a handler whose engine
-// remembers cacheSize decisions (0: every review evaluates rego).
-func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool, cacheSize int) {
+// remembers cacheSize decisions (0: every review evaluates rego) and has
+// policies in force (none: the default policy).
+func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool, cacheSize int, policies ...v1alpha1.PipeAccessPolicy) {
 	e, err := policy.NewEngine(context.Background(), policy.Options{DecisionCacheSize: cacheSize})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.Load(context.Background(), policies); err != nil {
 		b.Fatal(err)
 	}
 	h := webhook.NewHandler(webhook.Options{Engine: e, Namespaces: testNamespaces})
@@ -56,6 +61,24 @@ func BenchmarkReviewCSINodePod(b *testing.B) {
 // other nodes are decided from the cache.
 func BenchmarkReviewCSINodePodCached(b *testing.B) {
 	benchmarkReview(b, podRequest(b, samplepods.CSINode()), true, 4096)
+}
+
+// BenchmarkReviewCSINodePodAdminRego: the same pod under a generation in
+// which the default policy also carries a rule of its own (the
+// ServiceAccount rule of docs/writing-policies.md): the shipped rules'
+// decision comes from the cache and the admin rule runs on every review.
+func BenchmarkReviewCSINodePodAdminRego(b *testing.B) {
+	p := policy.DefaultPolicy()
+	p.Spec.Rego = []v1alpha1.RegoModule{{Name: "sa.rego", Source: `package pipeguard.admission.smbdriver
+
+violation contains {"rule": "smb-sa-only", "msg": msg} if {
+	some m in input.mounts
+	startswith(m.pipe, "csi-proxy-smb-")
+	input.pod.serviceAccountName != "csi-smb-node-sa"
+	msg := sprintf("container %q mounts %s but the pod runs as ServiceAccount %q; only csi-smb-node-sa may", [m.container, m.path, input.pod.serviceAccountName])
+}
+`}}
+	benchmarkReview(b, podRequest(b, samplepods.CSINode()), true, 4096, p)
 }
 
 // BenchmarkReviewDeniedPod: the same pod without HostProcess in an
