@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -120,6 +122,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	mgr, err := ctrl.NewManager(opts.Config, manager.Options{
 		Scheme:                  scheme,
+		Cache:                   cacheOptions(),
 		Logger:                  opts.Logger,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -249,6 +252,28 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	stop()
 	return <-done
+}
+
+// cacheOptions keeps of each cached namespace only what reviews read.
+func cacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		namespaceMetadata(): {Transform: namespaceNameAndLabels},
+	}}
+}
+
+// namespaceNameAndLabels drops from a namespace what reviews never read
+// (annotations, such as kubectl's last-applied-configuration, managed
+// fields and owner references) before the informer caches it, so that a
+// cluster with many namespaces costs less memory and each review's copy
+// of the namespace less time. Anything but an object, such as the
+// informer's tombstone for a deletion it missed, is kept as it is.
+func namespaceNameAndLabels(in any) (any, error) {
+	if obj, ok := in.(metav1.Object); ok {
+		obj.SetAnnotations(nil)
+		obj.SetManagedFields(nil)
+		obj.SetOwnerReferences(nil)
+	}
+	return in, nil
 }
 
 func namespaceMetadata() *metav1.PartialObjectMetadata {
