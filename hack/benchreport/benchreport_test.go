@@ -151,6 +151,36 @@ func TestReportDoesNotSettleOnStolenRuns(t *testing.T) {
 	}
 }
 
+// A scale run is compared with the small-case run made just before it
+// (loadtest --small-first), not with the webhook run of the same load.
+func TestScaleComparesWithTheRunJustBefore(t *testing.T) {
+	in, err := readInput("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scale []*Review
+	for _, big := range in.Scale {
+		small := *findLoad(in.Webhook, big.Target, big)
+		small.P50, small.P99, small.PeakRSSBytes = big.P50, big.P99/3, big.PeakRSSBytes/2
+		scale = append(scale, &small, big)
+	}
+	in.Scale = scale
+	got := string(report(in, 0))
+	for _, want := range []string{
+		"against the small case (20\nnamespaces, the built-in default policy) at the same load, measured just before it so that both meet the same conditions.",
+		"| pipeguard | 1,000/s | 1.00× | 3.00× | 1.00× | 1.33× | 2.00× | **no** |",
+		"| pipeguard, 10,000 namespaces, 50 policies: review latency within 2× of the small case | 1,000/s p50 1.00×, p99 3.00×; closed loop, 16 workers p50 1.00×, p99 3.00× | **no** |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks\n%s\nin\n%s", want, got)
+		}
+	}
+	// Each pair is listed once, small case first.
+	if n := strings.Count(got, "| pipeguard | 1,000/s | 20 | 0 |"); n != 1 {
+		t.Errorf("the small case of pipeguard at 1,000/s is listed %d times, want once", n)
+	}
+}
+
 // The plot is well-formed SVG with a p50 and a p99 series for each target,
 // one point per offered rate, and the p99 target line.
 func TestLatencySVG(t *testing.T) {

@@ -248,8 +248,12 @@ func webhook(w writer, in *Input) {
 }
 
 // scalePair is a run of the scale case and the small-case run of the same
-// load.
-type scalePair struct{ small, big *Review }
+// load; adjacent when the small case was measured just before it
+// (loadtest --small-first) rather than among the webhook runs.
+type scalePair struct {
+	small, big *Review
+	adjacent   bool
+}
 
 // ratios returns the large case's p50, p99 and peak RSS over the small
 // case's.
@@ -281,17 +285,32 @@ func (p scalePair) verdict() string {
 	return rss
 }
 
+// scalePairs pairs each scale run with the small case of the same load:
+// the run made just before it, if that is one, or else the webhook run.
 func scalePairs(in *Input) []scalePair {
 	var out []scalePair
-	for _, big := range in.Scale {
-		if big.Target == "baseline" {
+	for i, big := range in.Scale {
+		if big.Target == "baseline" || i+1 < len(in.Scale) && smallerAtSameLoad(big, in.Scale[i+1]) {
 			continue
 		}
-		if small := findLoad(in.Webhook, big.Target, big); small != nil {
-			out = append(out, scalePair{small, big})
+		p := scalePair{big: big}
+		if i > 0 && smallerAtSameLoad(in.Scale[i-1], big) {
+			p.small, p.adjacent = in.Scale[i-1], true
+		} else {
+			p.small = findLoad(in.Webhook, big.Target, big)
+		}
+		if p.small != nil {
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// smallerAtSameLoad reports whether a is a run of the same target and load
+// as b, with fewer namespaces or policies.
+func smallerAtSameLoad(a, b *Review) bool {
+	return a.Target == b.Target && a.Mode == b.Mode && a.Rate == b.Rate && a.Workers == b.Workers &&
+		a.Namespaces <= b.Namespaces && a.Policies <= b.Policies && (a.Namespaces < b.Namespaces || a.Policies < b.Policies)
 }
 
 func scale(w writer, in *Input) {
@@ -300,9 +319,23 @@ func scale(w writer, in *Input) {
 		return
 	}
 	w("## Scale\n\n")
-	w("pipeguard with %s labelled namespaces in its namespace cache and %d PipeAccessPolicies, against the small case of the\n",
-		thousands(pairs[0].big.Namespaces), pairs[0].big.Policies)
-	w("webhook runs above (%d namespaces, %s), at the same load.\n\n", pairs[0].small.Namespaces, policies(pairs[0].small.Policies))
+	w("pipeguard with %s labelled namespaces in its namespace cache and %d PipeAccessPolicies, against the small case (%d\n",
+		thousands(pairs[0].big.Namespaces), pairs[0].big.Policies, pairs[0].small.Namespaces)
+	adjacent := 0
+	for _, p := range pairs {
+		if p.adjacent {
+			adjacent++
+		}
+	}
+	switch adjacent {
+	case len(pairs):
+		w("namespaces, %s) at the same load, measured just before it so that both meet the same conditions.\n\n", policies(pairs[0].small.Policies))
+	case 0:
+		w("namespaces, %s) of the webhook runs above, at the same load.\n\n", policies(pairs[0].small.Policies))
+	default:
+		w("namespaces, %s) at the same load, measured just before it where the scale runs hold such a run, and otherwise\n", policies(pairs[0].small.Policies))
+		w("among the webhook runs above.\n\n")
+	}
 	w("| target | load | namespaces | policies | reviews/s | p50 ms | p99 ms | max ms | errors | server CPU ms/review | RSS MiB | peak RSS MiB | CPU stolen |\n")
 	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range pairs {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,19 +92,21 @@ func TestParseFlags(t *testing.T) {
 		runs    int
 		wantErr bool
 	}{
-		"default":          {args: nil, runs: 1},
-		"both, rates":      {args: []string{"--target", "both", "--rates", "500,1000"}, runs: 4},
-		"all, rates":       {args: []string{"--target", "all", "--rates", "500,1000"}, runs: 6},
-		"target list":      {args: []string{"--target", "pipeguard,pipeguard-uncached", "--rate", "1000"}, runs: 2},
-		"rate and closed":  {args: []string{"--rate", "100", "--closed", "4,16"}, runs: 3},
-		"bad target":       {args: []string{"--target", "opa"}, wantErr: true},
-		"bad rates":        {args: []string{"--rates", "1000,x"}, wantErr: true},
-		"too few ns":       {args: []string{"--namespaces", "1"}, wantErr: true},
-		"rate over limit":  {args: []string{"--rate", "1000000"}, wantErr: true},
-		"stray argument":   {args: []string{"now"}, wantErr: true},
-		"in-process":       {args: []string{"--in-process", "--closed", "8"}, runs: 1},
-		"steal retries":    {args: []string{"--steal-limit", "2.5", "--steal-retries", "4"}, runs: 1},
-		"negative retries": {args: []string{"--steal-retries", "-1"}, wantErr: true},
+		"default":            {args: nil, runs: 1},
+		"both, rates":        {args: []string{"--target", "both", "--rates", "500,1000"}, runs: 4},
+		"all, rates":         {args: []string{"--target", "all", "--rates", "500,1000"}, runs: 6},
+		"target list":        {args: []string{"--target", "pipeguard,pipeguard-uncached", "--rate", "1000"}, runs: 2},
+		"rate and closed":    {args: []string{"--rate", "100", "--closed", "4,16"}, runs: 3},
+		"bad target":         {args: []string{"--target", "opa"}, wantErr: true},
+		"bad rates":          {args: []string{"--rates", "1000,x"}, wantErr: true},
+		"too few ns":         {args: []string{"--namespaces", "1"}, wantErr: true},
+		"rate over limit":    {args: []string{"--rate", "1000000"}, wantErr: true},
+		"stray argument":     {args: []string{"now"}, wantErr: true},
+		"in-process":         {args: []string{"--in-process", "--closed", "8"}, runs: 1},
+		"steal retries":      {args: []string{"--steal-limit", "2.5", "--steal-retries", "4"}, runs: 1},
+		"negative retries":   {args: []string{"--steal-retries", "-1"}, wantErr: true},
+		"small first":        {args: []string{"--target", "pipeguard,pipeguard-uncached", "--namespaces", "10000", "--policies", "50", "--rate", "1000", "--closed", "16", "--small-first"}, runs: 8},
+		"small first, small": {args: []string{"--small-first"}, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -120,6 +124,28 @@ func TestParseFlags(t *testing.T) {
 				t.Fatalf("%d runs, want %d", got, tc.runs)
 			}
 		})
+	}
+}
+
+// With --small-first, each scale run comes right after the same run of the
+// small case.
+func TestSmallFirstOrder(t *testing.T) {
+	cfg, err := parseFlags([]string{"--target", "pipeguard,pipeguard-uncached", "--namespaces", "10000", "--policies", "50", "--rate", "1000", "--closed", "16", "--small-first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range cfg.runs() {
+		got = append(got, fmt.Sprintf("%s %s %d/%d", o.Target, describe(o), o.Namespaces, o.Policies))
+	}
+	want := []string{
+		"pipeguard 1000/s 20/0", "pipeguard 1000/s 10000/50",
+		"pipeguard-uncached 1000/s 20/0", "pipeguard-uncached 1000/s 10000/50",
+		"pipeguard closed x16 20/0", "pipeguard closed x16 10000/50",
+		"pipeguard-uncached closed x16 20/0", "pipeguard-uncached closed x16 10000/50",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("runs\n%q\nwant\n%q", got, want)
 	}
 }
 

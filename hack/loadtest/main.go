@@ -11,7 +11,7 @@
 //	go run ./hack/loadtest --target both --rate 1000 --duration 20s
 //	go run ./hack/loadtest --target both --closed 4,16 --duration 20s
 //	go run ./hack/loadtest --target all --rates 500,1000,2000,5000 --json results.json
-//	go run ./hack/loadtest --namespaces 10000 --policies 50 --rate 1000
+//	go run ./hack/loadtest --namespaces 10000 --policies 50 --small-first --rate 1000
 package main
 
 import (
@@ -42,6 +42,8 @@ type config struct {
 	base       Options
 	jsonPath   string
 	cpuProfile string
+	// smallFirst makes, before each run, the same run of the small case.
+	smallFirst bool
 	// stealLimit and stealRetries: a run during which the hypervisor took
 	// more than stealLimit percent of the CPU time is made again, at most
 	// stealRetries times in all.
@@ -138,8 +140,9 @@ func parseFlags(args []string) (*config, error) {
 	requests := fs.Int("requests", 0, "also stop each run after this many requests (0: no limit)")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured load before each run")
 	inFlight := fs.Int("max-inflight", defaultInFlight, "open loop: outstanding requests beyond which a due request is dropped")
-	ns := fs.Int("namespaces", 20, "namespaces in the lookup (every tenth allowed by label)")
+	ns := fs.Int("namespaces", smallNamespaces, "namespaces in the lookup (every tenth allowed by label)")
 	pol := fs.Int("policies", 0, "PipeAccessPolicies pipeguard loads (0: the built-in default only)")
+	smallFirst := fs.Bool("small-first", false, fmt.Sprintf("before each run of more than %d namespaces or of policies, make the same run with %d namespaces and the default policy alone, so that the two are compared under the same conditions", smallNamespaces, smallNamespaces))
 	http2 := fs.Bool("http2", false, "negotiate HTTP/2 instead of HTTP/1.1 keep-alive")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	inProcess := fs.Bool("in-process", false, "serve the target from this process instead of a process of its own")
@@ -156,6 +159,10 @@ func parseFlags(args []string) (*config, error) {
 		base: Options{Duration: *duration, Requests: *requests, Warmup: *warmup, MaxInFlight: *inFlight,
 			Namespaces: *ns, Policies: *pol, HTTP2: *http2, InProcess: *inProcess},
 		jsonPath: *jsonPath, cpuProfile: *cpuProfile, stealLimit: *stealLimit, stealRetries: *stealRetries,
+		smallFirst: *smallFirst,
+	}
+	if *smallFirst && *ns == smallNamespaces && *pol == 0 {
+		return nil, fmt.Errorf("--small-first compares with the small case (%d namespaces, no policies), which is what this run is; set --namespaces or --policies", smallNamespaces)
 	}
 	if *stealRetries < 0 || *stealLimit < 0 {
 		return nil, fmt.Errorf("--steal-limit %v and --steal-retries %d must not be negative", *stealLimit, *stealRetries)
@@ -196,14 +203,23 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, nil
 }
 
+// smallNamespaces is the namespace count of the small case.
+const smallNamespaces = 20
+
 // runs lists the runs in order: each load for each target in turn, so that
-// the runs compared with each other are made close together in time.
+// the runs compared with each other are made close together in time. With
+// smallFirst, the small case of each run comes just before it.
 func (c *config) runs() []Options {
 	var out []Options
 	add := func(rate, workers int) {
 		for _, t := range c.targets {
 			o := c.base
 			o.Target, o.Rate, o.Workers = t, rate, workers
+			if c.smallFirst {
+				small := o
+				small.Namespaces, small.Policies = smallNamespaces, 0
+				out = append(out, small)
+			}
 			out = append(out, o)
 		}
 	}
