@@ -309,8 +309,7 @@ func scalePairs(in *Input) []scalePair {
 // smallerAtSameLoad reports whether a is a run of the same target and load
 // as b, with fewer namespaces or policies.
 func smallerAtSameLoad(a, b *Review) bool {
-	return a.Target == b.Target && a.Mode == b.Mode && a.Rate == b.Rate && a.Workers == b.Workers &&
-		a.Namespaces <= b.Namespaces && a.Policies <= b.Policies && (a.Namespaces < b.Namespaces || a.Policies < b.Policies)
+	return sameLoad(a, b.Target, b) && a.Namespaces <= b.Namespaces && a.Policies <= b.Policies && (a.Namespaces < b.Namespaces || a.Policies < b.Policies)
 }
 
 func scale(w writer, in *Input) {
@@ -433,11 +432,16 @@ func find(runs []*Review, target, mode string, rate int) *Review {
 // findLoad finds the run of target under the same load as like.
 func findLoad(runs []*Review, target string, like *Review) *Review {
 	for _, r := range runs {
-		if r.Target == target && r.Mode == like.Mode && r.Rate == like.Rate && r.Workers == like.Workers {
+		if sameLoad(r, target, like) {
 			return r
 		}
 	}
 	return nil
+}
+
+// sameLoad reports whether r is a run of target at the load of like.
+func sameLoad(r *Review, target string, like *Review) bool {
+	return r.Target == target && r.Mode == like.Mode && r.Rate == like.Rate && r.Workers == like.Workers
 }
 
 func loadOf(r *Review) string {
