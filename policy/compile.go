@@ -194,6 +194,13 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 	return cp, modules, nil
 }
 
+// shippedQuery is the decision query over the shipped rules alone. It is
+// the same for every generation, and prepared queries are safe for
+// concurrent use, so it is prepared once.
+var shippedQuery = sync.OnceValues(func() (rego.PreparedEvalQuery, error) {
+	return prepare(context.Background(), decisionQuery, nil)
+})
+
 // reservedRules are the names of the rules of package pipeguard.admission,
 // shipped and generated. A package below it by one of these names would
 // clash with the rule.
@@ -272,7 +279,7 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 		return nil, &CompileError{Policies: failed}
 	}
 	var err error
-	if gen.query, err = prepare(ctx, decisionQuery, nil); err != nil {
+	if gen.query, err = shippedQuery(); err != nil {
 		return nil, fmt.Errorf("internal error: the shipped rules do not compile: %w", err)
 	}
 	if len(adminModules) > 0 {
