@@ -189,6 +189,7 @@ func (g *Generation) renamed(vs []Violation, name string) []Violation {
 		v.Rule, v.Message, v.Action = r(v.Rule), r(v.Message), r(v.Action)
 		v.Container, v.ContainerKind, v.Volume = r(v.Container), r(v.ContainerKind), r(v.Volume)
 		v.Path, v.Pipe = r(v.Path), r(v.Pipe)
+		v.Subject, v.Target, v.Reason, v.Remedy = r(v.Subject), r(v.Target), r(v.Reason), r(v.Remedy)
 		if len(v.Policies) > 0 {
 			v.Policies = slices.Clone(v.Policies)
 			for j := range v.Policies {

@@ -97,7 +97,7 @@ func TestDecisionCache(t *testing.T) {
 		})
 	}
 
-	if _, err := e.Load(context.Background(), []v1alpha1.PipeAccessPolicy{DefaultPolicy()}); err != nil {
+	if _, err := e.Load(context.Background(), []v1alpha1.PipeAccessPolicy{csiProxyPolicy()}); err != nil {
 		t.Fatal(err)
 	}
 	if d := evaluate(t, e, cacheTestInput("team-a")); d.Cached {
@@ -152,7 +152,7 @@ func TestDecisionCacheAcrossNamespaces(t *testing.T) {
 // (decided for one namespace, renamed for another) as evaluated afresh.
 func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
 	truth, falsity := true, false
-	policies := []v1alpha1.PipeAccessPolicy{DefaultPolicy(),
+	policies := []v1alpha1.PipeAccessPolicy{csiProxyPolicy(),
 		{ObjectMeta: metav1.ObjectMeta{Name: "by-name"}, Spec: v1alpha1.PipeAccessPolicySpec{
 			Pipes: []string{"vendor-*"}, EnforcementAction: v1alpha1.Deny,
 			Allow: v1alpha1.Allowances{Privileged: &truth, HostProcess: &falsity, Namespaces: []string{"vendors"}},
@@ -235,7 +235,7 @@ func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
 // objects, strings and a mistaken number.
 func adminPolicies() []v1alpha1.PipeAccessPolicy {
 	truth, falsity := true, false
-	return []v1alpha1.PipeAccessPolicy{DefaultPolicy(),
+	return []v1alpha1.PipeAccessPolicy{csiProxyPolicy(),
 		{ObjectMeta: metav1.ObjectMeta{Name: "by-name"}, Spec: v1alpha1.PipeAccessPolicySpec{
 			Pipes: []string{"vendor-*"}, EnforcementAction: v1alpha1.Deny,
 			Allow: v1alpha1.Allowances{Privileged: &truth, HostProcess: &falsity, Namespaces: []string{"vendors"}},
@@ -663,4 +663,12 @@ func TestIsDNSLabel(t *testing.T) {
 	if !isDNSLabel(g.placeholder) {
 		t.Errorf("placeholder %q is not a DNS label, so sprintf may print it otherwise than a namespace name", g.placeholder)
 	}
+}
+
+// csiProxyPolicy is a PipeAccessPolicy with the built-in default's spec:
+// it covers every csi-proxy pipe, so the default itself steps aside.
+func csiProxyPolicy() v1alpha1.PipeAccessPolicy {
+	p := DefaultPolicy()
+	p.Name = "csi-proxy"
+	return p
 }

@@ -235,9 +235,6 @@ func CheckPolicy(ctx context.Context, p *v1alpha1.PipeAccessPolicy) error {
 // the default policy. Every policy is checked on its own first, so that an
 // error is reported against the policy that caused it.
 func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number int64) (*Generation, error) {
-	if len(policies) == 0 {
-		policies = []v1alpha1.PipeAccessPolicy{DefaultPolicy()}
-	}
 	sorted := make([]*v1alpha1.PipeAccessPolicy, len(policies))
 	for i := range policies {
 		sorted[i] = &policies[i]
@@ -251,6 +248,9 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	var failed []*PolicyError
 	for _, p := range sorted {
 		cp, modules, err := compilePolicy(p)
+		if err == nil && p.Name == DefaultPolicyName {
+			err = fmt.Errorf("the name %q is reserved for pipeguard's built-in policy; give this PipeAccessPolicy another name", DefaultPolicyName)
+		}
 		var own []adminPackage
 		if err == nil {
 			own = cp.packages(modules)
@@ -277,6 +277,9 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	}
 	if len(failed) > 0 {
 		return nil, &CompileError{Policies: failed}
+	}
+	if err := gen.addDefault(); err != nil {
+		return nil, err
 	}
 	var err error
 	if gen.query, err = shippedQuery(); err != nil {

@@ -33,8 +33,15 @@ const ConditionReady = "Ready"
 
 // Condition reasons.
 const (
+	// ReasonEnforced: the latest spec is in force.
 	ReasonEnforced = "Enforced"
-	ReasonInvalid  = "Invalid"
+	// ReasonInvalid: the latest spec does not compile (an invalid field,
+	// rego that does not parse or type-check); the condition's message
+	// has the error with file:row.
+	ReasonInvalid = "Invalid"
+	// ReasonConflict: the latest spec compiles on its own but not together
+	// with the other policies (two policies declare one rego package).
+	ReasonConflict = "Conflict"
 )
 
 // ControllerOptions configure a Controller.
@@ -109,6 +116,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 // outcome is what happened to one policy in a reconcile.
 type outcome struct {
 	err      error                      // nil: this version is in force
+	reason   string                     // ReasonInvalid or ReasonConflict when err is set
 	fallback *v1alpha1.PipeAccessPolicy // the version in force instead, if any
 }
 
@@ -160,7 +168,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		for i := range list.Items {
 			p := &list.Items[i]
 			if good, ok := c.lastGood[p.Name]; !ok || good.Generation != p.Generation {
-				outcomes[p.Name] = &outcome{err: err, fallback: ptrIf(ok, good)}
+				outcomes[p.Name] = &outcome{err: err, reason: ReasonConflict, fallback: ptrIf(ok, good)}
 			}
 		}
 		c.writeStatus(ctx, list.Items, outcomes, c.opts.Engine.Current())
@@ -182,7 +190,8 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		c.opts.Metrics.compileFailed()
 	}
 	c.opts.Metrics.loaded(gen, failed)
-	log.Info("policy generation in force", "generation", gen.Number, "policies", gen.Policies, "invalid", failed)
+	log.Info("policy generation in force", "generation", gen.Number, "policies", gen.Policies, "invalid", failed,
+		"builtinDefault", gen.Default.InForce, "protection", gen.Default.String())
 	c.writeStatus(ctx, list.Items, outcomes, gen)
 	return reconcile.Result{}, nil
 }
@@ -197,7 +206,7 @@ func blameEach(ce *CompileError, outcomes map[string]*outcome) bool {
 		}
 	}
 	for _, pe := range ce.Policies {
-		outcomes[pe.Policy].err = pe.Err
+		outcomes[pe.Policy].err, outcomes[pe.Policy].reason = pe.Err, ReasonInvalid
 	}
 	return true
 }
@@ -248,11 +257,11 @@ func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAcces
 		cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: p.Generation}
 		if o.err == nil {
 			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonEnforced
-			cond.Message = fmt.Sprintf("generation %d of this policy is in force (policy set generation %d)", p.Generation, gen.Number)
+			cond.Message = fmt.Sprintf("generation %d of this policy is in force (policy set generation %d); %s", p.Generation, gen.Number, gen.Default)
 			want.LastEnforced = &v1alpha1.EnforcedVersion{Generation: p.Generation, Spec: *p.Spec.DeepCopy()}
 		} else {
-			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonInvalid
-			cond.Message = o.err.Error() + "; " + fallbackNote(o.fallback)
+			cond.Status, cond.Reason = metav1.ConditionFalse, o.reason
+			cond.Message = fmt.Sprintf("the latest spec (generation %d) is not in force: %v; %s", p.Generation, o.err, fallbackNote(o.fallback))
 		}
 		meta.SetStatusCondition(&want.Conditions, cond)
 		if equality.Semantic.DeepEqual(want, &p.Status) {
@@ -273,7 +282,11 @@ func fallbackNote(good *v1alpha1.PipeAccessPolicy) string {
 	if good == nil {
 		return "no version of this policy is in force; fix the error to enforce it"
 	}
-	return fmt.Sprintf("generation %d of this policy stays in force until the error is fixed", good.Generation)
+	action := good.Spec.EnforcementAction
+	if action == "" {
+		action = v1alpha1.Deny
+	}
+	return fmt.Sprintf("generation %d of this policy stays in force until the error is fixed (enforcementAction %s)", good.Generation, action)
 }
 
 func ptrIf(ok bool, p v1alpha1.PipeAccessPolicy) *v1alpha1.PipeAccessPolicy {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Violation is one element of the deny, warn or dryrun set.
@@ -17,6 +18,15 @@ type Violation struct {
 	Path          string   `json:"path,omitempty"`
 	Pipe          string   `json:"pipe,omitempty"`
 	Policies      []string `json:"policies,omitempty"`
+	// Subject, Target, Reason and Remedy are the parts of a shipped
+	// rule's message about one mount: "<subject> mounts <target>, but
+	// <reason>; to allow it, <remedy>". Messages joins the violations of
+	// one container that differ only in their target. Empty for messages
+	// that have no such parts.
+	Subject string `json:"subject,omitempty"`
+	Target  string `json:"target,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Remedy  string `json:"remedy,omitempty"`
 }
 
 // String renders the violation as a user reads it: "[rule] message".
@@ -45,14 +55,54 @@ type Decision struct {
 // Denied reports whether the request must be rejected.
 func (d *Decision) Denied() bool { return len(d.Deny) > 0 }
 
-// Messages renders violations, sorted so that responses are stable.
+// Messages renders violations as users read them, sorted so that responses
+// are stable: one message per container and rule, naming every pipe the
+// container mounts and the volume it comes through, then why that is not
+// allowed and what would allow it, once. Violations whose reason or remedy
+// differ, and those without message parts, get a message each.
 func Messages(vs []Violation) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = v.String()
+	type group struct {
+		first   Violation
+		targets []string
+	}
+	var groups []*group
+	byKey := map[[5]string]*group{}
+	var out []string
+	for _, v := range vs {
+		if v.Subject == "" || v.Target == "" {
+			out = append(out, v.String())
+			continue
+		}
+		k := [5]string{v.Rule, v.Subject, v.Reason, v.Remedy, v.Action}
+		g := byKey[k]
+		if g == nil {
+			g = &group{first: v}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		if !slices.Contains(g.targets, v.Target) {
+			g.targets = append(g.targets, v.Target)
+		}
+	}
+	for _, g := range groups {
+		if len(g.targets) == 1 {
+			out = append(out, g.first.String())
+			continue
+		}
+		sort.Strings(g.targets)
+		out = append(out, fmt.Sprintf("[%s] %s mounts %s, but %s; to allow it, %s",
+			g.first.Rule, g.first.Subject, joinList(g.targets), g.first.Reason, g.first.Remedy))
 	}
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
+}
+
+// joinList joins items as "a, b and c".
+func joinList(items []string) string {
+	if len(items) == 1 {
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // with returns d with the violations of admin-written rules added to the
@@ -80,5 +130,6 @@ func (d *Decision) with(admin []Violation) *Decision {
 func (v Violation) equal(o Violation) bool {
 	return v.Rule == o.Rule && v.Message == o.Message && v.Action == o.Action &&
 		v.Container == o.Container && v.ContainerKind == o.ContainerKind && v.Volume == o.Volume &&
-		v.Path == o.Path && v.Pipe == o.Pipe && slices.Equal(v.Policies, o.Policies)
+		v.Path == o.Path && v.Pipe == o.Pipe && slices.Equal(v.Policies, o.Policies) &&
+		v.Subject == o.Subject && v.Target == o.Target && v.Reason == o.Reason && v.Remedy == o.Remedy
 }

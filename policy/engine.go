@@ -18,8 +18,11 @@ import (
 type Generation struct {
 	// Number increases with every successful compile of an Engine.
 	Number int64
-	// Policies names the policies in force, sorted.
+	// Policies names the policies in force, sorted; DefaultPolicyName
+	// among them while the built-in default takes part.
 	Policies []string
+	// Default says what the built-in default protects.
+	Default DefaultProtection
 
 	policies []*compiledPolicy
 	// query evaluates the shipped rules alone.
@@ -282,6 +285,10 @@ func violations(raw any) ([]Violation, error) {
 			Volume:        str(obj["volume"]),
 			Path:          str(obj["path"]),
 			Pipe:          str(obj["pipe"]),
+			Subject:       str(obj["subject"]),
+			Target:        str(obj["target"]),
+			Reason:        str(obj["reason"]),
+			Remedy:        str(obj["remedy"]),
 		}
 		if ps, ok := obj["policies"].([]any); ok {
 			for _, p := range ps {

@@ -102,6 +102,9 @@ type PolicyFacts struct {
 	Pipes             []string   `json:"pipes"`
 	EnforcementAction string     `json:"enforcementAction"`
 	Allow             AllowFacts `json:"allow"`
+	// Builtin is true for pipeguard's built-in default policy, which
+	// protects only the pipes that no other policy protects.
+	Builtin bool `json:"builtin"`
 	// NamespaceMatch is true when the request's namespace is allowed by the
 	// policy's namespaces list or namespaceSelector (before any
 	// ServiceAccount narrowing).

@@ -9,6 +9,8 @@ type ControllerMetrics struct {
 	policies        prometheus.Gauge
 	invalid         prometheus.Gauge
 	compileFailures prometheus.Counter
+	builtin         prometheus.Gauge
+	builtinPipes    prometheus.Gauge
 }
 
 // NewControllerMetrics creates the metrics and registers them with reg.
@@ -20,7 +22,7 @@ func NewControllerMetrics(reg prometheus.Registerer) (*ControllerMetrics, error)
 		}),
 		policies: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pipeguard_policies_loaded",
-			Help: "PipeAccessPolicies in the generation in force (1 for the built-in default).",
+			Help: "Policies in the generation in force, the built-in default among them while it takes part.",
 		}),
 		invalid: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pipeguard_policies_invalid",
@@ -30,8 +32,16 @@ func NewControllerMetrics(reg prometheus.Registerer) (*ControllerMetrics, error)
 			Name: "pipeguard_policy_compile_failures_total",
 			Help: "Policy set compiles in which at least one policy failed.",
 		}),
+		builtin: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pipeguard_builtin_policy_in_force",
+			Help: "1 while the built-in default policy takes part in decisions: alone, or beside PipeAccessPolicies that leave a CSI Proxy pipe unprotected.",
+		}),
+		builtinPipes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pipeguard_builtin_policy_pipes",
+			Help: "CSI Proxy pipes (of the 23 CSI Proxy serves) that only the built-in default policy protects.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures} {
+	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -46,6 +56,12 @@ func (m *ControllerMetrics) loaded(gen *Generation, invalid int) {
 	m.generation.Set(float64(gen.Number))
 	m.policies.Set(float64(len(gen.Policies)))
 	m.invalid.Set(float64(invalid))
+	m.builtinPipes.Set(float64(len(gen.Default.Pipes)))
+	if gen.Default.InForce {
+		m.builtin.Set(1)
+	} else {
+		m.builtin.Set(0)
+	}
 }
 
 func (m *ControllerMetrics) compileFailed() {

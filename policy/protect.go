@@ -49,8 +49,9 @@ func newProtection(policies []*compiledPolicy) *protection {
 }
 
 // of returns the policies that protect the pipe m reaches: those whose
-// pipes patterns match m.Pipe when the pipe is known, every policy when
-// the path is ambiguous, none otherwise. The result is shared; callers must
+// pipes patterns match m.Pipe when the pipe is known (the built-in default
+// only if no other policy's do), every policy when the path is ambiguous,
+// none otherwise. The result is shared; callers must
 // not modify it.
 func (p *protection) of(m *Mount) ([]string, *ast.Term) {
 	switch m.PathClass {
@@ -67,13 +68,18 @@ func (p *protection) of(m *Mount) ([]string, *ast.Term) {
 		return got.names, got.term
 	}
 	var names []string
+	var builtin *compiledPolicy
 	for _, pol := range p.policies {
-		for _, g := range pol.globs {
-			if g.Match(m.Pipe) {
-				names = append(names, pol.facts.Name)
-				break
-			}
+		switch {
+		case pol.facts.Builtin:
+			builtin = pol
+		case pol.protects(m.Pipe):
+			names = append(names, pol.facts.Name)
 		}
+	}
+	// The built-in default protects what no other policy does.
+	if len(names) == 0 && builtin != nil && builtin.protects(m.Pipe) {
+		names = []string{builtin.facts.Name}
 	}
 	got = newProtected(names)
 	p.mu.Lock()

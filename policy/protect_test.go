@@ -15,7 +15,8 @@ import (
 
 // TestProtectionMatchesRego: the protectedBy fact the engine computes is
 // what the shipped rules compute from the policies' patterns with
-// glob.match, for every pattern syntax and for tricky pipe names.
+// glob.match, for every pattern syntax and for tricky pipe names, with the
+// built-in default in force beside the policies and without it.
 func TestProtectionMatchesRego(t *testing.T) {
 	patterns := map[string][]string{
 		"a-default":  {"csi-proxy*"},
@@ -26,15 +27,29 @@ func TestProtectionMatchesRego(t *testing.T) {
 		"f-exact":    {"csi-proxy-system-v1alpha1"},
 		"g-anything": {"*"},
 	}
-	var policies []v1alpha1.PipeAccessPolicy
-	for name, pipes := range patterns {
-		policies = append(policies, v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1alpha1.PipeAccessPolicySpec{Pipes: pipes}})
+	for name, builtin := range map[string]bool{"covering": false, "partial": true} {
+		t.Run(name, func(t *testing.T) {
+			var policies []v1alpha1.PipeAccessPolicy
+			for name, pipes := range patterns {
+				if builtin && (name == "a-default" || name == "g-anything") {
+					continue
+				}
+				policies = append(policies, v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: v1alpha1.PipeAccessPolicySpec{Pipes: pipes}})
+			}
+			gen, err := Compile(context.Background(), policies, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gen.Default.InForce != builtin {
+				t.Fatalf("built-in default in force: %v, want %v", gen.Default.InForce, builtin)
+			}
+			protectionMatchesRego(t, gen)
+		})
 	}
-	gen, err := Compile(context.Background(), policies, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+func protectionMatchesRego(t *testing.T, gen *Generation) {
 	opts := []func(*rego.Rego){
 		rego.Query("x := data.pipeguard.admission.protecting(input.mount)"),
 		rego.SetRegoVersion(ast.RegoV1),

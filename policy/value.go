@@ -17,6 +17,7 @@ var key = struct {
 	allow              *ast.Term
 	ambiguousReason    *ast.Term
 	apiVersion         *ast.Term
+	builtin            *ast.Term
 	container          *ast.Term
 	containerKind      *ast.Term
 	dryRun             *ast.Term
@@ -63,6 +64,7 @@ var key = struct {
 	allow:              ast.StringTerm("allow"),
 	ambiguousReason:    ast.StringTerm("ambiguousReason"),
 	apiVersion:         ast.StringTerm("apiVersion"),
+	builtin:            ast.StringTerm("builtin"),
 	container:          ast.StringTerm("container"),
 	containerKind:      ast.StringTerm("containerKind"),
 	dryRun:             ast.StringTerm("dryRun"),
@@ -269,6 +271,7 @@ func (p *PolicyFacts) term() *ast.Term {
 			key.namespaceSelector, selector,
 			key.serviceAccounts, stringsTerm(p.Allow.ServiceAccounts),
 		)),
+		key.builtin, ast.InternedTerm(p.Builtin),
 		key.namespaceMatch, ast.InternedTerm(p.NamespaceMatch),
 	))
 }

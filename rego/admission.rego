@@ -37,9 +37,14 @@ violation contains v if {
 	names := protecting(m)
 	count(names) > 0
 	not allowed_by_any(names, m)
+	text := violation_text(m, names)
 	v := {
 		"rule": rule_id(m),
-		"msg": violation_message(m, names),
+		"msg": text.msg,
+		"subject": text.subject,
+		"target": text.target,
+		"reason": text.reason,
+		"remedy": text.remedy,
 		"action": strictest(names),
 		"container": m.container,
 		"containerKind": m.containerKind,
@@ -68,6 +73,25 @@ protecting(m) := sort([p.name | some p in input.policies; protects(p, m)]) if {
 policy_named[p.name] := p if some p in input.policies
 
 protects(p, m) if {
+	not p.builtin
+	pattern_matches(p, m)
+}
+
+# pipeguard's built-in default protects only what no other policy protects:
+# a policy about other pipes never lifts the protection of CSI Proxy's.
+protects(p, m) if {
+	p.builtin
+	pattern_matches(p, m)
+	not protected_by_admin(m)
+}
+
+protected_by_admin(m) if {
+	some q in input.policies
+	not q.builtin
+	pattern_matches(q, m)
+}
+
+pattern_matches(p, m) if {
 	m.pathClass == "pipe"
 	some pattern in p.pipes
 	glob.match(pattern, null, m.pipe)
@@ -157,40 +181,52 @@ rule_id(m) := "protected-pipe-mount" if {
 }
 
 # Messages. Each says what was mounted, what allowance is missing and how to
-# get one. A violation never depends on its message being buildable: if a
-# fact the message needs is missing, a plainer message is used.
+# get one, in parts: "<subject> mounts <target>, but <reason>; to allow it,
+# <remedy>". pipeguard joins the violations of one container that share a
+# rule, a reason and a remedy into one message that names each target. A
+# violation never depends on its message being buildable: if a fact the
+# message needs is missing, a plainer message without parts is used.
 
-violation_message(m, names) := msg if {
-	msg := message(m, names)
-} else := sprintf("volume %q reaches %s, a protected pipe, and no allowance covers it", [object.get(m, "volume", ""), object.get(m, "rawPath", "")])
+violation_text(m, names) := text if {
+	text := message(m, names)
+} else := {
+	"msg": sprintf("volume %q reaches %s, a protected pipe, and no allowance covers it", [object.get(m, "volume", ""), display_path(object.get(m, "rawPath", ""), object.get(m, "path", ""))]),
+	"subject": "", "target": "", "reason": "", "remedy": "",
+}
 
 namespace_name := object.get(input, ["namespace", "name"], "")
 
-message(m, _) := msg if {
-	m.containerKind == "persistentVolume"
-	msg := sprintf(
+message(m, _) := {
+	"msg": sprintf(
 		"PersistentVolume %q points at %s (%s); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead",
 		[m.volume, target(m), m.volumeSource],
-	)
+	),
+	"subject": "", "target": "", "reason": "", "remedy": "",
+} if m.containerKind == "persistentVolume"
+
+message(m, names) := parts_message(container_ref(m), mount_target(m), concat(" and ", missing(names)), concat(", or ", remedies(names))) if {
+	m.containerKind != "persistentVolume"
 }
 
-message(m, names) := msg if {
-	m.containerKind != "persistentVolume"
-	m.pathClass == "pipe"
-	msg := sprintf(
-		"%s mounts %s through volume %q, but %s; to allow it, %s",
-		[container_ref(m), m.path, m.volume, concat(" and ", missing(names)), concat(", or ", remedies(names))],
-	)
+parts_message(subject, tgt, reason, remedy) := {
+	"msg": sprintf("%s mounts %s, but %s; to allow it, %s", [subject, tgt, reason, remedy]),
+	"subject": subject, "target": tgt, "reason": reason, "remedy": remedy,
 }
 
-message(m, names) := msg if {
-	m.containerKind != "persistentVolume"
-	m.pathClass == "ambiguous"
-	msg := sprintf(
-		"%s mounts %q through volume %q; the path looks like a named pipe but cannot be resolved (%s), so it is treated as protected, and %s; to allow it, %s",
-		[container_ref(m), m.rawPath, m.volume, m.ambiguousReason, concat(" and ", missing(names)), concat(", or ", remedies(names))],
-	)
-}
+mount_target(m) := sprintf("%s through volume %q", [m.path, m.volume]) if m.pathClass == "pipe"
+
+mount_target(m) := sprintf(
+	"%s through volume %q (a path that looks like a named pipe but cannot be resolved: %s; it is treated as protected)",
+	[display_path(m.rawPath, m.path), m.volume, m.ambiguousReason],
+) if m.pathClass == "ambiguous"
+
+# A path is shown as it was written, unless it holds characters that would
+# not show or would break the message's lines (control and invisible
+# characters, U+FFFD for bytes that were not UTF-8); then it is shown as
+# pipeguard renders it, with those characters as U+FFFD.
+display_path(raw, _) := raw if not regex.match(`[\p{Cc}\p{Cf}\x{FFFD}]`, raw)
+
+display_path(raw, rendered) := rendered if regex.match(`[\p{Cc}\p{Cf}\x{FFFD}]`, raw)
 
 container_ref(m) := sprintf("container %q", [m.container]) if m.containerKind == "container"
 
@@ -198,7 +234,7 @@ container_ref(m) := sprintf("container %q (%s)", [m.container, m.containerKind])
 
 target(m) := m.path if m.pathClass == "pipe"
 
-target(m) := sprintf("%q, a path that looks like a named pipe but cannot be resolved (%s)", [m.rawPath, m.ambiguousReason]) if {
+target(m) := sprintf("%s, a path that looks like a named pipe but cannot be resolved (%s)", [display_path(m.rawPath, m.path), m.ambiguousReason]) if {
 	m.pathClass == "ambiguous"
 }
 

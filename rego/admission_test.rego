@@ -78,7 +78,40 @@ test_ambiguous_path_is_protected_by_every_policy if {
 	p := object.union(default_policy, {"pipes": ["something-else"]})
 	some v in admission.deny with input as pod_input([m], [p])
 	v.rule == "ambiguous-pipe-path"
-	startswith(v.msg, `container "driver" mounts "\\\\.\\pipe\\" through volume "pipe"; the path looks like a named pipe but cannot be resolved (path names the pipe namespace itself), so it is treated as protected, and it is not privileged or HostProcess`)
+	startswith(v.msg, `container "driver" mounts \\.\pipe\ through volume "pipe" (a path that looks like a named pipe but cannot be resolved: path names the pipe namespace itself; it is treated as protected), but it is not privileged or HostProcess`)
+}
+
+test_ambiguous_path_with_a_line_break_is_shown_as_rendered if {
+	m := object.union(pipe_mount, {"pipe": "", "pathClass": "ambiguous", "rawPath": "\\\\.\\pipe\\csi\nproxy", "path": "\\\\.\\pipe\\csi\ufffdproxy", "ambiguousReason": "path contains a control character"})
+	some v in admission.deny with input as pod_input([m], [default_policy])
+	not contains(v.msg, "\n")
+	contains(v.msg, "csi\ufffdproxy")
+}
+
+test_message_parts_rebuild_the_message if {
+	some v in admission.deny with input as pod_input([pipe_mount], [default_policy])
+	v.subject == `container "driver"`
+	v.target == `\\.\pipe\csi-proxy-disk-v1 through volume "pipe"`
+	v.reason == `it is not privileged or HostProcess and namespace "team-a" is not allowed`
+	v.remedy == "label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess"
+	v.msg == sprintf("%s mounts %s, but %s; to allow it, %s", [v.subject, v.target, v.reason, v.remedy])
+}
+
+builtin_policy := object.union(default_policy, {"builtin": true})
+
+docker_policy := object.union(default_policy, {"name": "docker", "pipes": ["docker_engine"], "allow": object.union(default_policy.allow, {"namespaces": ["team-a"]}), "namespaceMatch": true})
+
+test_builtin_default_protects_what_no_other_policy_does if {
+	vs := admission.deny with input as pod_input([pipe_mount], [docker_policy, builtin_policy])
+	{v.policies | some v in vs} == {["pipeguard-default"]}
+}
+
+test_builtin_default_steps_aside_for_a_policy_that_covers_the_pipe if {
+	allow_team_a := object.union(docker_policy, {"name": "disk", "pipes": ["csi-proxy-disk-*"]})
+	count(admission.violation) == 0 with input as pod_input([pipe_mount], [allow_team_a, builtin_policy])
+	smb := object.union(pipe_mount, {"pipe": "csi-proxy-smb-v1", "path": `\\.\pipe\csi-proxy-smb-v1`})
+	vs := admission.deny with input as pod_input([smb], [allow_team_a, builtin_policy])
+	{v.policies | some v in vs} == {["pipeguard-default"]}
 }
 
 test_init_container_kind_is_named if {

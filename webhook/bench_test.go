@@ -69,6 +69,7 @@ func BenchmarkReviewCSINodePodCached(b *testing.B) {
 // decision comes from the cache and the admin rule runs on every review.
 func BenchmarkReviewCSINodePodAdminRego(b *testing.B) {
 	p := policy.DefaultPolicy()
+	p.Name = "csi-proxy"
 	p.Spec.Rego = []v1alpha1.RegoModule{{Name: "sa.rego", Source: `package pipeguard.admission.smbdriver
 
 violation contains {"rule": "smb-sa-only", "msg": msg} if {

@@ -48,8 +48,10 @@ func TestNamespaceAllowanceGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second policy makes "storage-tier" an allowance label too.
+	csiProxy := policy.DefaultPolicy()
+	csiProxy.Name = "csi-proxy"
 	_, err = e.Load(context.Background(), []v1alpha1.PipeAccessPolicy{
-		policy.DefaultPolicy(),
+		csiProxy,
 		{ObjectMeta: metav1.ObjectMeta{Name: "tiers"}, Spec: v1alpha1.PipeAccessPolicySpec{Pipes: []string{"csi-proxy-*"},
 			Allow: v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "storage-tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"system"}}}}}}},

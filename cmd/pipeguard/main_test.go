@@ -58,8 +58,8 @@ func TestPolicyEval(t *testing.T) {
 			wantCode: 1,
 			contains: []string{
 				"DENY DaemonSet csi-smb/csi-smb-node-win\n",
-				`    [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1"`,
-				`    [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1"`,
+				// One block per container: every pipe it mounts, the reason and the remedy once.
+				`    [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1" and \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1", but it is not privileged or HostProcess and namespace "csi-smb" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess` + "\n",
 			},
 		},
 		"namespace labels from the command line": {
@@ -75,7 +75,7 @@ func TestPolicyEval(t *testing.T) {
 		"warn policy": {
 			args:     []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/warn-policy.yaml"},
 			wantCode: 0,
-			contains: []string{"WARN DaemonSet csi-smb/csi-smb-node-win\n", `    warning: [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-smb-v1`},
+			contains: []string{"WARN DaemonSet csi-smb/csi-smb-node-win\n", `    warning: [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1" and \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1", but it is not privileged or HostProcess and namespace "csi-smb" is not allowed; to allow it, run the container as privileged or HostProcess` + "\n"},
 		},
 		"sample: allow the CSI driver namespace": {
 			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/allow-csi-driver-namespace.yaml"},

@@ -39,7 +39,9 @@ func namespaces(n int) webhook.StaticNamespaces {
 // protect CSI Proxy pipes, so that some mounts are protected by several
 // policies. None changes a decision of the request mix.
 func accessPolicies(n int) []v1alpha1.PipeAccessPolicy {
-	out := []v1alpha1.PipeAccessPolicy{policy.DefaultPolicy()}
+	csiProxy := policy.DefaultPolicy()
+	csiProxy.Name = "csi-proxy"
+	out := []v1alpha1.PipeAccessPolicy{csiProxy}
 	for i := 1; i < n; i++ {
 		p := v1alpha1.PipeAccessPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("vendor-%03d", i)},

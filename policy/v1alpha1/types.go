@@ -156,9 +156,13 @@ type EnforcedVersion struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=pap,categories=pipeguard
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.enforcementAction`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="True when the latest spec is in force"
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.status.lastEnforced.spec.enforcementAction`,description="The enforcement action in force: that of the last version that compiled"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the latest spec is or is not in force"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="In-Force",type=integer,JSONPath=`.status.lastEnforced.generation`,priority=1,description="The metadata.generation of the version in force"
+// +kubebuilder:printcolumn:name="Latest-Action",type=string,JSONPath=`.spec.enforcementAction`,priority=1,description="The enforcement action of the latest spec"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 type PipeAccessPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

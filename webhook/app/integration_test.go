@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -290,26 +292,68 @@ func TestWebhookOnControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("a policy about other pipes leaves the csi-proxy pipes protected", func(t *testing.T) {
+		docker := &v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: "docker"}, Spec: v1alpha1.PipeAccessPolicySpec{
+			Pipes: []string{"docker_engine"},
+			Allow: v1alpha1.Allowances{Namespaces: []string{"team-a"}},
+		}}
+		c.mustCreate(t, docker)
+		cond := waitReady(t, c, "docker", metav1.ConditionTrue, "")
+		if want := "the built-in default pipeguard-default still protects every CSI Proxy pipe"; !strings.Contains(cond.Message, want) {
+			t.Errorf("Ready condition message %q does not say %q", cond.Message, want)
+		}
+		if got := c.gauge(t, "pipeguard_builtin_policy_in_force"); got != 1 {
+			t.Errorf("pipeguard_builtin_policy_in_force = %v, want 1", got)
+		}
+		// docker allows team-a, but only for its own pipe.
+		denied(t, c.client.Create(ctx, pipePod("bare", "team-a"), client.DryRunAll),
+			`[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true`)
+		dockerPod := pipePod("docker", "team-a")
+		dockerPod.Spec.Volumes[0].HostPath.Path = `\\.\pipe\docker_engine`
+		if err := c.client.Create(ctx, dockerPod, client.DryRunAll); err != nil {
+			t.Fatalf("the docker policy's allowance does not hold: %v", err)
+		}
+		if err := c.client.Delete(ctx, docker); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("broken rego keeps the old policy in force until it is fixed", func(t *testing.T) {
 		p := &v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: "disk"}, Spec: v1alpha1.PipeAccessPolicySpec{
 			Pipes: []string{"csi-proxy-*"},
 			Allow: v1alpha1.Allowances{Namespaces: []string{"csi-driver"}},
 		}}
 		c.mustCreate(t, p)
-		waitReady(t, c, "disk", metav1.ConditionTrue, "")
+		cond := waitReady(t, c, "disk", metav1.ConditionTrue, "")
+		if want := "the built-in default pipeguard-default is not in force: the policies cover every CSI Proxy pipe"; !strings.Contains(cond.Message, want) {
+			t.Errorf("Ready condition message %q does not say %q", cond.Message, want)
+		}
 
+		// The new spec would only warn, but it does not compile: deny
+		// stays in force, and kubectl get says so.
 		c.updatePolicy(t, "disk", func(p *v1alpha1.PipeAccessPolicy) {
+			p.Spec.EnforcementAction = v1alpha1.Warn
 			p.Spec.Rego = []v1alpha1.RegoModule{{Name: "rules.rego", Source: "package pipeguard.admission.disk\n\nviolation contains msg if {\n\tmsg := \n}\n"}}
 		})
-		cond := waitReady(t, c, "disk", metav1.ConditionFalse, "disk/rules.rego:5: rego_parse_error")
-		if !strings.Contains(cond.Message, "generation 1 of this policy stays in force until the error is fixed") {
+		cond = waitReady(t, c, "disk", metav1.ConditionFalse, "disk/rules.rego:5: rego_parse_error")
+		if want := "the latest spec (generation 2) is not in force: "; !strings.HasPrefix(cond.Message, want) {
+			t.Errorf("Ready condition message %q does not start with %q", cond.Message, want)
+		}
+		if want := "generation 1 of this policy stays in force until the error is fixed (enforcementAction deny)"; !strings.Contains(cond.Message, want) {
 			t.Errorf("Ready condition message %q does not say what stays in force", cond.Message)
+		}
+		row := c.tableRow(t, "disk")
+		for column, want := range map[string]string{"Ready": "False", "Action": "deny", "Reason": "Invalid", "In-Force": "1", "Latest-Action": "warn"} {
+			if got := row[column]; got != want {
+				t.Errorf("kubectl get pipeaccesspolicies: %s = %q, want %q (row %v)", column, got, want, row)
+			}
 		}
 		denied(t, c.client.Create(ctx, pipePod("still-denied", "team-a")), `namespace "team-a" is not allowed`)
 
 		// Fixed: a custom rule that denies every pipe mount from team-a's
 		// "blocked" container name takes effect without a restart.
 		c.updatePolicy(t, "disk", func(p *v1alpha1.PipeAccessPolicy) {
+			p.Spec.EnforcementAction = v1alpha1.Deny
 			p.Spec.Rego[0].Source = "package pipeguard.admission.disk\n\nviolation contains {\"rule\": \"no-blocked\", \"msg\": \"containers named blocked may not mount pipes\"} if {\n\tsome m in input.mounts\n\tm.container == \"blocked\"\n\tm.pathClass == \"pipe\"\n}\n"
 		})
 		waitReady(t, c, "disk", metav1.ConditionTrue, "")
@@ -378,4 +422,53 @@ func waitReady(t *testing.T, c *cluster, name string, status metav1.ConditionSta
 		t.Fatalf("PipeAccessPolicy %s: Ready=%s %q, want %s with %q: %v", name, last.Status, last.Message, status, msg, errors.Unwrap(err))
 	}
 	return last
+}
+
+// gauge reads a gauge of the webhook's registry.
+func (c *cluster) gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := c.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
+
+// tableRow returns the columns of a PipeAccessPolicy as `kubectl get -o
+// wide` shows them: the API server's table for the CRD's printer columns.
+func (c *cluster) tableRow(t *testing.T, name string) map[string]string {
+	t.Helper()
+	cfg := rest.CopyConfig(c.env.Config)
+	cfg.GroupVersion = &v1alpha1.GroupVersion
+	cfg.APIPath = "/apis"
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := rc.Get().Resource("pipeaccesspolicies").Name(name).Param("includeObject", "None").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("table has %d rows, want 1", len(table.Rows))
+	}
+	row := map[string]string{}
+	for i, col := range table.ColumnDefinitions {
+		if i < len(table.Rows[0].Cells) && table.Rows[0].Cells[i] != nil {
+			row[col.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+		}
+	}
+	return row
 }
