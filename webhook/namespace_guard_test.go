@@ -42,6 +42,12 @@ func namespaceRequest(t *testing.T, user string, oldLabels, newLabels map[string
 	return req
 }
 
+// subresource sends req as an update of a Namespace subresource.
+func subresource(req admission.Request, name string) admission.Request {
+	req.SubResource = name
+	return req
+}
+
 func TestNamespaceAllowanceGuard(t *testing.T) {
 	e, err := policy.NewEngine(context.Background(), policy.Options{})
 	if err != nil {
@@ -70,8 +76,13 @@ func TestNamespaceAllowanceGuard(t *testing.T) {
 		"user creates a namespace with the label": {namespaceRequest(t, "alice", nil, on), denied(`user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy`)},
 		"user removes the label":                  {namespaceRequest(t, "alice", on, map[string]string{}), denied(`label pipeguard.io/allow-csi-proxy`)},
 		"user changes a selector label":           {namespaceRequest(t, "alice", nil, map[string]string{"storage-tier": "system"}), denied(`label storage-tier on namespace "team-a"`)},
-		"user changes other labels":               {namespaceRequest(t, "alice", on, map[string]string{policy.AllowLabel: "true", "team": "b"}), allowed},
-		"admin adds the label":                    {namespaceRequest(t, "admin", map[string]string{}, on), allowed},
+		"user adds the label through namespaces/status": {subresource(namespaceRequest(t, "alice", map[string]string{}, on), "status"),
+			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a"`)},
+		"user adds the label through namespaces/finalize": {subresource(namespaceRequest(t, "alice", map[string]string{}, on), "finalize"),
+			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a"`)},
+		"status update leaving the labels alone": {subresource(namespaceRequest(t, "alice", on, on), "status"), allowed},
+		"user changes other labels":              {namespaceRequest(t, "alice", on, map[string]string{policy.AllowLabel: "true", "team": "b"}), allowed},
+		"admin adds the label":                   {namespaceRequest(t, "admin", map[string]string{}, on), allowed},
 		"authorizer failure rejects": {namespaceRequest(t, "broken", map[string]string{}, on),
 			want{code: http.StatusInternalServerError, message: `internal error: cannot check whether "broken" may change the allowance labels of namespace "team-a": authorizer unavailable`}},
 	}
