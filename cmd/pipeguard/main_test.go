@@ -248,3 +248,73 @@ func TestDocumentedInput(t *testing.T) {
 		t.Fatalf("-o input differs from docs/examples/admission-input.json; regenerate it:\n%s", out)
 	}
 }
+
+// A manifest that names a key twice is read as kubectl and the API server
+// read it: the last value counts. Otherwise a harmless first value would
+// hide the pipe the cluster then sees.
+func TestPolicyEvalDuplicateKeys(t *testing.T) {
+	pod := func(paths ...string) string {
+		s := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: twice\n  namespace: team-a\nspec:\n  containers:\n  - name: shell\n    image: shell\n    volumeMounts: [{name: disk, mountPath: 'C:\\pipe'}]\n  volumes:\n  - name: disk\n    hostPath:\n"
+		for _, p := range paths {
+			s += "      path: " + p + "\n"
+		}
+		return s
+	}
+	const harmless, pipe = `C:\var\log`, `\\.\pipe\csi-proxy-disk-v1`
+	deny := "DENY Pod team-a/twice\n    [protected-pipe-mount] container \"shell\" mounts \\\\.\\pipe\\csi-proxy-disk-v1 through volume \"disk\""
+	cases := map[string]struct {
+		stdin      string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		"harmless path, then the pipe": {
+			stdin: pod(harmless, pipe), wantCode: 1, wantStdout: deny,
+			wantStderr: "pipeguard policy eval: warning: <stdin>: document 1: line 15: key \"path\" is given more than once; the last value is used, as kubectl and the API server do\n",
+		},
+		"the pipe, then a harmless path": {
+			stdin: pod(pipe, harmless), wantCode: 0, wantStdout: "ALLOW Pod team-a/twice\n",
+			wantStderr: `line 15: key "path" is given more than once`,
+		},
+		"second document of a stream, inside a List": {
+			stdin: "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n---\napiVersion: v1\nkind: List\nitems:\n- " +
+				strings.ReplaceAll(strings.TrimSuffix(pod(harmless, pipe), "\n"), "\n", "\n  ") + "\n",
+			wantCode: 1, wantStdout: "ALLOW Namespace team-a\n" + deny,
+			wantStderr: `<stdin>: document 2: line 18: key "path" is given more than once`,
+		},
+		"JSON": {
+			stdin:    `{"apiVersion":"v1","kind":"Pod","kind":"Pod","metadata":{"name":"twice","namespace":"team-a"},"spec":{"containers":[{"name":"shell","image":"shell","volumeMounts":[{"name":"disk","mountPath":"C:\\pipe"}]}],"volumes":[{"name":"disk","hostPath":{"path":"C:\\var","path":"\\\\.\\pipe\\csi-proxy-disk-v1"}}]}}`,
+			wantCode: 1, wantStdout: deny,
+			wantStderr: "warning: <stdin>: document 1: line 1: key \"kind\" is given more than once; the last value is used, as kubectl and the API server do\npipeguard policy eval: warning: <stdin>: document 1: line 1: key \"path\" is given more than once",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.stdin, "policy", "eval", "-f", "-")
+			if code != tc.wantCode {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			if !strings.HasPrefix(out, tc.wantStdout) {
+				t.Errorf("stdout:\n%s\nwant it to start with:\n%s", out, tc.wantStdout)
+			}
+			if !strings.Contains(errOut, tc.wantStderr) {
+				t.Errorf("stderr:\n%s\nwant it to contain:\n%s", errOut, tc.wantStderr)
+			}
+		})
+	}
+
+	t.Run("in a policy file", func(t *testing.T) {
+		dir := t.TempDir()
+		p := dir + "/policy.yaml"
+		if err := os.WriteFile(p, []byte("apiVersion: pipeguard.io/v1alpha1\nkind: PipeAccessPolicy\nmetadata: {name: twice}\nspec:\n  pipes: ['csi-proxy-*']\n  enforcementAction: deny\n  enforcementAction: warn\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCLI(t, pod(pipe), "policy", "eval", "-f", "-", "--policy", p)
+		if code != 0 || !strings.HasPrefix(out, "WARN Pod team-a/twice\n") {
+			t.Fatalf("exit code %d, stdout:\n%s\nwant WARN: the last enforcementAction counts", code, out)
+		}
+		if want := p + `: document 1: line 7: key "enforcementAction" is given more than once`; !strings.Contains(errOut, want) {
+			t.Errorf("stderr:\n%s\nwant it to contain %q", errOut, want)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -44,8 +45,9 @@ func badInput(format string, args ...any) error {
 
 // readManifests reads objects from files, directories (their .yaml, .yml
 // and .json files) or "-" for stdin. Multi-document YAML, JSON and `kind:
-// List` are accepted.
-func readManifests(paths []string, stdin io.Reader) ([]document, error) {
+// List` are accepted. A key given twice in one mapping takes its last value,
+// as kubectl and the API server read it, and warn is told where.
+func readManifests(paths []string, stdin io.Reader, warn func(string)) ([]document, error) {
 	var docs []document
 	for _, p := range paths {
 		files, err := expand(p)
@@ -62,7 +64,7 @@ func readManifests(paths []string, stdin io.Reader) ([]document, error) {
 			if err != nil {
 				return nil, badInput("cannot read %s: %v", displayName(f), err)
 			}
-			more, err := splitDocuments(displayName(f), data)
+			more, err := splitDocuments(displayName(f), data, warn)
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +112,7 @@ func expand(p string) ([]string, error) {
 	return files, nil
 }
 
-func splitDocuments(name string, data []byte) ([]document, error) {
+func splitDocuments(name string, data []byte, warn func(string)) ([]document, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs []document
 	for n := 1; ; n++ {
@@ -125,9 +127,14 @@ func splitDocuments(name string, data []byte) ([]document, error) {
 			continue
 		}
 		where := fmt.Sprintf("%s: document %d", name, n)
-		raw, err := yaml.YAMLToJSONStrict(chunk)
+		raw, err := yaml.YAMLToJSON(chunk)
 		if err != nil {
 			return nil, badInput("%s: invalid YAML or JSON: %v", where, err)
+		}
+		if _, err := yaml.YAMLToJSONStrict(chunk); err != nil {
+			for _, w := range duplicateKeys(err) {
+				warn(fmt.Sprintf("%s: %s; the last value is used, as kubectl and the API server do", where, w))
+			}
 		}
 		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			continue
@@ -179,4 +186,20 @@ func stripComments(chunk []byte) []byte {
 		out = append(out, line)
 	}
 	return bytes.Join(out, []byte("\n"))
+}
+
+var duplicateKey = regexp.MustCompile(`line (\d+): key (".*") already set in map`)
+
+// duplicateKeys describes, one by one, the keys a strict YAML read found
+// more than once. The lenient read succeeded, so nothing else differs.
+func duplicateKeys(strictErr error) []string {
+	matches := duplicateKey.FindAllStringSubmatch(strictErr.Error(), -1)
+	if len(matches) == 0 {
+		return []string{strictErr.Error()}
+	}
+	out := make([]string, 0, len(matches))
+	for _, m := range matches {
+		out = append(out, fmt.Sprintf("line %s: key %s is given more than once", m[1], m[2]))
+	}
+	return out
 }

@@ -77,12 +77,13 @@ func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	ctx := context.Background()
-	engine, err := loadEngine(ctx, policies, stdin)
+	warn := func(msg string) { fmt.Fprintf(stderr, "pipeguard policy eval: warning: %s\n", msg) }
+	engine, err := loadEngine(ctx, policies, stdin, warn)
 	if err != nil {
 		fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
 		return exitBadInput
 	}
-	docs, err := readManifests(files, stdin)
+	docs, err := readManifests(files, stdin, warn)
 	if err != nil {
 		fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
 		return exitBadInput
@@ -132,7 +133,7 @@ func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // loadEngine compiles the policies from files, or the default policy.
-func loadEngine(ctx context.Context, files []string, stdin io.Reader) (*policy.Engine, error) {
+func loadEngine(ctx context.Context, files []string, stdin io.Reader, warn func(string)) (*policy.Engine, error) {
 	engine, err := policy.NewEngine(ctx, policy.Options{})
 	if err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func loadEngine(ctx context.Context, files []string, stdin io.Reader) (*policy.E
 	if len(files) == 0 {
 		return engine, nil
 	}
-	docs, err := readManifests(files, stdin)
+	docs, err := readManifests(files, stdin, warn)
 	if err != nil {
 		return nil, err
 	}
