@@ -7,7 +7,10 @@
 // for that pipe: any letter case, `/` for `\`, doubled separators, the
 // `\\?\`, `\??\`, `\\localhost\pipe\`, `\Device\NamedPipe\` and
 // `\\.\GLOBALROOT\...` forms, `.` and `..` segments, trailing dots and
-// spaces, and Unicode letters that case-fold to ASCII. An attacker picks
+// spaces. Beyond what Windows does, it also folds look-alike letters whose
+// Unicode case-fold orbit holds an ASCII letter (ſ, ı, İ, the Kelvin sign):
+// Windows treats them as other names, pipeguard as the protected one, which
+// errs the safe way. An attacker picks
 // the spelling, so the package errs one way only: a path that could reach
 // a pipe but cannot be resolved confidently (the pipe namespace itself, a
 // NUL or control character, percent-encoded or full-width separators, a

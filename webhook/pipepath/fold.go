@@ -5,13 +5,21 @@ import (
 	"unicode/utf8"
 )
 
-// foldRune maps r to one representative of every rune Windows could treat as
-// the same letter when it compares names case-insensitively. Windows upper-
-// cases both names before comparing; taking the smallest member of the upper-
-// case form's Unicode fold orbit and lower-casing it merges that orbit, which
-// is a superset of what Windows merges (for example 'ſ', 'ı' and the Kelvin
-// sign all become ASCII letters). Over-merging only makes more spellings
-// match a protected name, never fewer.
+// foldRune maps r to one representative of its Unicode case-fold orbit.
+//
+// Windows compares object names case-insensitively by upper-casing both with
+// its own table, which follows Unicode's simple uppercase mapping but leaves
+// some letters alone: on a node 'ſ' (U+017F), 'ı' (U+0131), 'İ' (U+0130) and
+// the Kelvin sign (U+212A) are not 's', 'i', 'i' and 'k', so
+// `\.\pipe\cſi-proxy-disk-v1` is a different pipe from csi-proxy-disk-v1.
+// foldRune merges more than Windows does: it upper-cases r, then takes the
+// smallest member of that form's fold orbit and lower-cases it, and those
+// orbits join the look-alikes above to ASCII letters. pipeguard keeps the
+// larger merge on purpose. Whatever Windows treats as one name, foldRune
+// does too (TestFoldCoversUppercaseComparison), so no spelling of a
+// protected pipe escapes; the look-alikes it adds can only make a name match
+// a protected one, which fails closed for a pipe nobody needs to name that
+// way.
 func foldRune(r rune) rune {
 	if r < utf8.RuneSelf {
 		if 'A' <= r && r <= 'Z' {
