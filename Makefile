@@ -48,20 +48,20 @@ lint: ## Check formatting and vet for Linux and Windows.
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
-	$(CONTROLLER_GEN) object paths=./policy/...
+	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Regenerate the CRD from policy/v1alpha1.
-	$(CONTROLLER_GEN) crd paths=./policy/... output:crd:artifacts:config=config/crd/bases
+manifests: $(CONTROLLER_GEN) ## Regenerate the CRD from api/v1alpha1.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD or deepcopy code is stale.
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	$(CONTROLLER_GEN) crd paths=./policy/... output:crd:artifacts:config="$$tmp/crd"; \
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config="$$tmp/crd"; \
 	if ! diff -r config/crd/bases "$$tmp/crd"; then echo "config/crd/bases is stale: run make manifests and commit the result"; exit 1; fi; \
-	cp policy/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go"; \
-	$(CONTROLLER_GEN) object paths=./policy/...; \
-	if ! diff "$$tmp/deepcopy.go" policy/v1alpha1/zz_generated.deepcopy.go; then cp "$$tmp/deepcopy.go" policy/v1alpha1/zz_generated.deepcopy.go; echo "policy/v1alpha1/zz_generated.deepcopy.go is stale: run make generate and commit the result"; exit 1; fi
+	cp api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go"; \
+	$(CONTROLLER_GEN) object paths=./api/...; \
+	if ! diff "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; then cp "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; echo "api/v1alpha1/zz_generated.deepcopy.go is stale: run make generate and commit the result"; exit 1; fi
 
 .PHONY: test
 test: lint verify-generated control-plane ## Run every test: lint, unit, rego, fuzz seeds and integration tests.
@@ -69,7 +69,7 @@ test: lint verify-generated control-plane ## Run every test: lint, unit, rego, f
 
 .PHONY: fuzz
 fuzz: ## Fuzz the pipe path normalizer and the object reader, each for FUZZTIME (default 3m).
-	$(GO) test ./webhook/pipepath -run '^$$' -fuzz FuzzClassify -fuzztime $${FUZZTIME:-3m}
+	$(GO) test ./pipepath -run '^$$' -fuzz FuzzClassify -fuzztime $${FUZZTIME:-3m}
 	$(GO) test ./webhook -run '^$$' -fuzz FuzzDecodeMatchesJSON -fuzztime $${FUZZTIME:-3m}
 
 # make bench writes its raw results to BENCH_OUT and the report to

@@ -1,11 +1,12 @@
-// Package agent is the root of pipeguard-agent, the node agent that serves the
+// Package agent holds the parts of pipeguard-agent, the node agent that serves the
 // CSI Proxy gRPC API groups (disk, filesystem, smb, volume, system, iscsi) on the
 // same named pipes as CSI Proxy, so existing CSI node plugins work unchanged,
 // while every path it is handed is confined to the kubelet directory and the
 // configured working directories, and every request is attributed to its
 // caller, gated by rego rules and recorded in a hash-chained audit log.
 //
-// The subpackages, from the wire inwards:
+// cmd/pipeguard-agent/app assembles them. The subpackages, from the wire
+// inwards:
 //
 //   - listen: builds the pipe and socket names and opens the listeners
 //     (named pipes with an explicit security descriptor on Windows, unix

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/pipepath"
 	shipped "github.com/pipeguard/pipeguard/rego"
-	"github.com/pipeguard/pipeguard/webhook/pipepath"
 )
 
 // adminPackageRoot is the package every admin-written module must live
@@ -35,16 +35,6 @@ const adminQuery = "admin := data.pipeguard.admission.admin_violation"
 // violations, with their policy's enforcement action, into admin_violation
 // and hands them on to the shipped rules' violation set.
 const glueFile = "pipeguard-generated.rego"
-
-// deniedBuiltins are left out of the capabilities admin rego may use: an
-// admission decision must not wait on the network or depend on the process
-// it runs in.
-var deniedBuiltins = map[string]bool{
-	"http.send":          true,
-	"net.lookup_ip_addr": true,
-	"opa.runtime":        true,
-	"rego.parse_module":  true,
-}
 
 // PolicyError is a problem with one PipeAccessPolicy. Err is an ast.Errors
 // (file:row: code: message) for rego that does not compile.
@@ -176,11 +166,10 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 		if err != nil {
 			return nil, nil, err
 		}
-		path := mod.Package.Path
-		if !path.HasPrefix(adminPackageRoot) || len(path) <= len(adminPackageRoot) {
-			return nil, nil, fmt.Errorf("%s:%d: package %s is not allowed; declare a package below pipeguard.admission, e.g. \"package pipeguard.admission.%s\"",
-				file, mod.Package.Location.Row, strings.TrimPrefix(path.String(), "data."), regoIdent(p.Name))
+		if err := shipped.CheckAdminPackage(file, mod, adminPackageRoot, regoIdent(p.Name)); err != nil {
+			return nil, nil, err
 		}
+		path := mod.Package.Path
 		if name, _ := path[len(adminPackageRoot)].Value.(ast.String); reservedRules()[string(name)] {
 			example := regoIdent(p.Name)
 			if reservedRules()[example] {
@@ -363,7 +352,7 @@ func prepare(ctx context.Context, query string, extra []*ast.Module) (rego.Prepa
 	opts := []func(*rego.Rego){
 		rego.Query(query),
 		rego.SetRegoVersion(ast.RegoV1),
-		rego.Capabilities(Capabilities()),
+		rego.Capabilities(shipped.Capabilities()),
 		rego.StrictBuiltinErrors(true),
 	}
 	for _, f := range shipped.Admission() {
@@ -373,20 +362,6 @@ func prepare(ctx context.Context, query string, extra []*ast.Module) (rego.Prepa
 		opts = append(opts, rego.ParsedModule(m))
 	}
 	return rego.New(opts...).PrepareForEval(ctx)
-}
-
-// Capabilities are the rego builtins pipeguard policies may use: all of this
-// OPA version's, less those that reach the network or the process.
-func Capabilities() *ast.Capabilities {
-	caps := ast.CapabilitiesForThisVersion()
-	kept := caps.Builtins[:0:0]
-	for _, b := range caps.Builtins {
-		if !deniedBuiltins[b.Name] {
-			kept = append(kept, b)
-		}
-	}
-	caps.Builtins = kept
-	return caps
 }
 
 func selectorFacts(sel *metav1.LabelSelector) *SelectorFacts {

@@ -10,8 +10,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 )
 
 func pipeMount(pipe string) policy.Mount {

@@ -11,7 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
 )
 
 // Generation is one compiled, prepared set of policies. It is immutable.

@@ -9,7 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	shipped "github.com/pipeguard/pipeguard/rego"
 )
 

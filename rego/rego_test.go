@@ -7,7 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/tester"
 
-	"github.com/pipeguard/pipeguard/policy/regotest"
+	"github.com/pipeguard/pipeguard/rego/regotest"
 )
 
 // TestShippedRego runs every _test.rego file shipped in this folder, with

@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/internal/samplepods"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 	"github.com/pipeguard/pipeguard/webhook"
 )
 

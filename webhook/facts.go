@@ -3,8 +3,8 @@ package webhook
 import (
 	"strconv"
 
+	"github.com/pipeguard/pipeguard/pipepath"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/webhook/pipepath"
 )
 
 // hostVolume is a pod volume backed by a path on the node.

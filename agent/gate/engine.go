@@ -17,7 +17,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 
-	"github.com/pipeguard/pipeguard/policy"
 	shipped "github.com/pipeguard/pipeguard/rego"
 )
 
@@ -153,7 +152,7 @@ func compile(ctx context.Context, files []shipped.File) (pq rego.PreparedEvalQue
 	opts := []func(*rego.Rego){
 		rego.Query(decisionQuery),
 		rego.SetRegoVersion(ast.RegoV1),
-		rego.Capabilities(policy.Capabilities()),
+		rego.Capabilities(shipped.Capabilities()),
 		rego.StrictBuiltinErrors(true),
 	}
 	for _, f := range shipped.Agent() {
@@ -164,9 +163,8 @@ func compile(ctx context.Context, files []shipped.File) (pq rego.PreparedEvalQue
 		if err != nil {
 			return pq, false, fmt.Errorf("agent policy does not parse: %w", err)
 		}
-		if p := m.Package.Path; !p.HasPrefix(adminRoot) || len(p) <= len(adminRoot) {
-			return pq, false, fmt.Errorf("%s:%d: package %s is not allowed; declare a package below pipeguard.agent.policy, e.g. \"package pipeguard.agent.policy.%s\"",
-				f.Name, m.Package.Location.Row, strings.TrimPrefix(p.String(), "data."), ident(f.Name))
+		if err := shipped.CheckAdminPackage(f.Name, m, adminRoot, ident(f.Name)); err != nil {
+			return pq, false, err
 		}
 		opts = append(opts, rego.ParsedModule(m))
 	}

@@ -9,28 +9,20 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/agent"
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/listen"
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
 
 // config is the parsed command line.
 type config struct {
-	agent          agent.Options
+	app.Config
 	verbosity      int
 	windowsService bool
 	serviceName    string
-
-	audit         audit.Options
-	auditLevel    audit.Level
-	auditFailure  guard.FailureMode
-	policyDir     string
-	kubeconfig    string
-	nodeName      string
-	tokenAudience string
 }
 
 // stringList is a repeatable string flag.
@@ -66,7 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs := flag.NewFlagSet("pipeguard-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var workingDirs, allowedServices stringList
-	o := &cfg.agent
+	o := &cfg.Agent
 
 	// Flags shared with CSI Proxy.
 	fs.StringVar(&o.KubeletPath, "kubelet-path", defaultKubeletPath(), "kubelet root directory; every path must lie inside it or a --working-dir")
@@ -84,17 +76,17 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")
 
 	// Gate and identity.
-	fs.StringVar(&cfg.policyDir, "policy-dir", "", "directory of admin agent policies (*.rego in packages below pipeguard.agent.policy), reloaded on change; empty: the shipped rules alone, which allow what passes confinement")
-	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", `kubeconfig for the node-scoped pod watch and TokenReview ("in-cluster" for the pod's service account); empty: pods are known by UID only and tokens are not verified`)
-	fs.StringVar(&cfg.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name, for the pod watch and token checks (default $NODE_NAME)")
-	fs.StringVar(&cfg.tokenAudience, "token-audience", identity.DefaultTokenAudience, "audience ServiceAccount tokens sent to the agent must be issued for")
+	fs.StringVar(&cfg.Guard.PolicyDir, "policy-dir", "", "directory of admin agent policies (*.rego in packages below pipeguard.agent.policy), reloaded on change; empty: the shipped rules alone, which allow what passes confinement")
+	fs.StringVar(&cfg.Guard.Kubeconfig, "kubeconfig", "", `kubeconfig for the node-scoped pod watch and TokenReview ("in-cluster" for the pod's service account); empty: pods are known by UID only and tokens are not verified`)
+	fs.StringVar(&cfg.Guard.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name, for the pod watch and token checks (default $NODE_NAME)")
+	fs.StringVar(&cfg.Guard.TokenAudience, "token-audience", identity.DefaultTokenAudience, "audience ServiceAccount tokens sent to the agent must be issued for")
 
 	// Audit, after kube-apiserver's flags.
 	var maxSizeMB int64
 	var level, failure string
-	fs.StringVar(&cfg.audit.Path, "audit-log-path", defaultAuditLogPath(), "audit log file; rotated files are kept beside it")
+	fs.StringVar(&cfg.Guard.Audit.Path, "audit-log-path", defaultAuditLogPath(), "audit log file; rotated files are kept beside it")
 	fs.Int64Var(&maxSizeMB, "audit-log-maxsize", 100, "megabytes after which the audit log is rotated; 0 never rotates")
-	fs.IntVar(&cfg.audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit files to keep; older ones are removed after a prune checkpoint records them; 0 keeps every file")
+	fs.IntVar(&cfg.Guard.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit files to keep; older ones are removed after a prune checkpoint records them; 0 keeps every file")
 	fs.StringVar(&level, "audit-level", string(audit.LevelMetadata), "Metadata (who called what, decision, outcome) or Request (also the request body, secrets redacted)")
 	fs.StringVar(&failure, "audit-failure", string(guard.FailDeny), "when a record cannot be written: deny the request, or allow it with a loud log and the metric pipeguard_agent_audit_write_failures_total")
 
@@ -111,20 +103,20 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	o.WorkingDirs = workingDirs
 	o.AllowedServices = allowedServices
 	var valid bool
-	if cfg.auditLevel, valid = audit.ParseLevel(level); !valid {
+	if cfg.Guard.AuditLevel, valid = audit.ParseLevel(level); !valid {
 		fmt.Fprintf(stderr, "--audit-level %q: want Metadata or Request\n", level)
 		return cfg, 2, false
 	}
-	switch cfg.auditFailure = guard.FailureMode(failure); cfg.auditFailure {
+	switch cfg.Guard.AuditFailure = guard.FailureMode(failure); cfg.Guard.AuditFailure {
 	case guard.FailDeny, guard.FailAllow:
 	default:
 		fmt.Fprintf(stderr, "--audit-failure %q: want deny or allow\n", failure)
 		return cfg, 2, false
 	}
-	if maxSizeMB < 0 || cfg.audit.MaxBackups < 0 {
+	if maxSizeMB < 0 || cfg.Guard.Audit.MaxBackups < 0 {
 		fmt.Fprintln(stderr, "--audit-log-maxsize and --audit-log-maxbackup must not be negative")
 		return cfg, 2, false
 	}
-	cfg.audit.MaxSize = maxSizeMB << 20
+	cfg.Guard.Audit.MaxSize = maxSizeMB << 20
 	return cfg, 0, true
 }

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/pipeguard/pipeguard/agent"
 	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
 
 // When the test binary is started with this variable set, it is the agent.
@@ -41,15 +41,15 @@ func TestParseFlags(t *testing.T) {
 		check  func(t *testing.T, c config)
 	}{
 		"defaults": {args: nil, ok: true, check: func(t *testing.T, c config) {
-			if c.agent.KubeletPath != defaultKubeletPath() || !c.agent.RequirePrivacy || c.agent.PipeSDDL != listen.DefaultSDDL {
-				t.Errorf("defaults: %+v", c.agent)
+			if c.Agent.KubeletPath != defaultKubeletPath() || !c.Agent.RequirePrivacy || c.Agent.PipeSDDL != listen.DefaultSDDL {
+				t.Errorf("defaults: %+v", c.Agent)
 			}
 		}},
 		"repeatable flags": {
 			args: []string{"--kubelet-path", "/k", "--working-dir", "/w1", "--working-dir=/w2", "--allowed-service", "csiproxy", "--allowed-service", "smb", "--require-privacy=false", "--socket-dir", "/s"},
 			ok:   true,
 			check: func(t *testing.T, c config) {
-				o := c.agent
+				o := c.Agent
 				if o.KubeletPath != "/k" || strings.Join(o.WorkingDirs, ",") != "/w1,/w2" || strings.Join(o.AllowedServices, ",") != "csiproxy,smb" || o.RequirePrivacy || o.SocketDir != "/s" {
 					t.Errorf("parsed %+v", o)
 				}
@@ -59,13 +59,13 @@ func TestParseFlags(t *testing.T) {
 			args: []string{"--audit-log-path", "/a/audit.log", "--audit-log-maxsize", "5", "--audit-log-maxbackup", "3", "--audit-level", "Request", "--audit-failure", "allow", "--policy-dir", "/p", "--node-name", "n1"},
 			ok:   true,
 			check: func(t *testing.T, c config) {
-				if c.audit.Path != "/a/audit.log" || c.audit.MaxSize != 5<<20 || c.audit.MaxBackups != 3 || c.auditLevel != "Request" || c.auditFailure != "allow" || c.policyDir != "/p" || c.nodeName != "n1" || c.tokenAudience != "pipeguard-agent" {
+				if c.Guard.Audit.Path != "/a/audit.log" || c.Guard.Audit.MaxSize != 5<<20 || c.Guard.Audit.MaxBackups != 3 || c.Guard.AuditLevel != "Request" || c.Guard.AuditFailure != "allow" || c.Guard.PolicyDir != "/p" || c.Guard.NodeName != "n1" || c.Guard.TokenAudience != "pipeguard-agent" {
 					t.Errorf("parsed %+v", c)
 				}
 			},
 		},
 		"audit defaults": {args: nil, ok: true, check: func(t *testing.T, c config) {
-			if c.audit.Path != defaultAuditLogPath() || c.audit.MaxSize != 100<<20 || c.audit.MaxBackups != 0 || c.auditLevel != "Metadata" || c.auditFailure != "deny" || c.policyDir != "" {
+			if c.Guard.Audit.Path != defaultAuditLogPath() || c.Guard.Audit.MaxSize != 100<<20 || c.Guard.Audit.MaxBackups != 0 || c.Guard.AuditLevel != "Metadata" || c.Guard.AuditFailure != "deny" || c.Guard.PolicyDir != "" {
 				t.Errorf("defaults %+v", c)
 			}
 		}},
@@ -106,13 +106,13 @@ func TestBadConfigurationExitsWithTwo(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, args ...string) agent.Options {
+func mustParse(t *testing.T, args ...string) app.Options {
 	t.Helper()
 	c, _, ok := parseFlags(args, &bytes.Buffer{})
 	if !ok {
 		t.Fatalf("parseFlags(%q) failed", args)
 	}
-	return c.agent
+	return c.Agent
 }
 
 // TestContract runs the agent binary as operators and external checks do:

@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/pipeguard/pipeguard/webhook/app"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
 )
 
 func main() {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/tester"
 
-	"github.com/pipeguard/pipeguard/policy/regotest"
 	shipped "github.com/pipeguard/pipeguard/rego"
+	"github.com/pipeguard/pipeguard/rego/regotest"
 )
 
 func policyTest(args []string, stdout, stderr io.Writer) int {

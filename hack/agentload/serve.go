@@ -15,10 +15,10 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/pipeguard/pipeguard/agent"
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 	"github.com/pipeguard/pipeguard/hack/benchreport/childproc"
 )
 
@@ -88,13 +88,13 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // shipped gate rules alone, Metadata audit level, requests denied when
 // their record cannot be written, the default durability of the audit
 // log, and no metrics listener.
-func assemble(ctx context.Context, dir string, gated bool) (serving, *agent.Agent, func() error, error) {
+func assemble(ctx context.Context, dir string, gated bool) (serving, *app.Agent, func() error, error) {
 	s := serving{Kubelet: filepath.Join(dir, "kubelet")}
 	closeAudit := func() error { return nil }
 	if err := os.MkdirAll(filepath.Join(s.Kubelet, "pods"), 0o755); err != nil {
 		return s, nil, closeAudit, err
 	}
-	o := agent.Options{Log: logr.Discard(), KubeletPath: s.Kubelet, MetricsBindAddress: "0"}
+	o := app.Options{Log: logr.Discard(), KubeletPath: s.Kubelet, MetricsBindAddress: "0"}
 	if gated {
 		engine, err := gate.New(ctx, gate.Options{Log: logr.Discard()})
 		if err != nil {
@@ -118,7 +118,7 @@ func assemble(ctx context.Context, dir string, gated bool) (serving, *agent.Agen
 		return s, nil, closeAudit, err
 	}
 	o.SocketDir = s.SocketDir
-	a, err := agent.New(o)
+	a, err := app.New(o)
 	if err != nil {
 		os.RemoveAll(s.SocketDir)
 		return s, nil, closeAudit, err

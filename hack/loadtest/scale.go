@@ -5,8 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 	"github.com/pipeguard/pipeguard/webhook"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/webhook"
 )
 
@@ -47,7 +47,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	if _, err := webhook.NewMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.NewControllerMetrics(reg); err != nil {
+	if _, err := controller.NewMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
 	if len(reg.names) == 0 {

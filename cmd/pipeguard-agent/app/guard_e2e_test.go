@@ -1,4 +1,4 @@
-package agent
+package app
 
 import (
 	"context"
@@ -90,7 +90,7 @@ func (g *guarded) requests(t testing.TB) map[string][]audit.Record {
 	return out
 }
 
-const sampleAgentPolicy = "../config/samples/agent/disk-volume-csi-only.rego"
+const sampleAgentPolicy = "../../../config/samples/agent/disk-volume-csi-only.rego"
 
 // TestGuardEndToEnd sends allowed, confined-away and policy-denied calls
 // through real sockets and checks each one's single record: the caller's

@@ -30,8 +30,9 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 	"github.com/pipeguard/pipeguard/webhook"
 )
 
@@ -82,7 +83,7 @@ type App struct {
 	opts       Options
 	mgr        manager.Manager
 	engine     *policy.Engine
-	controller *policy.Controller
+	controller *controller.Controller
 	draining   atomic.Bool
 	// certsReady is closed once the serving certificate can be loaded.
 	certsReady <-chan struct{}
@@ -153,7 +154,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	controllerMetrics, err := policy.NewControllerMetrics(opts.Registry)
+	controllerMetrics, err := controller.NewMetrics(opts.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering policy metrics: %w", err)
 	}
@@ -162,7 +163,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if opts.LeaderElect {
 		elected = mgr.Elected()
 	}
-	a.controller = policy.NewController(policy.ControllerOptions{
+	a.controller = controller.New(controller.Options{
 		Client:   mgr.GetClient(),
 		Engine:   engine,
 		Recorder: mgr.GetEventRecorder("pipeguard-webhook"),

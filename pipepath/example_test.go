@@ -3,7 +3,7 @@ package pipepath_test
 import (
 	"fmt"
 
-	"github.com/pipeguard/pipeguard/webhook/pipepath"
+	"github.com/pipeguard/pipeguard/pipepath"
 )
 
 func ExampleClassify() {

@@ -17,7 +17,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
 
-	"github.com/pipeguard/pipeguard/policy"
 	shipped "github.com/pipeguard/pipeguard/rego"
 )
 
@@ -106,7 +105,7 @@ func Run(ctx context.Context, files []shipped.File) ([]*tester.Result, error) {
 		return nil, errs
 	}
 	compiler := ast.NewCompiler().
-		WithCapabilities(policy.Capabilities()).
+		WithCapabilities(shipped.Capabilities()).
 		WithEnablePrintStatements(true)
 	ch, err := tester.NewRunner().
 		SetCompiler(compiler).

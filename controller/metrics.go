@@ -1,10 +1,14 @@
-package policy
+package controller
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
 
-// ControllerMetrics are the policy controller's Prometheus metrics. A nil
-// *ControllerMetrics records nothing.
-type ControllerMetrics struct {
+	"github.com/pipeguard/pipeguard/policy"
+)
+
+// Metrics are the policy controller's Prometheus metrics. A nil
+// *Metrics records nothing.
+type Metrics struct {
 	generation      prometheus.Gauge
 	policies        prometheus.Gauge
 	invalid         prometheus.Gauge
@@ -13,9 +17,9 @@ type ControllerMetrics struct {
 	builtinPipes    prometheus.Gauge
 }
 
-// NewControllerMetrics creates the metrics and registers them with reg.
-func NewControllerMetrics(reg prometheus.Registerer) (*ControllerMetrics, error) {
-	m := &ControllerMetrics{
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pipeguard_policy_generation",
 			Help: "Number of the policy generation in force on this replica.",
@@ -49,7 +53,7 @@ func NewControllerMetrics(reg prometheus.Registerer) (*ControllerMetrics, error)
 	return m, nil
 }
 
-func (m *ControllerMetrics) loaded(gen *Generation, invalid int) {
+func (m *Metrics) loaded(gen *policy.Generation, invalid int) {
 	if m == nil {
 		return
 	}
@@ -64,7 +68,7 @@ func (m *ControllerMetrics) loaded(gen *Generation, invalid int) {
 	}
 }
 
-func (m *ControllerMetrics) compileFailed() {
+func (m *Metrics) compileFailed() {
 	if m == nil {
 		return
 	}

@@ -28,10 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
+	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
-	"github.com/pipeguard/pipeguard/webhook/app"
 )
 
 // These tests run pipeguard-webhook against a real kube-apiserver and etcd,
@@ -86,8 +87,8 @@ func startCluster(t *testing.T) *cluster {
 	ctrllog.SetLogger(testr.New(t))
 	env := testenv.Start(t, testenv.Options{
 		Scheme:            s,
-		CRDDirectoryPaths: []string{"../../config/crd/bases"},
-		Webhooks:          testenv.WebhookOptions{Paths: []string{"../../config/webhook/manifests.yaml"}},
+		CRDDirectoryPaths: []string{"../../../config/crd/bases"},
+		Webhooks:          testenv.WebhookOptions{Paths: []string{"../../../config/webhook/manifests.yaml"}},
 	})
 	ws := env.WebhookServer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -386,7 +387,7 @@ func waitReady(t *testing.T, c *cluster, name string, status metav1.ConditionSta
 		if err := c.client.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
 			return false, err
 		}
-		cond := meta.FindStatusCondition(p.Status.Conditions, policy.ConditionReady)
+		cond := meta.FindStatusCondition(p.Status.Conditions, controller.ConditionReady)
 		if cond == nil || cond.ObservedGeneration != p.Generation {
 			return false, nil
 		}

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
 )
 
 // storageKey is an allowance label that only a policy's namespaceSelector
@@ -364,7 +364,7 @@ func changeKey(want map[string]*string) string {
 // granting allowances.
 func shippedGranterRole(t *testing.T) *rbacv1.ClusterRole {
 	t.Helper()
-	data, err := os.ReadFile("../../config/rbac/allowance_granter_role.yaml")
+	data, err := os.ReadFile("../../../config/rbac/allowance_granter_role.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

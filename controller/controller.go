@@ -1,4 +1,4 @@
-package policy
+package controller
 
 import (
 	"context"
@@ -18,14 +18,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/pipeguard/pipeguard/policy/v1alpha1"
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/policy"
 )
 
 // ConditionReady is the condition that says whether a policy is in force.
@@ -44,20 +45,20 @@ const (
 	ReasonConflict = "Conflict"
 )
 
-// ControllerOptions configure a Controller.
-type ControllerOptions struct {
+// Options configure a Controller.
+type Options struct {
 	Client client.Client
-	Engine *Engine
+	Engine *policy.Engine
 	// Recorder receives a Warning event for every policy that fails to
 	// compile. Only the leader emits.
 	Recorder events.EventRecorder
 	// Elected is closed when this replica becomes leader, after which it
 	// writes status. Nil: always leader (a single replica).
 	Elected <-chan struct{}
-	Metrics *ControllerMetrics
+	Metrics *Metrics
 }
 
-// Controller keeps an Engine in step with the PipeAccessPolicies in the
+// Controller keeps a policy.Engine in step with the PipeAccessPolicies in the
 // cluster. It runs on every replica, since each must answer reviews with the
 // same policies; only the leader writes status and events.
 //
@@ -66,7 +67,7 @@ type ControllerOptions struct {
 // its status), so a broken edit never lapses enforcement and a replica that
 // starts later enforces the same thing.
 type Controller struct {
-	opts ControllerOptions
+	opts Options
 
 	mu       sync.Mutex
 	lastGood map[string]v1alpha1.PipeAccessPolicy // by policy name
@@ -74,8 +75,8 @@ type Controller struct {
 	resync   chan event.GenericEvent
 }
 
-// NewController returns a Controller.
-func NewController(opts ControllerOptions) *Controller {
+// New returns a Controller.
+func New(opts Options) *Controller {
 	return &Controller{opts: opts, lastGood: map[string]v1alpha1.PipeAccessPolicy{}, resync: make(chan event.GenericEvent, 1)}
 }
 
@@ -109,7 +110,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Named("pipeaccesspolicy").
 		For(&v1alpha1.PipeAccessPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(c.resync, toAll)).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1}).
+		WithOptions(crcontroller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1}).
 		Complete(c)
 }
 
@@ -140,7 +141,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	// replaced by its last enforced version and the set compiled again.
 	set := list.Items
 	gen, err := c.opts.Engine.Load(ctx, set)
-	var ce *CompileError
+	var ce *policy.CompileError
 	if errors.As(err, &ce) && blameEach(ce, outcomes) {
 		set = nil
 		for i := range list.Items {
@@ -199,7 +200,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 // blameEach records the error of every policy a CompileError names. It
 // reports false, recording nothing, when the error is not
 // one about individual policies (a set that fails only as a whole).
-func blameEach(ce *CompileError, outcomes map[string]*outcome) bool {
+func blameEach(ce *policy.CompileError, outcomes map[string]*outcome) bool {
 	for _, pe := range ce.Policies {
 		if _, ok := outcomes[pe.Policy]; !ok {
 			return false
@@ -224,7 +225,7 @@ func (c *Controller) fallback(ctx context.Context, p *v1alpha1.PipeAccessPolicy)
 	good := p.DeepCopy()
 	good.Generation = last.Generation
 	good.Spec = *last.Spec.DeepCopy()
-	if CheckPolicy(ctx, good) != nil {
+	if policy.CheckPolicy(ctx, good) != nil {
 		return nil
 	}
 	return good
@@ -243,7 +244,7 @@ func (c *Controller) leader() bool {
 }
 
 // writeStatus records each policy's outcome, on the leader only.
-func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAccessPolicy, outcomes map[string]*outcome, gen *Generation) {
+func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAccessPolicy, outcomes map[string]*outcome, gen *policy.Generation) {
 	if !c.leader() {
 		return
 	}

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/gate"
+	"github.com/pipeguard/pipeguard/agent/guard"
+	"github.com/pipeguard/pipeguard/agent/identity"
+)
+
+// podSyncTimeout bounds the wait for the first pod list.
+const podSyncTimeout = time.Minute
+
+// Config is all of pipeguard-agent: the servers and the guard in front of
+// them. The command line maps onto it one to one.
+type Config struct {
+	Agent Options
+	Guard GuardConfig
+}
+
+// GuardConfig configures what every request passes: the gate, the audit
+// log and, with a Kubeconfig, the pod watch and token verifier.
+type GuardConfig struct {
+	// PolicyDir holds admin agent policies; empty: the shipped rules alone.
+	PolicyDir string
+	// Kubeconfig is a kubeconfig file or "in-cluster"; empty: callers are
+	// not mapped to pods and tokens are not verified.
+	Kubeconfig    string
+	NodeName      string
+	TokenAudience string
+	Audit         audit.Options
+	AuditLevel    audit.Level
+	AuditFailure  guard.FailureMode
+}
+
+// OptionError is a configuration value the agent cannot start with. Option
+// names the field of Config (e.g. "Guard.PolicyDir"), for the command line
+// to name its flag.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// Run assembles the agent with its gate, identity and audit log, listens,
+// reports the addresses to ready (when set), and serves until ctx is done.
+// A configuration it cannot start with is an *OptionError.
+func Run(ctx context.Context, cfg Config, ready func(addresses []string)) (err error) {
+	log := cfg.Agent.Log
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	g, err := NewGuard(ctx, cfg.Guard, cfg.Agent)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := g.Audit.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the audit log: %w", cerr))
+		}
+	}()
+	go func() {
+		if err := g.Gate.Watch(ctx, gate.DefaultRescan); err != nil {
+			log.Error(err, "agent policies are not watched; restart the agent to load changes", "dir", cfg.Guard.PolicyDir)
+		}
+	}()
+
+	cfg.Agent.Guard = g
+	a, err := New(cfg.Agent)
+	if err != nil {
+		return &OptionError{Option: "Agent", Err: err}
+	}
+	if err := a.Listen(ctx); err != nil {
+		return fmt.Errorf("cannot listen: %w", err)
+	}
+	log.Info("listening", "addresses", a.Addresses(), "kubeletPath", cfg.Agent.KubeletPath, "workingDirs", cfg.Agent.WorkingDirs,
+		"auditLogPath", cfg.Guard.Audit.Path, "policyDir", cfg.Guard.PolicyDir)
+	if ready != nil {
+		ready(a.Addresses())
+	}
+	if err := a.Serve(ctx); err != nil {
+		return fmt.Errorf("serving failed: %w", err)
+	}
+	return nil
+}
+
+// NewGuard builds the gate, the audit log and, with a kubeconfig, the pod
+// watch and token verifier. The caller closes the audit log.
+func NewGuard(ctx context.Context, c GuardConfig, o Options) (*guard.Options, error) {
+	engine, err := gate.New(ctx, gate.Options{PolicyDir: c.PolicyDir, Log: o.Log.WithName("gate")})
+	if err != nil {
+		return nil, &OptionError{Option: "Guard.PolicyDir", Err: err}
+	}
+	g := &guard.Options{Gate: engine, Level: c.AuditLevel, Failure: c.AuditFailure}
+	if c.Kubeconfig != "" {
+		client, err := kubeClient(c.Kubeconfig)
+		if err != nil {
+			return nil, &OptionError{Option: "Guard.Kubeconfig", Err: err}
+		}
+		pods, err := identity.NewPodIndex(client, c.NodeName)
+		if err != nil {
+			return nil, &OptionError{Option: "Guard.NodeName", Err: err}
+		}
+		if err := pods.Start(ctx, podSyncTimeout); err != nil {
+			return nil, fmt.Errorf("watching the node's pods: %w", err)
+		}
+		tokens, err := identity.NewTokenVerifier(identity.TokenOptions{
+			Reviewer: client.AuthenticationV1().TokenReviews(), Audience: c.TokenAudience, NodeName: c.NodeName})
+		if err != nil {
+			return nil, &OptionError{Option: "Guard.TokenAudience", Err: err}
+		}
+		g.Pods, g.Tokens = pods, tokens
+	}
+	ao := c.Audit
+	ao.Log = o.Log.WithName("audit")
+	if g.Audit, err = audit.Open(ao); err != nil {
+		return nil, &OptionError{Option: "Guard.Audit.Path", Err: err}
+	}
+	return g, nil
+}
+
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	var rc *rest.Config
+	var err error
+	if kubeconfig == "in-cluster" {
+		rc, err = rest.InClusterConfig()
+	} else {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kubeconfig, err)
+	}
+	rc.UserAgent = "pipeguard-agent"
+	return kubernetes.NewForConfig(rc)
+}
