@@ -13,31 +13,38 @@ import (
 
 // Pods created from one template (every pod of a DaemonSet, every replica
 // of a Deployment) present the same facts, and a generation's shipped
-// rules decide the same way on the same facts. A generation without
-// admin-written rego therefore remembers its decisions, keyed on every fact
-// the shipped rules read. TestDecisionKeyCoversWhatTheRulesRead checks that
-// the key keeps up with the rules; generations with admin modules never
-// cache, since an admin rule may read any part of the input.
+// rules decide the same way on the same facts. A generation therefore
+// remembers the shipped rules' decisions, keyed on every fact those rules
+// read. TestDecisionKeyCoversWhatTheRulesRead checks that the key keeps up
+// with the rules. Admin-written rules may read any part of the input, so
+// their violations are never remembered.
 
 // The shipped rules read the namespace's name only to write it into
 // messages (TestNamespaceNameOnlyInMessages keeps it so). So that one
-// decision serves every namespace that presents the same facts, a
-// generation with a cache shows its rules a placeholder for the name and
-// writes the real name into the decision afterwards. The placeholder is
-// random for each generation, so a request cannot bring it in another
-// fact, and it is a DNS label, so sprintf prints it as it prints a
-// namespace name: %q quotes both without escaping anything.
+// decision serves every namespace that presents the same facts, a cache
+// shows the rules a placeholder for the name and writes the real name into
+// the decision afterwards. The placeholder is random for each cache, and so
+// for each generation, so a request cannot bring it in another fact, and it
+// is a DNS label, so sprintf prints it as it prints a namespace name: %q
+// quotes both without escaping anything.
 
 // maxKeyLen bounds the facts worth remembering; a pod with more pipe
 // mounts than this covers is evaluated every time.
 const maxKeyLen = 16 << 10
 
-// decisionCache is a bounded map from decision keys to decisions. It holds
-// two halves: lookups search both, inserts go to the newer one, and when
-// that is full the older half is dropped. Entries in use keep moving to the
-// newer half, so the cache approximates least-recently-used eviction at the
-// cost of a map lookup.
+// decisionCache remembers the shipped rules' decisions of one generation.
+// A nil *decisionCache remembers nothing.
+//
+// It is a bounded map from decision keys to decisions in two halves:
+// lookups search both, inserts go to the newer one, and when that is full
+// the older half is dropped. Entries in use keep moving to the newer half,
+// so the cache approximates least-recently-used eviction at the cost of a
+// map lookup.
 type decisionCache struct {
+	// placeholder stands for the namespace's name in the rules'
+	// evaluations (see namespaceName).
+	placeholder string
+
 	mu       sync.Mutex
 	half     int
 	new, old map[string]*Decision
@@ -45,7 +52,62 @@ type decisionCache struct {
 
 func newDecisionCache(size int) *decisionCache {
 	half := max(size/2, 1)
-	return &decisionCache{half: half, new: make(map[string]*Decision, half)}
+	return &decisionCache{placeholder: newPlaceholder(), half: half, new: make(map[string]*Decision, half)}
+}
+
+// cacheSlot says how to evaluate the facts a lookup found no decision for,
+// and where store puts the decision.
+type cacheSlot struct {
+	// namespace is the namespace name the rules are to see: the real one,
+	// or the placeholder.
+	namespace string
+	// name is the real name the placeholder stands for; "" when the rules
+	// see the real name.
+	name string
+	// key is the decision key; "" when the decision is not to be
+	// remembered.
+	key string
+}
+
+// lookup returns the decision remembered for the facts of in, whose
+// namespace matches the generation's policies as matches says, marked
+// cached and written for in's namespace. When there is none, it returns
+// nil and the slot to evaluate the rules with and store their decision in.
+func (c *decisionCache) lookup(in *Input, matches []bool) (*Decision, cacheSlot) {
+	var slot cacheSlot
+	if in.Namespace != nil {
+		slot.namespace = in.Namespace.Name
+	}
+	if c == nil {
+		return nil, slot
+	}
+	if slot.name = c.namespaceName(in.Namespace); slot.name != "" {
+		slot.namespace = c.placeholder
+	}
+	var buf [512]byte
+	key := decisionKey(buf[:0], in, matches, slot.name != "")
+	if len(key) > maxKeyLen {
+		return nil, slot
+	}
+	if d, ok := c.get(key); ok {
+		return c.withName(d, slot.name, true), slot
+	}
+	slot.key = string(key)
+	return nil, slot
+}
+
+// store remembers d, the rules' decision on the facts lookup gave slot
+// for, and returns it written for the namespace of those facts.
+func (c *decisionCache) store(slot cacheSlot, d *Decision) *Decision {
+	if c == nil {
+		return d
+	}
+	if slot.key != "" {
+		c.mu.Lock()
+		c.putLocked(slot.key, d)
+		c.mu.Unlock()
+	}
+	return c.withName(d, slot.name, false)
 }
 
 func (c *decisionCache) get(key []byte) (*Decision, bool) {
@@ -76,12 +138,11 @@ func (c *decisionCache) putLocked(key string, d *Decision) {
 
 // decisionKey appends to buf every fact of in that the shipped rules read:
 // the namespace's name (unless placeholder says the rules see a
-// placeholder instead) and which policies match it (matches, from
-// namespaceMatches), the pod's ServiceAccount and HostProcess, and every
-// field of every mount. The policies themselves belong to the generation,
-// which owns the cache. Strings are length-prefixed, so distinct facts give
-// distinct keys.
-func (g *Generation) decisionKey(buf []byte, in *Input, matches []bool, placeholder bool) []byte {
+// placeholder instead) and which policies match it (matches), the pod's
+// ServiceAccount and HostProcess, and every field of every mount. The
+// policies themselves belong to the generation, which owns the cache.
+// Strings are length-prefixed, so distinct facts give distinct keys.
+func decisionKey(buf []byte, in *Input, matches []bool, placeholder bool) []byte {
 	str := func(s string) {
 		buf = binary.AppendUvarint(buf, uint64(len(s)))
 		buf = append(buf, s...)
@@ -139,8 +200,8 @@ func newPlaceholder() string {
 // evaluation of ns, or "" when the rules must see the name itself: for no
 // namespace, and for a name that is not a DNS label, which the API server
 // never sends but an input written by hand may hold.
-func (g *Generation) namespaceName(ns *Namespace) string {
-	if ns == nil || g.placeholder == "" || !isDNSLabel(ns.Name) {
+func (c *decisionCache) namespaceName(ns *Namespace) string {
+	if ns == nil || c.placeholder == "" || !isDNSLabel(ns.Name) {
 		return ""
 	}
 	return ns.Name
@@ -165,25 +226,25 @@ func isDNSLabel(s string) bool {
 // withName returns d for namespace name, marked cached if it came from the
 // cache, with the placeholder replaced by name wherever it appears. d
 // itself is left as it is, since the cache shares it.
-func (g *Generation) withName(d *Decision, name string, cached bool) *Decision {
+func (c *decisionCache) withName(d *Decision, name string, cached bool) *Decision {
 	if !cached && (name == "" || len(d.Deny)+len(d.Warn)+len(d.DryRun) == 0) {
 		return d
 	}
 	out := *d
 	out.Cached = cached
 	if name != "" {
-		out.Deny = g.renamed(d.Deny, name)
-		out.Warn = g.renamed(d.Warn, name)
-		out.DryRun = g.renamed(d.DryRun, name)
+		out.Deny = c.renamed(d.Deny, name)
+		out.Warn = c.renamed(d.Warn, name)
+		out.DryRun = c.renamed(d.DryRun, name)
 	}
 	return &out
 }
 
-func (g *Generation) renamed(vs []Violation, name string) []Violation {
+func (c *decisionCache) renamed(vs []Violation, name string) []Violation {
 	if len(vs) == 0 {
 		return vs
 	}
-	r := func(s string) string { return strings.ReplaceAll(s, g.placeholder, name) }
+	r := func(s string) string { return strings.ReplaceAll(s, c.placeholder, name) }
 	out := make([]Violation, len(vs))
 	for i, v := range vs {
 		v.Rule, v.Message, v.Action = r(v.Rule), r(v.Message), r(v.Action)

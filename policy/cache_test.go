@@ -8,13 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
-	shipped "github.com/pipeguard/pipeguard/rego"
 )
 
 func cacheTestInput(ns string) *Input {
@@ -35,6 +32,14 @@ func evaluate(t *testing.T, e *Engine, in *Input) *Decision {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// csiProxyPolicy is a PipeAccessPolicy with the built-in default's spec:
+// it covers every csi-proxy pipe, so the default itself steps aside.
+func csiProxyPolicy() v1alpha1.PipeAccessPolicy {
+	p := DefaultPolicy()
+	p.Name = "csi-proxy"
+	return p
 }
 
 // A decision is remembered for the same facts, and any fact the rules
@@ -229,227 +234,6 @@ func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
 	}
 }
 
-// adminPolicies are the policies of TestAdminRulesBesideTheCache: shipped
-// rules under three enforcement actions, and admin rules that read what
-// the decision key leaves out (the user, the namespace's labels) and report
-// objects, strings and a mistaken number.
-func adminPolicies() []v1alpha1.PipeAccessPolicy {
-	truth, falsity := true, false
-	return []v1alpha1.PipeAccessPolicy{csiProxyPolicy(),
-		{ObjectMeta: metav1.ObjectMeta{Name: "by-name"}, Spec: v1alpha1.PipeAccessPolicySpec{
-			Pipes: []string{"vendor-*"}, EnforcementAction: v1alpha1.Deny,
-			Allow: v1alpha1.Allowances{Privileged: &truth, HostProcess: &falsity, Namespaces: []string{"vendors"}},
-			Rego: []v1alpha1.RegoModule{{Name: "user.rego", Source: `package pipeguard.admission.byname
-
-violation contains {"rule": "no-bob", "msg": sprintf("user %s may not create pods in %s", [input.request.username, input.namespace.name])} if {
-	input.request.username == "bob"
-}
-
-violation contains "agents tier" if input.namespace.labels.tier == "agents"
-`}},
-		}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "by-account"}, Spec: v1alpha1.PipeAccessPolicySpec{
-			Pipes: []string{"vendor-agent", "agent-*"}, EnforcementAction: v1alpha1.Warn,
-			Allow: v1alpha1.Allowances{Privileged: &falsity, HostProcess: &falsity,
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "agents"}},
-				ServiceAccounts:   []string{"agent"}},
-			Rego: []v1alpha1.RegoModule{{Name: "warn.rego", Source: `package pipeguard.admission.byaccount
-
-violation contains {"msg": "bob is being watched", "container": "c"} if input.request.username == "bob"
-`}},
-		}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "watch-only"}, Spec: v1alpha1.PipeAccessPolicySpec{
-			Pipes: []string{"audit-*"}, EnforcementAction: v1alpha1.DryRun,
-			Allow: v1alpha1.Allowances{Privileged: &falsity, HostProcess: &falsity},
-			Rego: []v1alpha1.RegoModule{{Name: "odd.rego", Source: `package pipeguard.admission.watchonly
-
-violation contains 42 if {
-	some m in input.mounts
-	m.pipe == "audit-1"
-}
-`}},
-		}},
-	}
-}
-
-// In a generation with admin-written rules the shipped rules' decision
-// comes from the cache and the admin rules run on every review. Together
-// they decide exactly as all the rules evaluated at once would: for
-// several users, namespaces and mounts, the engine's decision, with the
-// cache and without, holds the same violations as the deny, warn and
-// dryrun sets of one query over the shipped rules, the admin modules and
-// the generated module that joins them.
-func TestAdminRulesBesideTheCache(t *testing.T) {
-	ctx := context.Background()
-	policies := adminPolicies()
-	load := func(size int) *Engine {
-		e, err := NewEngine(ctx, Options{DecisionCacheSize: size})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Load(ctx, policies); err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	cached, uncached := load(64), load(0)
-	gen := cached.Current()
-
-	// The whole set of rules in one query.
-	var modules []*ast.Module
-	var packages []adminPackage
-	for i := range policies {
-		cp, ms, err := compilePolicy(&policies[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		modules = append(modules, ms...)
-		packages = append(packages, cp.packages(ms)...)
-	}
-	glue, err := glueModule(packages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, err := prepare(ctx, decisionQuery, append(modules, glue))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reference := func(in *Input) map[string][]Violation {
-		rs, err := whole.Eval(ctx, rego.EvalParsedInput(in.value(gen.policyTerms(in, gen.namespaceMatches(in.Namespace)))))
-		if err != nil || len(rs) != 1 {
-			t.Fatalf("evaluating all the rules at once: %v, %d results", err, len(rs))
-		}
-		out := map[string][]Violation{}
-		for _, set := range []string{"deny", "warn", "dryrun"} {
-			if out[set], err = violations(rs[0].Bindings[set]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return out
-	}
-	sets := func(d *Decision) map[string][]Violation {
-		return map[string][]Violation{"deny": d.Deny, "warn": d.Warn, "dryrun": d.DryRun}
-	}
-	sorted := func(vs []Violation) []string {
-		out := make([]string, len(vs))
-		for i, v := range vs {
-			out[i] = fmt.Sprintf("%+v", v)
-		}
-		slices.Sort(out)
-		return out
-	}
-
-	mount := func(pipe string) Mount {
-		return Mount{Container: "c", ContainerKind: KindContainer, Volume: "v", VolumeSource: "hostPath",
-			RawPath: `\\.\pipe\` + pipe, Path: `\\.\pipe\` + pipe, PathClass: "pipe", Pipe: pipe}
-	}
-	mounts := map[string][]Mount{
-		"every policy": {mount("csi-proxy-disk-v1"), mount("vendor-agent"), mount("vendor-x"), mount("agent-1"), mount("audit-1")},
-		"vendor agent": {mount("vendor-agent")},
-		"no pipe":      {{Container: "c", ContainerKind: KindContainer, Volume: "logs", VolumeSource: "hostPath", RawPath: `C:\logs`, Path: `C:\logs`, PathClass: "other"}},
-	}
-	seen := map[string]bool{}
-	for name, ms := range mounts {
-		for _, ns := range []string{"first", "second", "vendors"} {
-			for _, labels := range []map[string]string{nil, {"tier": "agents"}} {
-				for _, user := range []string{"alice", "bob"} {
-					in := cacheTestInput(ns)
-					in.Namespace.Labels = labels
-					in.Request.Username = user
-					in.Mounts = ms
-					want := reference(in)
-					for engine, e := range map[string]*Engine{"cached": cached, "uncached": uncached} {
-						d := evaluate(t, e, in)
-						if d.Cached || !d.Evaluated {
-							t.Errorf("%s, %s, %v, %s, %s engine: cached %v, evaluated %v; admin rules must run on every review", name, ns, labels, user, engine, d.Cached, d.Evaluated)
-						}
-						for set, got := range sets(d) {
-							if g, w := sorted(got), sorted(want[set]); !slices.Equal(g, w) {
-								t.Errorf("%s, %s, %v, %s, %s engine, %s:\n got %q\nwant %q", name, ns, labels, user, engine, set, g, w)
-							}
-							for _, v := range got {
-								seen[set+" "+v.Rule] = true
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	// The cases above must have reached every kind of violation.
-	for _, v := range []string{"deny protected-pipe-mount", "warn protected-pipe-mount", "dryrun protected-pipe-mount",
-		"deny no-bob", "deny by-name", "warn by-account", "dryrun watch-only"} {
-		if !seen[v] {
-			t.Errorf("no %s violation was compared", v)
-		}
-	}
-}
-
-// The shipped rules' part of a decision in a generation with admin rules is
-// served by the cache: a decision planted there for the facts reaches the
-// answer, beside what the admin rules say on this review.
-func TestAdminRulesUseTheShippedRulesCache(t *testing.T) {
-	ctx := context.Background()
-	e, err := NewEngine(ctx, Options{DecisionCacheSize: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Load(ctx, adminPolicies()); err != nil {
-		t.Fatal(err)
-	}
-	gen := e.Current()
-	if gen.cache == nil {
-		t.Fatal("a generation with admin rules has no cache for the shipped rules' decisions")
-	}
-	in := cacheTestInput("team-a")
-	in.Request.Username = "alice"
-	first := evaluate(t, e, in)
-	if !first.Denied() {
-		t.Fatalf("first review: %+v; want the shipped rules to deny", first)
-	}
-	if n := len(gen.cache.new) + len(gen.cache.old); n != 1 {
-		t.Fatalf("cache holds %d decisions after one review, want 1", n)
-	}
-	planted := Violation{Rule: "planted", Message: "from the cache", Action: "deny"}
-	for k := range gen.cache.new {
-		gen.cache.new[k] = &Decision{Generation: gen.Number, Evaluated: true, Deny: []Violation{planted}}
-	}
-	in = cacheTestInput("team-b")
-	in.Request.Username = "bob"
-	got := Messages(evaluate(t, e, in).Deny)
-	want := []string{"[no-bob] user bob may not create pods in team-b", "[planted] from the cache"}
-	if !slices.Equal(got, want) {
-		t.Errorf("second review denied with %q, want %q", got, want)
-	}
-}
-
-// Decision.with adds admin violations to the set of their action, once,
-// and leaves the decision it started from, which the cache shares, as it
-// was.
-func TestDecisionWithAdminViolations(t *testing.T) {
-	shippedDeny := Violation{Rule: "protected-pipe-mount", Message: "m", Action: "deny", Policies: []string{"p"}}
-	d := &Decision{Generation: 3, Evaluated: true, Cached: true, Deny: make([]Violation, 1, 4)}
-	d.Deny[0] = shippedDeny
-	same := shippedDeny
-	same.Policies = []string{"p"}
-	warn := Violation{Rule: "w", Message: "watch", Action: "warn"}
-	dry := Violation{Rule: "d", Message: "dry", Action: "dryrun"}
-	other := Violation{Rule: "r", Message: "m", Action: "deny"}
-	got := d.with([]Violation{same, warn, dry, other})
-	if want := []Violation{shippedDeny, other}; !reflect.DeepEqual(got.Deny, want) {
-		t.Errorf("deny = %+v, want %+v", got.Deny, want)
-	}
-	if !reflect.DeepEqual(got.Warn, []Violation{warn}) || !reflect.DeepEqual(got.DryRun, []Violation{dry}) {
-		t.Errorf("warn = %+v, dryrun = %+v; want one each", got.Warn, got.DryRun)
-	}
-	if got.Cached || !got.Evaluated || got.Generation != 3 {
-		t.Errorf("cached %v, evaluated %v, generation %d; want false, true, 3", got.Cached, got.Evaluated, got.Generation)
-	}
-	if len(d.Deny) != 1 || !reflect.DeepEqual(d.Deny[:2][1], Violation{}) || !d.Cached {
-		t.Errorf("the original decision changed: %+v, backing array %+v", d, d.Deny[:2])
-	}
-}
-
 func TestDecisionCacheEvictsOldest(t *testing.T) {
 	c := newDecisionCache(4) // two halves of two
 	put := func(keys ...string) {
@@ -476,182 +260,6 @@ func TestDecisionCacheEvictsOldest(t *testing.T) {
 	}
 }
 
-// TestDecisionKeyCoversWhatTheRulesRead keeps decisionKey and
-// shippedValue in step with the shipped admission rules: every part of the
-// input they read must be in the key, or two inputs that differ there would
-// share a decision, and in the input of generations without admin rules.
-func TestDecisionKeyCoversWhatTheRulesRead(t *testing.T) {
-	// What decisionKey and shippedValue hold (policies are the
-	// generation's own).
-	inKey := []string{"mounts", "namespace.name", "pod.serviceAccountName", "pod.hostProcess", "policies"}
-	var read []string
-	for _, f := range shipped.Admission() {
-		m, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.WalkTerms(m, func(term *ast.Term) bool {
-			switch v := term.Value.(type) {
-			case ast.Ref:
-				if v[0].Equal(ast.InputRootDocument) {
-					read = append(read, inputPath(v[1:]))
-					return true // the rest of the ref is not a bare use of input
-				}
-			case ast.Call:
-				// object.get(input, ["a", "b"], default)
-				if v[0].Value.Compare(ast.MustParseRef("object.get")) == 0 && v[1].Value.Compare(ast.InputRootRef) == 0 {
-					if arr, ok := v[2].Value.(*ast.Array); ok {
-						var path ast.Ref
-						arr.Foreach(func(el *ast.Term) { path = append(path, el) })
-						read = append(read, inputPath(path))
-						return true
-					}
-				}
-			case ast.Var:
-				if term.Equal(ast.InputRootDocument) {
-					read = append(read, "input")
-				}
-			}
-			return false
-		})
-	}
-	if len(read) == 0 {
-		t.Fatal("found no use of input in the shipped rules")
-	}
-	for _, r := range read {
-		covered := slices.ContainsFunc(inKey, func(k string) bool { return r == k || strings.HasPrefix(r, k+".") })
-		if !covered {
-			t.Errorf("the shipped rules read input.%s, which decisionKey does not hold; add it to the key", r)
-		}
-	}
-}
-
-// inputPath renders a path below input such as ["pod", "serviceAccountName"]
-// as "pod.serviceAccountName", up to its first non-string element.
-func inputPath(path ast.Ref) string {
-	var parts []string
-	for _, el := range path {
-		s, ok := el.Value.(ast.String)
-		if !ok {
-			break
-		}
-		parts = append(parts, string(s))
-	}
-	if len(parts) == 0 {
-		return "input"
-	}
-	return strings.Join(parts, ".")
-}
-
-// TestNamespaceNameOnlyInMessages keeps the placeholder sound: the shipped
-// rules may read the namespace's name only in namespace_name, and may use
-// namespace_name only as an argument of sprintf printed with %q, %s or %v,
-// which print a DNS label as it is. Used anywhere else (compared, matched,
-// or changed before printing), the name could change a decision or print
-// in a form the renaming cannot find.
-func TestNamespaceNameOnlyInMessages(t *testing.T) {
-	nameRef := ast.MustParseRef("input.namespace.name")
-	objectGet, sprintf := ast.MustParseRef("object.get"), ast.Ref{ast.VarTerm("sprintf")}
-	isNameVar := func(term *ast.Term) bool {
-		switch v := term.Value.(type) {
-		case ast.Var:
-			return v == "namespace_name"
-		case ast.Ref:
-			return len(v) == 1 && v[0].Equal(ast.VarTerm("namespace_name"))
-		}
-		return false
-	}
-	uses, printed := 0, 0
-	for _, f := range shipped.Admission() {
-		m, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rule := range m.Rules {
-			head := rule.Head.Name.String()
-			if len(rule.Head.Reference) > 0 {
-				head = rule.Head.Reference.String()
-			}
-			for r := rule; r != nil; r = r.Else {
-				var parts []any
-				parts = append(parts, r.Body)
-				if r.Head.Value != nil {
-					parts = append(parts, r.Head.Value)
-				}
-				if r.Head.Key != nil {
-					parts = append(parts, r.Head.Key)
-				}
-				for _, a := range r.Head.Args {
-					parts = append(parts, a)
-				}
-				for _, part := range parts {
-					ast.WalkTerms(part, func(term *ast.Term) bool {
-						if ref, ok := term.Value.(ast.Ref); ok && ref.HasPrefix(nameRef) && head != "namespace_name" {
-							t.Errorf("%s: rule %s reads input.namespace.name; read it only through namespace_name", term.Location, head)
-						}
-						if call, ok := term.Value.(ast.Call); ok && call[0].Value.Compare(objectGet) == 0 &&
-							call[1].Value.Compare(ast.InputRootRef) == 0 && inputPath(refOf(call[2])) == "namespace.name" && head != "namespace_name" {
-							t.Errorf("%s: rule %s reads input.namespace.name; read it only through namespace_name", term.Location, head)
-						}
-						if isNameVar(term) {
-							uses++
-						}
-						if call, ok := term.Value.(ast.Call); ok && call[0].Value.Compare(sprintf) == 0 && len(call) == 3 {
-							format, fok := call[1].Value.(ast.String)
-							args, aok := call[2].Value.(*ast.Array)
-							if !fok || !aok {
-								return false
-							}
-							verbs := sprintfVerbs(string(format))
-							for i := range args.Len() {
-								if isNameVar(args.Elem(i)) && i < len(verbs) && strings.ContainsRune("qsv", verbs[i]) {
-									printed++
-								}
-							}
-						}
-						return false
-					})
-				}
-			}
-		}
-	}
-	if uses == 0 {
-		t.Fatal("found no use of namespace_name; if the rules no longer name the namespace, drop this test and the placeholder")
-	}
-	if uses != printed {
-		t.Errorf("namespace_name is used %d times, only %d of them as a sprintf argument printed with %%q, %%s or %%v", uses, printed)
-	}
-}
-
-// refOf turns an array term such as ["namespace", "name"] into a path.
-func refOf(term *ast.Term) ast.Ref {
-	arr, ok := term.Value.(*ast.Array)
-	if !ok {
-		return nil
-	}
-	var path ast.Ref
-	arr.Foreach(func(el *ast.Term) { path = append(path, el) })
-	return path
-}
-
-// sprintfVerbs lists the verb of each argument a format string consumes.
-func sprintfVerbs(format string) []rune {
-	var verbs []rune
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' {
-			continue
-		}
-		i++
-		for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
-			i++
-		}
-		if i < len(format) && format[i] != '%' {
-			verbs = append(verbs, rune(format[i]))
-		}
-	}
-	return verbs
-}
-
 func TestIsDNSLabel(t *testing.T) {
 	for _, s := range []string{"", "a", "team-a", "a-", "-a", "a--b", "A", "team_a", "0", "ns-00042", "é", "a.b",
 		strings.Repeat("a", 63), strings.Repeat("a", 64), "pipeguard-namespace-0123456789abcdef01234567"} {
@@ -659,16 +267,7 @@ func TestIsDNSLabel(t *testing.T) {
 			t.Errorf("isDNSLabel(%q) = %v, validation.IsDNS1123Label says %v", s, got, want)
 		}
 	}
-	g := &Generation{placeholder: newPlaceholder()}
-	if !isDNSLabel(g.placeholder) {
-		t.Errorf("placeholder %q is not a DNS label, so sprintf may print it otherwise than a namespace name", g.placeholder)
+	if p := newPlaceholder(); !isDNSLabel(p) {
+		t.Errorf("placeholder %q is not a DNS label, so sprintf may print it otherwise than a namespace name", p)
 	}
-}
-
-// csiProxyPolicy is a PipeAccessPolicy with the built-in default's spec:
-// it covers every csi-proxy pipe, so the default itself steps aside.
-func csiProxyPolicy() v1alpha1.PipeAccessPolicy {
-	p := DefaultPolicy()
-	p.Name = "csi-proxy"
-	return p
 }

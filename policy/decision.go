@@ -1,10 +1,13 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // Violation is one element of the deny, warn or dryrun set.
@@ -132,4 +135,85 @@ func (v Violation) equal(o Violation) bool {
 		v.Container == o.Container && v.ContainerKind == o.ContainerKind && v.Volume == o.Volume &&
 		v.Path == o.Path && v.Pipe == o.Pipe && slices.Equal(v.Policies, o.Policies) &&
 		v.Subject == o.Subject && v.Target == o.Target && v.Reason == o.Reason && v.Remedy == o.Remedy
+}
+
+// decisionOf reads the decision of policy generation generation from the
+// results of its shipped rules' query: one result, binding deny, warn and
+// dryrun.
+func decisionOf(rs rego.ResultSet, generation int64) (*Decision, error) {
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating policy generation %d: got %d results, want 1", generation, len(rs))
+	}
+	d := &Decision{Generation: generation, Evaluated: true}
+	for name, dst := range map[string]*[]Violation{"deny": &d.Deny, "warn": &d.Warn, "dryrun": &d.DryRun} {
+		var err error
+		if *dst, err = violations(rs[0].Bindings[name]); err != nil {
+			return nil, fmt.Errorf("policy generation %d: reading %s: %w", generation, name, err)
+		}
+	}
+	return d, nil
+}
+
+// adminViolations reads the violations of admin-written rules of policy
+// generation generation from the results of their query: one result,
+// binding admin.
+func adminViolations(rs rego.ResultSet, generation int64) ([]Violation, error) {
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: got %d results, want 1", generation, len(rs))
+	}
+	vs, err := violations(rs[0].Bindings["admin"])
+	if err != nil {
+		return nil, fmt.Errorf("policy generation %d: reading the admin rules' violations: %w", generation, err)
+	}
+	return vs, nil
+}
+
+// violations reads a set of violations as rego returns it.
+func violations(raw any) ([]Violation, error) {
+	set, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("result is %T, want a set", raw)
+	}
+	out := make([]Violation, 0, len(set))
+	for _, el := range set {
+		obj, ok := el.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("violation is %T, want an object", el)
+		}
+		v := Violation{
+			Rule:          str(obj["rule"]),
+			Message:       str(obj["msg"]),
+			Action:        str(obj["action"]),
+			Container:     str(obj["container"]),
+			ContainerKind: str(obj["containerKind"]),
+			Volume:        str(obj["volume"]),
+			Path:          str(obj["path"]),
+			Pipe:          str(obj["pipe"]),
+			Subject:       str(obj["subject"]),
+			Target:        str(obj["target"]),
+			Reason:        str(obj["reason"]),
+			Remedy:        str(obj["remedy"]),
+		}
+		if ps, ok := obj["policies"].([]any); ok {
+			for _, p := range ps {
+				v.Policies = append(v.Policies, str(p))
+			}
+		}
+		if v.Message == "" {
+			return nil, errors.New("a violation has no message")
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func str(v any) string {
+	switch s := v.(type) {
+	case string:
+		return s
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(s)
+	}
 }

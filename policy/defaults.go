@@ -18,11 +18,13 @@ const AllowLabel = "pipeguard.io/allow-csi-proxy"
 // DefaultPolicyName names the built-in policy in messages.
 const DefaultPolicyName = "pipeguard-default"
 
-// CSIProxyPipes are the pipes CSI Proxy serves, one per API group and
-// version (`\\.\pipe\csi-proxy-<group>-<version>`), and a name a future
-// version would have. They decide whether the admin's policies cover what
-// the built-in default protects (see Generation.Default).
-var CSIProxyPipes = []string{
+// CSIProxyPipes returns the pipes CSI Proxy serves, one per API group and
+// version (`\\.\pipe\csi-proxy-<group>-<version>`). They decide whether
+// the admin's policies cover what the built-in default protects (see
+// Generation.Default). The slice is the caller's own.
+func CSIProxyPipes() []string { return slices.Clone(csiProxyPipes) }
+
+var csiProxyPipes = []string{
 	"csi-proxy-disk-v1", "csi-proxy-disk-v1alpha1", "csi-proxy-disk-v1beta1", "csi-proxy-disk-v1beta2", "csi-proxy-disk-v1beta3",
 	"csi-proxy-filesystem-v1", "csi-proxy-filesystem-v1alpha1", "csi-proxy-filesystem-v1beta1", "csi-proxy-filesystem-v1beta2", "csi-proxy-filesystem-v2alpha1",
 	"csi-proxy-iscsi-v1alpha1", "csi-proxy-iscsi-v1alpha2",
@@ -83,7 +85,7 @@ type DefaultProtection struct {
 func (g *Generation) addDefault() error {
 	var uncovered []string
 	future := false
-	for _, pipe := range append(CSIProxyPipes, futureCSIProxyPipe) {
+	for _, pipe := range append(CSIProxyPipes(), futureCSIProxyPipe) {
 		if g.protectedByAdmin(pipe) {
 			continue
 		}
@@ -122,16 +124,6 @@ func (g *Generation) protectedByAdmin(pipe string) bool {
 	return false
 }
 
-// protects reports whether one of the policy's pipes patterns matches pipe.
-func (p *compiledPolicy) protects(pipe string) bool {
-	for _, g := range p.globs {
-		if g.Match(pipe) {
-			return true
-		}
-	}
-	return false
-}
-
 // String says in a sentence what the built-in default protects, for logs
 // and policy status.
 func (d DefaultProtection) String() string {
@@ -140,7 +132,7 @@ func (d DefaultProtection) String() string {
 		return "the built-in default " + DefaultPolicyName + " is not in force: the policies cover every CSI Proxy pipe"
 	case d.Alone:
 		return "the built-in default " + DefaultPolicyName + " is in force alone: no PipeAccessPolicy exists"
-	case len(d.Pipes) == len(CSIProxyPipes):
+	case len(d.Pipes) == len(csiProxyPipes):
 		return "the built-in default " + DefaultPolicyName + " still protects every CSI Proxy pipe: no policy covers csi-proxy pipes"
 	case len(d.Pipes) == 0:
 		return "the built-in default " + DefaultPolicyName + " still protects csi-proxy pipes of future API versions (such as " + futureCSIProxyPipe + "): the policies list today's pipes only"

@@ -42,7 +42,7 @@ func decide(t *testing.T, e *policy.Engine, m policy.Mount) (string, []string) {
 // cover a CSI Proxy pipe leaves the built-in default protecting it, however
 // the set came to be.
 func TestDefaultProtectionIsNotLostByAccident(t *testing.T) {
-	every := slices.Clone(policy.CSIProxyPipes)
+	every := policy.CSIProxyPipes()
 	cases := map[string]struct {
 		policies []v1alpha1.PipeAccessPolicy
 		// byDefault are pipes that must be denied by pipeguard-default.
@@ -191,7 +191,7 @@ func TestSamplesKeepTheDefaultProtection(t *testing.T) {
 			if p.Spec.EnforcementAction == v1alpha1.Warn {
 				want = "warn"
 			}
-			for _, pipe := range append([]string{"csi-proxy-disk-v2"}, policy.CSIProxyPipes...) {
+			for _, pipe := range append([]string{"csi-proxy-disk-v2"}, policy.CSIProxyPipes()...) {
 				action, by := decide(t, e, pipeMount(pipe))
 				if action == "deny" && slices.Equal(by, []string{policy.DefaultPolicyName}) {
 					continue // the built-in default kept it

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -33,9 +32,6 @@ type Generation struct {
 	allowanceLabels []string
 	// cache remembers the shipped rules' decisions; nil when off.
 	cache *decisionCache
-	// placeholder stands for the namespace's name when the rules of a
-	// generation with a cache are evaluated (see namespaceName).
-	placeholder string
 	// protection knows which policies protect a pipe.
 	protection *protection
 }
@@ -81,7 +77,6 @@ func (e *Engine) Load(ctx context.Context, policies []v1alpha1.PipeAccessPolicy)
 	}
 	if e.cacheSize > 0 {
 		gen.cache = newDecisionCache(e.cacheSize)
-		gen.placeholder = newPlaceholder()
 	}
 	e.current.Store(gen)
 	return gen, nil
@@ -129,31 +124,72 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 }
 
 // shippedDecision returns the shipped rules' decision on in, from the
-// generation's cache when it can.
+// generation's cache when it holds one for in's facts.
 func (e *Engine) shippedDecision(ctx context.Context, gen *Generation, in *Input, matches []bool) (*Decision, error) {
-	var key []byte
-	named := ""
-	if gen.cache != nil {
-		named = gen.namespaceName(in.Namespace)
-		var buf [512]byte
-		if key = gen.decisionKey(buf[:0], in, matches, named != ""); len(key) > maxKeyLen {
-			key = nil
-		} else if d, ok := gen.cache.get(key); ok {
-			return gen.withName(d, named, true), nil
-		}
+	d, slot := gen.cache.lookup(in, matches)
+	if d != nil {
+		return d, nil
 	}
 	if err := e.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer e.release()
-	d, err := gen.evaluate(ctx, in, matches, named != "")
+	d, err := gen.evaluate(ctx, in, matches, slot.namespace)
 	if err != nil {
 		return nil, err
 	}
-	if key != nil {
-		gen.cache.put(key, d)
+	return gen.cache.store(slot, d), nil
+}
+
+// namespaceMatches reports, for each policy of the generation, whether it
+// allows namespace ns by name or label selector.
+func (g *Generation) namespaceMatches(ns *Namespace) []bool {
+	out := make([]bool, len(g.policies))
+	for i, p := range g.policies {
+		out[i] = p.namespaceMatch(ns)
 	}
-	return gen.withName(d, named, false), nil
+	return out
+}
+
+// policyTerms returns the generation's policies as rego input, with
+// matches (from namespaceMatches) as their namespace matches, and which
+// policies protect each mount of in.
+func (g *Generation) policyTerms(in *Input, matches []bool) (policies, protectedBy []*ast.Term) {
+	policies = make([]*ast.Term, len(g.policies))
+	for i, p := range g.policies {
+		policies[i] = p.term(matches[i])
+	}
+	protectedBy = make([]*ast.Term, len(in.Mounts))
+	for i := range in.Mounts {
+		_, protectedBy[i] = g.protection.of(&in.Mounts[i])
+	}
+	return policies, protectedBy
+}
+
+// noMetrics keeps OPA from timing the phases of every evaluation; the
+// webhook measures whole reviews.
+var noMetrics = metrics.NoOp()
+
+// evaluate decides on one input with this generation's shipped rules;
+// matches are its policies' namespaceMatches for the input's namespace,
+// whose name the rules see as nsName.
+func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, nsName string) (*Decision, error) {
+	policies, protectedBy := g.policyTerms(in, matches)
+	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(in.shippedValue(nsName, policies, protectedBy)), rego.EvalMetrics(noMetrics))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating policy generation %d: %w", g.Number, err)
+	}
+	return decisionOf(rs, g.Number)
+}
+
+// evaluateAdmin returns the violations of the generation's admin-written
+// rules on in, which they see whole.
+func (g *Generation) evaluateAdmin(ctx context.Context, in *Input, matches []bool) ([]Violation, error) {
+	rs, err := g.admin.Eval(ctx, rego.EvalParsedInput(in.value(g.policyTerms(in, matches))), rego.EvalMetrics(noMetrics))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: %w", g.Number, err)
+	}
+	return adminViolations(rs, g.Number)
 }
 
 // acquire waits for an evaluation slot, which release frees.
@@ -188,128 +224,4 @@ func (g *Generation) Document(in *Input) *Input {
 		out.Request.Groups = []string{}
 	}
 	return &out
-}
-
-// noMetrics keeps OPA from timing the phases of every evaluation; the
-// webhook measures whole reviews.
-var noMetrics = metrics.NoOp()
-
-// namespaceMatches reports, for each policy of the generation, whether it
-// allows namespace ns by name or label selector.
-func (g *Generation) namespaceMatches(ns *Namespace) []bool {
-	out := make([]bool, len(g.policies))
-	for i, p := range g.policies {
-		out[i] = p.namespaceMatch(ns)
-	}
-	return out
-}
-
-// policyTerms returns the generation's policies as rego input, with
-// matches (from namespaceMatches) as their namespace matches, and which
-// policies protect each mount of in.
-func (g *Generation) policyTerms(in *Input, matches []bool) (policies, protectedBy []*ast.Term) {
-	policies = make([]*ast.Term, len(g.policies))
-	for i, p := range g.policies {
-		policies[i] = p.term(matches[i])
-	}
-	protectedBy = make([]*ast.Term, len(in.Mounts))
-	for i := range in.Mounts {
-		_, protectedBy[i] = g.protection.of(&in.Mounts[i])
-	}
-	return policies, protectedBy
-}
-
-// evaluate decides on one input with this generation's shipped rules;
-// matches are its policies' namespaceMatches for the input's namespace.
-// With placeholder set, the rules see g.placeholder as the namespace's
-// name.
-func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, placeholder bool) (*Decision, error) {
-	name := ""
-	if in.Namespace != nil {
-		name = in.Namespace.Name
-	}
-	if placeholder {
-		name = g.placeholder
-	}
-	policies, protectedBy := g.policyTerms(in, matches)
-	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(in.shippedValue(name, policies, protectedBy)), rego.EvalMetrics(noMetrics))
-	if err != nil {
-		return nil, fmt.Errorf("evaluating policy generation %d: %w", g.Number, err)
-	}
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("evaluating policy generation %d: got %d results, want 1", g.Number, len(rs))
-	}
-	d := &Decision{Generation: g.Number, Evaluated: true}
-	for name, dst := range map[string]*[]Violation{"deny": &d.Deny, "warn": &d.Warn, "dryrun": &d.DryRun} {
-		if *dst, err = violations(rs[0].Bindings[name]); err != nil {
-			return nil, fmt.Errorf("policy generation %d: reading %s: %w", g.Number, name, err)
-		}
-	}
-	return d, nil
-}
-
-// evaluateAdmin returns the violations of the generation's admin-written
-// rules on in, which they see whole.
-func (g *Generation) evaluateAdmin(ctx context.Context, in *Input, matches []bool) ([]Violation, error) {
-	rs, err := g.admin.Eval(ctx, rego.EvalParsedInput(in.value(g.policyTerms(in, matches))), rego.EvalMetrics(noMetrics))
-	if err != nil {
-		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: %w", g.Number, err)
-	}
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: got %d results, want 1", g.Number, len(rs))
-	}
-	vs, err := violations(rs[0].Bindings["admin"])
-	if err != nil {
-		return nil, fmt.Errorf("policy generation %d: reading the admin rules' violations: %w", g.Number, err)
-	}
-	return vs, nil
-}
-
-func violations(raw any) ([]Violation, error) {
-	set, ok := raw.([]any)
-	if !ok {
-		return nil, fmt.Errorf("result is %T, want a set", raw)
-	}
-	out := make([]Violation, 0, len(set))
-	for _, el := range set {
-		obj, ok := el.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("violation is %T, want an object", el)
-		}
-		v := Violation{
-			Rule:          str(obj["rule"]),
-			Message:       str(obj["msg"]),
-			Action:        str(obj["action"]),
-			Container:     str(obj["container"]),
-			ContainerKind: str(obj["containerKind"]),
-			Volume:        str(obj["volume"]),
-			Path:          str(obj["path"]),
-			Pipe:          str(obj["pipe"]),
-			Subject:       str(obj["subject"]),
-			Target:        str(obj["target"]),
-			Reason:        str(obj["reason"]),
-			Remedy:        str(obj["remedy"]),
-		}
-		if ps, ok := obj["policies"].([]any); ok {
-			for _, p := range ps {
-				v.Policies = append(v.Policies, str(p))
-			}
-		}
-		if v.Message == "" {
-			return nil, errors.New("a violation has no message")
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func str(v any) string {
-	switch s := v.(type) {
-	case string:
-		return s
-	case nil:
-		return ""
-	default:
-		return fmt.Sprint(s)
-	}
 }

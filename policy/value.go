@@ -2,6 +2,7 @@ package policy
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -109,11 +110,11 @@ var key = struct {
 	volumeSource:       ast.StringTerm("volumeSource"),
 }
 
-// The few strings most inputs repeat are interned, so building an input
-// does not allocate them again; ast.InternedTerm falls back to a new term
-// for any other string.
-func init() {
-	ast.InternStringTerm(
+// internedStrings holds the few strings most inputs repeat as terms, so
+// building an input does not allocate them again. The table is the
+// package's own and built on first use.
+var internedStrings = sync.OnceValue(func() map[string]*ast.Term {
+	ss := []string{
 		"", KindContainer, KindInitContainer, KindEphemeralContainer, KindPersistentVolume,
 		"hostPath", "local", "pipe", "ambiguous", "default",
 		"CREATE", "UPDATE", "DELETE", "CONNECT",
@@ -123,7 +124,21 @@ func init() {
 		"pods", "podtemplates", "replicationcontrollers", "persistentvolumes",
 		"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
 		"ephemeralcontainers", "kube-system",
-	)
+	}
+	m := make(map[string]*ast.Term, len(ss))
+	for _, s := range ss {
+		m[s] = ast.StringTerm(s)
+	}
+	return m
+})
+
+// internedString returns s as a term, shared when s is one of
+// internedStrings or a string OPA interns itself, and new otherwise.
+func internedString(s string) *ast.Term {
+	if t, ok := internedStrings()[s]; ok {
+		return t
+	}
+	return ast.InternedTerm(s)
 }
 
 // value renders the whole input document, as admin-written rules may read
@@ -142,9 +157,9 @@ func (in *Input) value(policies, protectedBy []*ast.Term) ast.Value {
 	return object(items...)
 }
 
-// shippedValue renders only what the shipped rules read (see
-// decisionKey); they are evaluated apart from admin-written rules. The
-// namespace, if there is one, is called nsName.
+// shippedValue renders only what the shipped rules read, which are the
+// facts their decisions are remembered by; they are evaluated apart from
+// admin-written rules. The namespace, if there is one, is called nsName.
 func (in *Input) shippedValue(nsName string, policies, protectedBy []*ast.Term) ast.Value {
 	var ns, pod *ast.Term = ast.NullTerm(), ast.NullTerm()
 	if in.Namespace != nil {
@@ -168,12 +183,12 @@ func (in *Input) shippedValue(nsName string, policies, protectedBy []*ast.Term) 
 func (r *Request) term() *ast.Term {
 	return ast.NewTerm(object(
 		key.uid, ast.StringTerm(r.UID),
-		key.operation, ast.InternedTerm(r.Operation),
-		key.kind, ast.InternedTerm(r.Kind),
-		key.group, ast.InternedTerm(r.Group),
-		key.version, ast.InternedTerm(r.Version),
-		key.resource, ast.InternedTerm(r.Resource),
-		key.subResource, ast.InternedTerm(r.SubResource),
+		key.operation, internedString(r.Operation),
+		key.kind, internedString(r.Kind),
+		key.group, internedString(r.Group),
+		key.version, internedString(r.Version),
+		key.resource, internedString(r.Resource),
+		key.subResource, internedString(r.SubResource),
 		key.namespace, ast.StringTerm(r.Namespace),
 		key.name, ast.StringTerm(r.Name),
 		key.username, ast.StringTerm(r.Username),
@@ -194,8 +209,8 @@ func (n *Namespace) term() *ast.Term {
 
 func (o *Object) term() *ast.Term {
 	return ast.NewTerm(object(
-		key.apiVersion, ast.InternedTerm(o.APIVersion),
-		key.kind, ast.InternedTerm(o.Kind),
+		key.apiVersion, internedString(o.APIVersion),
+		key.kind, internedString(o.Kind),
 		key.namespace, ast.StringTerm(o.Namespace),
 		key.name, ast.StringTerm(o.Name),
 	))
@@ -223,14 +238,14 @@ func mountsTerm(ms []Mount, protectedBy []*ast.Term) *ast.Term {
 		}
 		terms[i] = ast.NewTerm(object(
 			key.container, ast.StringTerm(m.Container),
-			key.containerKind, ast.InternedTerm(m.ContainerKind),
+			key.containerKind, internedString(m.ContainerKind),
 			key.volume, ast.StringTerm(m.Volume),
-			key.volumeSource, ast.InternedTerm(m.VolumeSource),
+			key.volumeSource, internedString(m.VolumeSource),
 			key.rawPath, ast.StringTerm(m.RawPath),
 			key.path, ast.StringTerm(m.Path),
-			key.pathClass, ast.InternedTerm(m.PathClass),
+			key.pathClass, internedString(m.PathClass),
 			key.pipe, ast.StringTerm(m.Pipe),
-			key.ambiguousReason, ast.InternedTerm(m.AmbiguousReason),
+			key.ambiguousReason, internedString(m.AmbiguousReason),
 			key.readOnly, ast.InternedTerm(m.ReadOnly),
 			key.privileged, ast.InternedTerm(m.Privileged),
 			key.hostProcess, ast.InternedTerm(m.HostProcess),
