@@ -1,11 +1,181 @@
 package webhook
 
 import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/pipeguard/pipeguard/pipepath"
 	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook/decode"
 )
+
+// Input returns the facts the handler would give the policy engine for a
+// request, or nil when it reviews no such request. Policies are not filled
+// in: see policy.Generation.Document.
+func (h *Handler) Input(ctx context.Context, req admission.Request) (*policy.Input, error) {
+	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
+	if !Supported(gk) || len(req.Object.Raw) == 0 {
+		return nil, nil
+	}
+	return h.input(ctx, gk, req)
+}
+
+// input builds the rego input for a supported kind.
+func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.Request) (*policy.Input, error) {
+	subj, err := extract(gk, req.Object.Raw)
+	if err != nil {
+		return nil, badRequest(fmt.Errorf("cannot decode request.object as %s: %w; send a valid %s", req.Kind, err, req.Kind.Kind))
+	}
+	in := &policy.Input{
+		Version: policy.InputVersion,
+		Request: policy.Request{
+			UID: string(req.UID), Operation: string(req.Operation),
+			Kind: req.Kind.Kind, Group: req.Kind.Group, Version: req.Kind.Version,
+			Resource: req.Resource.Resource, SubResource: req.SubResource,
+			Namespace: req.Namespace, Name: req.Name,
+			Username: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+			DryRun: req.DryRun != nil && *req.DryRun,
+		},
+		Object: policy.Object{
+			APIVersion: req.Kind.Group + "/" + req.Kind.Version,
+			Kind:       req.Kind.Kind, Namespace: req.Namespace, Name: subj.name,
+		},
+	}
+	if req.Kind.Group == "" {
+		in.Object.APIVersion = req.Kind.Version
+	}
+	if in.Object.Name == "" {
+		in.Object.Name = req.Name
+	}
+	switch {
+	case subj.pv != nil:
+		in.Mounts = pvFacts(subj.pv)
+	case subj.spec != nil:
+		in.Pod, in.Mounts = podFacts(subj.spec)
+		if gk.Kind == "Pod" && req.Operation == admissionv1.Update {
+			in.Mounts, err = newMounts(gk, req.OldObject.Raw, in.Mounts)
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(in.Mounts) == 0 || subj.pv != nil {
+		return in, nil
+	}
+	in.Namespace = &policy.Namespace{Name: req.Namespace, Labels: map[string]string{}}
+	if req.Namespace == "" {
+		return in, nil
+	}
+	labels, _, err := h.opts.Namespaces.NamespaceLabels(ctx, req.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: looking up namespace %q: %w", req.Namespace, err)
+	}
+	if labels != nil {
+		in.Namespace.Labels = labels
+	}
+	return in, nil
+}
+
+// newMounts drops the mounts an updated pod already had. A pod's volumes and
+// containers cannot change after creation, so on UPDATE only what is new
+// (ephemeral containers) needs a decision; re-judging the rest would block
+// routine metadata updates of pods admitted under an older policy.
+func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]policy.Mount, error) {
+	if len(oldRaw) == 0 {
+		return mounts, nil
+	}
+	old, err := extract(gk, oldRaw)
+	if err != nil {
+		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %w", err))
+	}
+	_, oldMounts := podFacts(old.spec)
+	fresh := mounts[:0:0]
+	for _, m := range mounts {
+		// The facts of both sides come from podFacts, so equal mounts
+		// are deeply equal; a pod has few enough for a linear search.
+		if !slices.ContainsFunc(oldMounts, func(o policy.Mount) bool { return reflect.DeepEqual(o, m) }) {
+			fresh = append(fresh, m)
+		}
+	}
+	return fresh, nil
+}
+
+// subject is what a supported object amounts to for pipe access: a pod spec
+// (of a pod or of a workload's pod template) or a PersistentVolume.
+type subject struct {
+	name string
+	// spec is nil for a PersistentVolume and for a ReplicationController
+	// without a template.
+	spec *decode.PodSpec
+	pv   *decode.PersistentVolume
+}
+
+// Supported reports whether the handler reviews objects of this group and
+// kind for pipe mounts. Everything else is admitted untouched (Namespaces
+// have their own review).
+func Supported(gk schema.GroupKind) bool {
+	switch gk {
+	case schema.GroupKind{Kind: "Pod"}, schema.GroupKind{Kind: "PodTemplate"},
+		schema.GroupKind{Kind: "ReplicationController"}, schema.GroupKind{Kind: "PersistentVolume"},
+		schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
+		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Group: "batch", Kind: "CronJob"}:
+		return true
+	}
+	return false
+}
+
+// extract decodes raw as an object of kind gk and finds its pod spec or
+// host path. Field names are matched case-sensitively, as the API server
+// does (see package decode).
+func extract(gk schema.GroupKind, raw []byte) (*subject, error) {
+	switch gk {
+	case schema.GroupKind{Kind: "Pod"}:
+		return decodeAs(raw, func(o *decode.Pod) *subject {
+			return &subject{name: o.Metadata.Name, spec: &o.Spec}
+		})
+	case schema.GroupKind{Kind: "PodTemplate"}:
+		return decodeAs(raw, func(o *decode.PodTemplate) *subject {
+			return &subject{name: o.Metadata.Name, spec: &o.Template.Spec}
+		})
+	case schema.GroupKind{Kind: "PersistentVolume"}:
+		return decodeAs(raw, func(o *decode.PersistentVolume) *subject {
+			return &subject{name: o.Metadata.Name, pv: o}
+		})
+	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
+		return decodeAs(raw, func(o *decode.CronJob) *subject {
+			return &subject{name: o.Metadata.Name, spec: &o.Spec.JobTemplate.Spec.Template.Spec}
+		})
+	case schema.GroupKind{Kind: "ReplicationController"},
+		schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
+		schema.GroupKind{Group: "batch", Kind: "Job"}:
+		return decodeAs(raw, func(o *decode.Workload) *subject {
+			s := &subject{name: o.Metadata.Name}
+			if o.Spec.Template != nil {
+				s.spec = &o.Spec.Template.Spec
+			}
+			return s
+		})
+	}
+	return nil, fmt.Errorf("kind %s is not reviewed", gk)
+}
+
+// decodeAs reads raw as a T and makes the subject of it.
+func decodeAs[T decode.Kind](raw []byte, subj func(*T) *subject) (*subject, error) {
+	o, err := decode.Object[T](raw)
+	if err != nil {
+		return nil, err
+	}
+	return subj(o), nil
+}
 
 // hostVolume is a pod volume backed by a path on the node.
 type hostVolume struct {
@@ -20,7 +190,7 @@ type hostVolume struct {
 // volumeMount that reaches a pipe, or may (pathClass "pipe" or "ambiguous"),
 // over containers, init containers and ephemeral containers. Mounts of
 // ordinary host directories are not facts: they cannot reach a pipe.
-func podFacts(spec *podSpec) (*policy.Pod, []policy.Mount) {
+func podFacts(spec *decode.PodSpec) (*policy.Pod, []policy.Mount) {
 	pod := &policy.Pod{
 		ServiceAccountName: effectiveServiceAccount(spec),
 		HostProcess:        podHostProcess(spec),
@@ -35,7 +205,7 @@ func podFacts(spec *podSpec) (*policy.Pod, []policy.Mount) {
 		return pod, nil
 	}
 	var mounts []policy.Mount
-	add := func(kind string, c *container) {
+	add := func(kind string, c *decode.Container) {
 		for _, vm := range c.VolumeMounts {
 			vol, ok := volumes[vm.Name]
 			if !ok {
@@ -73,7 +243,7 @@ func podFacts(spec *podSpec) (*policy.Pod, []policy.Mount) {
 
 // pvFacts returns the mount fact of a PersistentVolume whose host path or
 // local volume reaches a pipe, or may; nil otherwise.
-func pvFacts(pv *persistentVolumeObject) []policy.Mount {
+func pvFacts(pv *decode.PersistentVolume) []policy.Mount {
 	var source, path string
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -123,7 +293,7 @@ func pathFacts(volumePath, subPath, subPathExpr string) policy.Mount {
 }
 
 // effectiveServiceAccount is the ServiceAccount the pod runs as.
-func effectiveServiceAccount(spec *podSpec) string {
+func effectiveServiceAccount(spec *decode.PodSpec) string {
 	switch {
 	case spec.ServiceAccountName != "":
 		return spec.ServiceAccountName
@@ -133,14 +303,14 @@ func effectiveServiceAccount(spec *podSpec) string {
 	return "default"
 }
 
-func podHostProcess(spec *podSpec) bool {
+func podHostProcess(spec *decode.PodSpec) bool {
 	sc := spec.SecurityContext
 	return sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess
 }
 
 // effectiveHostProcess applies the container's own windowsOptions.hostProcess
 // when set, else the pod's.
-func effectiveHostProcess(sc *securityContext, pod bool) bool {
+func effectiveHostProcess(sc *decode.SecurityContext, pod bool) bool {
 	if sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil {
 		return *sc.WindowsOptions.HostProcess
 	}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,7 +118,7 @@ func (h *Handler) review(ctx context.Context, log logr.Logger, req admission.Req
 	if !mayHaveHostPath(req.Object.Raw) {
 		return admission.Allowed(""), "allow", nil
 	}
-	in, err := h.input(ctx, gk, req)
+	in, err := h.input(ctx, gk, req) // the object's facts (facts.go)
 	if err != nil {
 		return errorResponse(err), "error", nil
 	}
@@ -133,7 +131,8 @@ func (h *Handler) review(ctx context.Context, log logr.Logger, req admission.Req
 }
 
 // respond turns a decision into a response: deny rejects, warn admits with
-// warnings, dryrun admits and logs what would have been denied.
+// warnings, dryrun admits and logs what would have been denied. Rules lists
+// the rules a deny can come from.
 func respond(log logr.Logger, d *policy.Decision) (admission.Response, string, *policy.Decision) {
 	gen := strconv.FormatInt(d.Generation, 10)
 	var resp admission.Response
@@ -160,97 +159,6 @@ func respond(log logr.Logger, d *policy.Decision) (admission.Response, string, *
 	}
 	resp.AuditAnnotations = map[string]string{"decision": decision, "policy-generation": gen}
 	return resp, decision, d
-}
-
-// Input returns the facts the handler would give the policy engine for a
-// request, or nil when it reviews no such request. Policies are not filled
-// in: see policy.Generation.Document.
-func (h *Handler) Input(ctx context.Context, req admission.Request) (*policy.Input, error) {
-	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
-	if !Supported(gk) || len(req.Object.Raw) == 0 {
-		return nil, nil
-	}
-	return h.input(ctx, gk, req)
-}
-
-// input builds the rego input for a supported kind.
-func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.Request) (*policy.Input, error) {
-	subj, err := extract(gk, req.Object.Raw)
-	if err != nil {
-		return nil, badRequest(fmt.Errorf("cannot decode request.object as %s: %v; send a valid %s", req.Kind, err, req.Kind.Kind))
-	}
-	in := &policy.Input{
-		Version: policy.InputVersion,
-		Request: policy.Request{
-			UID: string(req.UID), Operation: string(req.Operation),
-			Kind: req.Kind.Kind, Group: req.Kind.Group, Version: req.Kind.Version,
-			Resource: req.Resource.Resource, SubResource: req.SubResource,
-			Namespace: req.Namespace, Name: req.Name,
-			Username: req.UserInfo.Username, Groups: req.UserInfo.Groups,
-			DryRun: req.DryRun != nil && *req.DryRun,
-		},
-		Object: policy.Object{
-			APIVersion: req.Kind.Group + "/" + req.Kind.Version,
-			Kind:       req.Kind.Kind, Namespace: req.Namespace, Name: subj.name,
-		},
-	}
-	if req.Kind.Group == "" {
-		in.Object.APIVersion = req.Kind.Version
-	}
-	if in.Object.Name == "" {
-		in.Object.Name = req.Name
-	}
-	switch {
-	case subj.pv != nil:
-		in.Mounts = pvFacts(subj.pv)
-	case subj.spec != nil:
-		in.Pod, in.Mounts = podFacts(subj.spec)
-		if gk.Kind == "Pod" && req.Operation == admissionv1.Update {
-			in.Mounts, err = newMounts(gk, req.OldObject.Raw, in.Mounts)
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	if len(in.Mounts) == 0 || subj.pv != nil {
-		return in, nil
-	}
-	in.Namespace = &policy.Namespace{Name: req.Namespace, Labels: map[string]string{}}
-	if req.Namespace == "" {
-		return in, nil
-	}
-	labels, _, err := h.opts.Namespaces.NamespaceLabels(ctx, req.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("internal error: looking up namespace %q: %w", req.Namespace, err)
-	}
-	if labels != nil {
-		in.Namespace.Labels = labels
-	}
-	return in, nil
-}
-
-// newMounts drops the mounts an updated pod already had. A pod's volumes and
-// containers cannot change after creation, so on UPDATE only what is new
-// (ephemeral containers) needs a decision; re-judging the rest would block
-// routine metadata updates of pods admitted under an older policy.
-func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]policy.Mount, error) {
-	if len(oldRaw) == 0 {
-		return mounts, nil
-	}
-	old, err := extract(gk, oldRaw)
-	if err != nil {
-		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %v", err))
-	}
-	_, oldMounts := podFacts(old.spec)
-	fresh := mounts[:0:0]
-	for _, m := range mounts {
-		// The facts of both sides come from podFacts, so equal mounts
-		// are deeply equal; a pod has few enough for a linear search.
-		if !slices.ContainsFunc(oldMounts, func(o policy.Mount) bool { return reflect.DeepEqual(o, m) }) {
-			fresh = append(fresh, m)
-		}
-	}
-	return fresh, nil
 }
 
 // mayHaveHostPath is a fast, conservative pre-check on the raw object: an

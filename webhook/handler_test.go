@@ -389,6 +389,25 @@ func TestMalformedRequests(t *testing.T) {
 	}
 }
 
+// A request that cannot be decoded is answered with what could not be
+// decoded, where in the object, and why.
+func TestDecodeErrorMessages(t *testing.T) {
+	h := newHandler(t)
+	badPod := request(t, admissionv1.Create, podKind, "team-a", "web", pod(diskPipe))
+	badPod.Object = runtime.RawExtension{Raw: []byte(`{"spec":{"volumes":[{"name":"p","hostPath":{"path":7}}]}}`)}
+	badOldPod := request(t, admissionv1.Update, podKind, "team-a", "web", pod(diskPipe))
+	badOldPod.OldObject = runtime.RawExtension{Raw: []byte(`{"spec":{"volumes":"hostPath"}}`)}
+	for req, want := range map[*admission.Request]string{
+		&badPod:    `cannot decode request.object as /v1, Kind=Pod: field "path", byte 51: want a string, found a number; send a valid Pod`,
+		&badOldPod: `cannot decode request.oldObject as a Pod: field "volumes", byte 19: want an array, found a string`,
+	} {
+		resp := h.Handle(context.Background(), *req)
+		if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusBadRequest || resp.Result.Message != want {
+			t.Errorf("response %+v, want 400 with message %q", resp.Result, want)
+		}
+	}
+}
+
 func TestUnreviewedRequestsPass(t *testing.T) {
 	h := newHandler(t)
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"hostPath": diskPipe}}

@@ -63,12 +63,12 @@ func (g SubjectAccessReviewGrants) MayGrant(ctx context.Context, user authnv1.Us
 func (h *Handler) reviewNamespace(ctx context.Context, log logr.Logger, req admission.Request) (admission.Response, string) {
 	newLabels, err := namespaceLabels(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.object as a Namespace: %v", err)), "error"
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.object as a Namespace: %w", err)), "error"
 	}
 	var oldLabels map[string]string
 	if len(req.OldObject.Raw) > 0 {
 		if oldLabels, err = namespaceLabels(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.oldObject as a Namespace: %v", err)), "error"
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.oldObject as a Namespace: %w", err)), "error"
 		}
 	}
 	var changed []string

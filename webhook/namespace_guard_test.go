@@ -85,6 +85,16 @@ func TestNamespaceAllowanceGuard(t *testing.T) {
 		"admin adds the label":                   {namespaceRequest(t, "admin", map[string]string{}, on), allowed},
 		"authorizer failure rejects": {namespaceRequest(t, "broken", map[string]string{}, on),
 			want{code: http.StatusInternalServerError, message: `internal error: cannot check whether "broken" may change the allowance labels of namespace "team-a": authorizer unavailable`}},
+		"undecodable namespace": {func() admission.Request {
+			req := namespaceRequest(t, "alice", map[string]string{}, on)
+			req.Object.Raw = []byte(`{"metadata":{"labels":7}}`)
+			return req
+		}(), want{code: http.StatusBadRequest, message: "cannot decode request.object as a Namespace: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type map[string]string"}},
+		"undecodable old namespace": {func() admission.Request {
+			req := namespaceRequest(t, "alice", map[string]string{}, on)
+			req.OldObject.Raw = []byte(`{"metadata":{"labels":7}}`)
+			return req
+		}(), want{code: http.StatusBadRequest, message: "cannot decode request.oldObject as a Namespace: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type map[string]string"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package webhook
+package decode
 
 import (
 	"bytes"
@@ -12,39 +12,31 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/internal/samplepods"
 )
 
-// decoders pairs each object type with its reader, so that every type is
+// decoders pairs each object type with its decoding, so that every type is
 // checked against sigs.k8s.io/json.
 var decoders = []struct {
 	name string
 	read func(raw []byte) (any, error)
 	want func() any
 }{
-	{"Pod", func(raw []byte) (any, error) {
-		var o podObject
-		return &o, decodeObject(raw, func(r *reader) { r.podObject(&o) })
-	}, func() any { return &podObject{} }},
-	{"Deployment", func(raw []byte) (any, error) {
-		var o templatedObject
-		return &o, decodeObject(raw, func(r *reader) { r.templatedObject(&o) })
-	}, func() any { return &templatedObject{} }},
-	{"CronJob", func(raw []byte) (any, error) {
-		var o cronJobObject
-		return &o, decodeObject(raw, func(r *reader) { r.cronJobObject(&o) })
-	}, func() any { return &cronJobObject{} }},
-	{"PodTemplate", func(raw []byte) (any, error) {
-		var o podTemplateObject
-		return &o, decodeObject(raw, func(r *reader) { r.podTemplateObject(&o) })
-	}, func() any { return &podTemplateObject{} }},
-	{"PersistentVolume", func(raw []byte) (any, error) {
-		var o persistentVolumeObject
-		return &o, decodeObject(raw, func(r *reader) { r.persistentVolumeObject(&o) })
-	}, func() any { return &persistentVolumeObject{} }},
+	{"Pod", decoder[Pod], func() any { return &Pod{} }},
+	{"Deployment", decoder[Workload], func() any { return &Workload{} }},
+	{"CronJob", decoder[CronJob], func() any { return &CronJob{} }},
+	{"PodTemplate", decoder[PodTemplate], func() any { return &PodTemplate{} }},
+	{"PersistentVolume", decoder[PersistentVolume], func() any { return &PersistentVolume{} }},
+}
+
+func decoder[T Kind](raw []byte) (any, error) {
+	o, err := Object[T](raw)
+	if o == nil {
+		o = new(T)
+	}
+	return o, err
 }
 
 // checkAgainstJSON decodes raw with the reader and with sigs.k8s.io/json
@@ -184,7 +176,7 @@ func TestReaderErrors(t *testing.T) {
 		`{"metadata":{"name":"a\qb"}}`:                                       `field "name", byte 23: invalid escape \q in a string`,
 		`[]`:                                                                 `byte 0: want an object, found an array`,
 	} {
-		_, err := extract(schema.GroupKind{Kind: "Pod"}, []byte(raw))
+		_, err := Object[Pod]([]byte(raw))
 		if err == nil || err.Error() != want {
 			t.Errorf("decoding %s: error %v, want %q", raw, err, want)
 		}
