@@ -8,11 +8,11 @@
 // cmd/pipeguard-agent/app assembles them. The subpackages, from the wire
 // inwards:
 //
-//   - listen: builds the pipe and socket names and opens the listeners
-//     (named pipes with an explicit security descriptor on Windows, unix
-//     sockets elsewhere).
-//   - server: one gRPC server per API group version, the interceptor chain,
-//     metrics and graceful shutdown.
+//   - server: the wire side: the endpoints (one per API group version), the
+//     pipe and socket names and their listeners (named pipes with an explicit
+//     security descriptor on Windows, unix sockets elsewhere), one gRPC
+//     server per endpoint, the interceptor chain, metrics and graceful
+//     shutdown.
 //   - identity: who is calling (peer credentials per connection, pod watch,
 //     optional ServiceAccount token).
 //   - guard: the per-request interceptor: identity, confinement, gate, audit.
@@ -20,7 +20,10 @@
 //   - audit: the audit log writer and its readers (verify, query, summary).
 //   - groups/<group>: the API servers; they convert each API version to one
 //     internal call, validate and confine the request, and call the host.
+//   - methods: the one table of the request fields of every API method that
+//     carry paths (and how each is resolved) or name what a call acts on;
+//     guard, groups and the audit record read it.
 //   - confine: the path confinement rules.
 //   - hostops/<group>: host operations behind one small interface per group.
-//   - apierr, endpoint: the error shape and the description of a served pipe.
+//   - apierr: the error shape.
 package agent

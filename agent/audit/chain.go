@@ -10,8 +10,9 @@ import (
 // Hash is a link of the chain.
 type Hash [sha256.Size]byte
 
-// Genesis is the previous hash of the first record ever written.
-var Genesis Hash
+// Genesis returns the previous hash of the first record ever written: all
+// zeros.
+func Genesis() Hash { return Hash{} }
 
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 

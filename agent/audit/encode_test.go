@@ -43,7 +43,7 @@ func trickyEvents() []*Event {
 			RequestObject:            map[string]any{"path": s, s: true, "n": int64(-7), "u": uint64(math.MaxUint64), "f": 1.5e-9, "l": []any{s, nil}, "m": map[string]any{s: s}},
 			RequestReceivedTimestamp: MicroTime{at}, StageTimestamp: MicroTime{at.Add(time.Duration(i) * time.Microsecond)},
 			Annotations: map[string]string{AnnotationDecision: DecisionDeny, AnnotationReason: s, s: s,
-				AnnotationSeq: "7", AnnotationPrevHash: Genesis.String()},
+				AnnotationSeq: "7", AnnotationPrevHash: Genesis().String()},
 		}
 		out = append(out, ev)
 		// Optional parts left out one at a time.

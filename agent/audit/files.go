@@ -110,7 +110,7 @@ func Files(path string) ([]string, error) {
 		backups = append(backups, path)
 	}
 	if len(backups) == 0 {
-		return nil, fmt.Errorf("no audit log at %s and no rotated files beside it: give the --audit-log-path of the agent, or a directory of audit files", path)
+		return nil, fmt.Errorf("no audit log at %s and no rotated files beside it: give the Options.Path of the agent, or a directory of audit files", path)
 	}
 	return backups, nil
 }
@@ -170,11 +170,11 @@ func readTail(path string) (tail, error) {
 func lastLink(path string, t tail) (uint64, Hash, error) {
 	var e Event
 	if err := json.Unmarshal(t.raw, &e); err != nil {
-		return 0, Hash{}, fmt.Errorf("the last record of %s is not valid JSON (%v)", path, err)
+		return 0, Hash{}, fmt.Errorf("the last record of %s is not valid JSON (%w)", path, err)
 	}
 	seq, prev, err := chainFields(&e)
 	if err != nil {
-		return 0, Hash{}, fmt.Errorf("the last record of %s cannot continue the chain: %v", path, err)
+		return 0, Hash{}, fmt.Errorf("the last record of %s cannot continue the chain: %w", path, err)
 	}
 	return seq, Link(prev, t.raw), nil
 }

@@ -362,7 +362,7 @@ func BenchmarkRecordParts(b *testing.B) {
 		ResponseStatus:           &Status{Status: "Success", Reason: "OK", Code: 200},
 		RequestReceivedTimestamp: MicroTime{t}, StageTimestamp: MicroTime{t.Add(90 * time.Microsecond)},
 		Annotations: map[string]string{AnnotationRecord: RecordRequest, AnnotationDecision: DecisionAllow, AnnotationGRPCCode: "OK",
-			AnnotationSeq: "123456", AnnotationPrevHash: Genesis.String()},
+			AnnotationSeq: "123456", AnnotationPrevHash: Genesis().String()},
 	}
 	line, err := appendEvent(nil, ev)
 	if err != nil {
@@ -377,7 +377,7 @@ func BenchmarkRecordParts(b *testing.B) {
 	})
 	b.Run("hash", func(b *testing.B) {
 		b.SetBytes(int64(len(line)))
-		h := Genesis
+		h := Genesis()
 		for b.Loop() {
 			h = Link(h, line)
 		}

@@ -73,7 +73,7 @@ func parse(rec *Record) {
 		return
 	}
 	if err := json.Unmarshal(rec.Raw, &rec.Event); err != nil {
-		rec.Err = fmt.Errorf("not a JSON audit record (%v)", err)
+		rec.Err = fmt.Errorf("not a JSON audit record (%w)", err)
 		return
 	}
 	if rec.Event.Kind != Kind || rec.Event.APIVersion != APIVersion {

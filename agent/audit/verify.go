@@ -172,8 +172,8 @@ func checkLink(rep *Report, r Record, prevSeq uint64, prevHash Hash, prevWhere s
 // by rotation that prune checkpoints account for.
 func checkStart(rep *Report, first *fileChain, prunes []pruned) {
 	if first.First == 1 {
-		if first.firstPrev != Genesis {
-			rep.problem(first.firstWhere, "record seq 1 has prev-hash %s; the first record of a log has %s", short(first.firstPrev), short(Genesis))
+		if first.firstPrev != Genesis() {
+			rep.problem(first.firstWhere, "record seq 1 has prev-hash %s; the first record of a log has %s", short(first.firstPrev), short(Genesis()))
 		}
 		return
 	}
@@ -190,7 +190,7 @@ func checkStart(rep *Report, first *fileChain, prunes []pruned) {
 		}
 	}
 	if next != first.First {
-		rep.problem(first.firstWhere, "records seq %s are missing before %s: no prune checkpoint accounts for them, so earlier files were deleted by something other than the agent's --audit-log-maxbackup",
+		rep.problem(first.firstWhere, "records seq %s are missing before %s: no prune checkpoint accounts for them, so earlier files were deleted by something other than the agent's Options.MaxBackups",
 			seqRange(next, first.First-1), first.Path)
 		return
 	}
@@ -199,7 +199,7 @@ func checkStart(rep *Report, first *fileChain, prunes []pruned) {
 			first.First, last.file, last.where, short(first.firstPrev), short(last.hash))
 		return
 	}
-	rep.Notices = append(rep.Notices, Finding{first.Path, fmt.Sprintf("records seq %s were in files the agent removed under --audit-log-maxbackup; their prune checkpoints match", seqRange(1, first.First-1))})
+	rep.Notices = append(rep.Notices, Finding{first.Path, fmt.Sprintf("records seq %s were in files the agent removed under Options.MaxBackups; their prune checkpoints match", seqRange(1, first.First-1))})
 }
 
 func parsePrune(r Record) (pruned, error) {

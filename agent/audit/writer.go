@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/uuid"
 )
 
 // MaxRecordBytes bounds one record. A Request-level record whose body would
@@ -88,7 +87,7 @@ func openAppend(path string) (File, error) {
 // were.
 func Open(o Options) (*Log, error) {
 	if o.Path == "" {
-		return nil, errors.New("no audit log path: set --audit-log-path")
+		return nil, errors.New("no audit log path: set Options.Path")
 	}
 	if !filepath.IsAbs(o.Path) {
 		return nil, fmt.Errorf("audit log path %q is not absolute: give an absolute path such as /var/log/pipeguard/audit.log", o.Path)
@@ -108,7 +107,7 @@ func Open(o Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o750); err != nil {
 		return nil, fmt.Errorf("creating the audit log directory: %w", err)
 	}
-	l := &Log{o: o, prev: Genesis}
+	l := &Log{o: o, prev: Genesis()}
 	l.syncDone = sync.NewCond(&l.syncMu)
 	start := map[string]string{AnnotationCheckpoint: "start"}
 
@@ -176,21 +175,10 @@ func Open(o Options) (*Log, error) {
 func (l *Log) openCurrent() error {
 	f, err := l.o.OpenFile(l.o.Path)
 	if err != nil {
-		return fmt.Errorf("opening the audit log: %w; make its directory writable by the agent or choose another --audit-log-path", err)
+		return fmt.Errorf("opening the audit log: %w; make its directory writable by the agent or choose another Options.Path", err)
 	}
 	l.f = f
 	return nil
-}
-
-// renameAside renames the current file to a free backup name.
-func (l *Log) renameAside() (string, error) {
-	now := l.o.Now()
-	for n := 0; ; n++ {
-		name := backupName(l.o.Path, now, n)
-		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
-			return name, os.Rename(l.o.Path, name)
-		}
-	}
 }
 
 // Seq returns the sequence number of the last record written.
@@ -247,7 +235,7 @@ func (l *Log) appendLocked(ev *Event) (uint64, error) {
 		if n > 0 {
 			// Undo the partial line so the file keeps only whole records.
 			if terr := l.f.Truncate(l.size); terr != nil {
-				l.broken = fmt.Errorf("audit log %s holds a partial record that could not be removed (%v); restart the agent to rotate it away", l.o.Path, terr)
+				l.broken = fmt.Errorf("audit log %s holds a partial record that could not be removed (%w); restart the agent to rotate it away", l.o.Path, terr)
 			}
 		}
 		return 0, fmt.Errorf("writing audit record to %s: %w", l.o.Path, err)
@@ -285,193 +273,6 @@ func (l *Log) encode(ev *Event, seq uint64, prev Hash) ([]byte, error) {
 	}
 	l.buf = append(b, '\n')
 	return l.buf, nil
-}
-
-// checkpoint writes a checkpoint record. l.mu is held.
-func (l *Log) checkpoint(annotations map[string]string) (uint64, error) {
-	now := l.o.Now()
-	annotations[AnnotationRecord] = RecordCheckpoint
-	ev := &Event{
-		Kind: Kind, APIVersion: APIVersion, Level: LevelMetadata,
-		AuditID: uuid.NewString(), Stage: StageResponseComplete,
-		RequestURI: "pipeguard:checkpoint", Verb: "checkpoint",
-		User:                     UserInfo{Username: "system:pipeguard-agent"},
-		RequestReceivedTimestamp: MicroTime{now}, StageTimestamp: MicroTime{now},
-		Annotations: annotations,
-	}
-	l.sinceCP = 0
-	return l.appendLocked(ev)
-}
-
-// rotate syncs and renames the current file, opens a new one, writes a
-// rotate checkpoint to it and removes the oldest backups beyond MaxBackups.
-// l.mu is held.
-func (l *Log) rotate() error {
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("syncing the audit log before rotation: %w", err)
-	}
-	if err := l.f.Close(); err != nil {
-		return fmt.Errorf("closing the audit log for rotation: %w", err)
-	}
-	l.storeSynced(l.seq)
-	rotated, err := l.renameAside()
-	if err != nil {
-		l.broken = fmt.Errorf("rotating the audit log: %w; restart the agent once %s is writable", err, filepath.Dir(l.o.Path))
-		return l.broken
-	}
-	if err := l.openCurrent(); err != nil {
-		l.broken = err
-		return err
-	}
-	l.size = 0
-	if _, err := l.checkpoint(map[string]string{AnnotationCheckpoint: "rotate", AnnotationPreviousFile: filepath.Base(rotated)}); err != nil {
-		return err
-	}
-	return l.prune()
-}
-
-// prune removes the oldest backups beyond MaxBackups, first writing a
-// checkpoint naming each file, its sequence numbers and its last hash, so
-// that verify can tell a pruned file from a deleted one. l.mu is held.
-func (l *Log) prune() error {
-	if l.o.MaxBackups == 0 {
-		return nil
-	}
-	backups, err := Backups(l.o.Path)
-	if err != nil {
-		return fmt.Errorf("listing rotated audit files: %w", err)
-	}
-	for len(backups) > l.o.MaxBackups {
-		old := backups[0]
-		backups = backups[1:]
-		first, last, lastHash, err := fileRange(old)
-		if err != nil {
-			l.o.Log.Error(err, "not removing a rotated audit file that cannot be read", "file", old)
-			continue
-		}
-		// Prune checkpoints are cumulative, so the newest one accounts for
-		// every file removed before, even once those checkpoints are pruned.
-		if first == 1 || l.prunedThrough == first-1 {
-			first = 1
-			l.prunedThrough = last
-		}
-		if _, err := l.checkpoint(map[string]string{
-			AnnotationCheckpoint: "prune",
-			AnnotationPrunedFile: filepath.Base(old),
-			AnnotationPrunedSeqs: fmt.Sprintf("%d-%d", first, last),
-			AnnotationPrunedHash: lastHash.String(),
-		}); err != nil {
-			return err
-		}
-		if err := os.Remove(old); err != nil {
-			l.o.Log.Error(err, "removing a rotated audit file beyond --audit-log-maxbackup", "file", old)
-		}
-	}
-	return nil
-}
-
-// findPrunedThrough finds the newest cumulative prune checkpoint, reading
-// files from the newest until one holds it.
-func findPrunedThrough(path string) uint64 {
-	files, err := Files(path)
-	if err != nil {
-		return 0
-	}
-	for i := len(files) - 1; i >= 0; i-- {
-		var through uint64
-		_ = scanFile(files[i], func(r Record) error {
-			if r.Err == nil && r.Event.Annotation(AnnotationCheckpoint) == "prune" {
-				if p, err := parsePrune(r); err == nil && p.first == 1 && p.last > through {
-					through = p.last
-				}
-			}
-			return nil
-		})
-		if through > 0 {
-			return through
-		}
-	}
-	return 0
-}
-
-// fileRange returns the first and last sequence numbers of a file and the
-// hash of its last record.
-func fileRange(path string) (first, last uint64, lastHash Hash, err error) {
-	var prevRaw []byte
-	var prevHash Hash
-	err = scanFile(path, func(r Record) error {
-		if r.Err != nil {
-			return r.Err
-		}
-		if first == 0 {
-			first = r.Seq
-		}
-		last, prevRaw, prevHash = r.Seq, r.Raw, r.Prev
-		return nil
-	})
-	if err == nil && first == 0 {
-		err = fmt.Errorf("%s holds no records", path)
-	}
-	if err == nil {
-		lastHash = Link(prevHash, prevRaw)
-	}
-	return first, last, lastHash, err
-}
-
-// Sync fsyncs everything written so far.
-func (l *Log) Sync() error {
-	l.mu.Lock()
-	seq := l.seq
-	l.mu.Unlock()
-	return l.syncTo(seq)
-}
-
-// syncTo returns once record seq is on disk. One caller at a time fsyncs,
-// covering every record written before it started; the others wait for it
-// and are all woken when it ends, so those it covered return at once and
-// one of the rest starts the next fsync for everything written meanwhile
-// (group commit).
-func (l *Log) syncTo(seq uint64) error {
-	if l.synced.Load() >= seq {
-		return nil
-	}
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	for l.synced.Load() < seq {
-		if l.syncing {
-			l.syncDone.Wait()
-			continue
-		}
-		l.syncing = true
-		l.mu.Lock()
-		f, target := l.f, l.seq
-		l.mu.Unlock()
-		l.syncMu.Unlock()
-		err := f.Sync()
-		l.syncMu.Lock()
-		l.syncing = false
-		if err == nil {
-			l.storeSynced(target)
-		}
-		l.syncDone.Broadcast()
-		if err != nil {
-			if l.synced.Load() >= seq {
-				return nil // the file was rotated and synced meanwhile
-			}
-			l.syncErrs.Add(1)
-			return fmt.Errorf("syncing the audit log %s: %w", l.o.Path, err)
-		}
-	}
-	return nil
-}
-
-func (l *Log) storeSynced(seq uint64) {
-	for {
-		cur := l.synced.Load()
-		if cur >= seq || l.synced.CompareAndSwap(cur, seq) {
-			return
-		}
-	}
 }
 
 // Close writes a stop checkpoint, syncs and closes the file.

@@ -19,9 +19,10 @@ import (
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/agent/methods"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // AuditIDHeader is the response header carrying the request's audit ID.
@@ -46,14 +47,6 @@ const (
 	RuleGateError   = "gate-error"
 	RuleAudit       = "audit-unavailable"
 )
-
-// pathFields are the request fields of each API group that carry host
-// paths (see docs/agent.md#confinement); they are confined before the gate.
-var pathFields = map[string][]string{
-	"filesystem": {"path", "source_path", "target_path"},
-	"volume":     {"path", "target_path", "mount"},
-	"smb":        {"local_path"},
-}
 
 // Options configures a Guard.
 type Options struct {
@@ -139,8 +132,9 @@ func New(o Options) (*Guard, error) {
 
 // call is one request on its way through the guard.
 type call struct {
-	ep       endpoint.Info
+	ep       server.EndpointInfo
 	method   string
+	fields   *methods.Method // the method's path and object fields
 	full     string
 	caller   *identity.Caller
 	req      map[string]any
@@ -215,8 +209,9 @@ func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 }
 
 func (g *Guard) begin(ctx context.Context, fullMethod string, req map[string]any) *call {
-	ep, _ := endpoint.FromContext(ctx)
+	ep, _ := server.EndpointFromContext(ctx)
 	c := &call{ep: ep, method: path.Base(fullMethod), full: fullMethod, req: req, received: g.o.Now(), auditID: uuid.NewString()}
+	c.fields = methods.Of(ep.Group, c.method)
 	if ua := metadata.ValueFromIncomingContext(ctx, "user-agent"); len(ua) > 0 {
 		c.agent = ua[0]
 	}
@@ -238,14 +233,15 @@ func (g *Guard) authorize(ctx context.Context, c *call) error {
 	if err := g.token(ctx, c); err != nil {
 		return err
 	}
-	for _, f := range pathFields[c.ep.Group] {
-		p, _ := c.req[f].(string)
+	// Every path field of the method (package methods) is confined here.
+	for _, f := range c.fields.Paths() {
+		p, _ := c.req[f.Name].(string)
 		if p == "" {
 			continue
 		}
 		// The handler resolves symlinks with the mode its operation needs,
 		// before the host is touched; the shape and root rules run here.
-		if _, err := g.o.Confiner.CheckLexical(f, p); err != nil {
+		if _, err := g.o.Confiner.CheckLexical(f.Name, p); err != nil {
 			var ref *confine.Refusal
 			rule := RuleConfinement
 			if errors.As(err, &ref) {
@@ -338,7 +334,7 @@ func (g *Guard) event(c *call, stage audit.Stage, at time.Time) *audit.Event {
 	ev := &audit.Event{
 		Kind: audit.Kind, APIVersion: audit.APIVersion, Level: g.o.Level, AuditID: c.auditID, Stage: stage,
 		RequestURI: c.full, Verb: c.method, User: *c.user, UserAgent: c.agent,
-		ObjectRef:                &audit.ObjectReference{Resource: c.ep.Group, APIGroup: "csi-proxy", APIVersion: c.ep.Version, Name: objectName(c.req)},
+		ObjectRef:                &audit.ObjectReference{Resource: c.ep.Group, APIGroup: "csi-proxy", APIVersion: c.ep.Version, Name: objectName(c.fields, c.req)},
 		RequestReceivedTimestamp: stamp(c.received), StageTimestamp: stamp(at),
 		Annotations: map[string]string{audit.AnnotationRecord: audit.RecordRequest},
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // newTestGuard returns a guard with the shipped rules and an audit log in a
@@ -47,7 +47,7 @@ func newTestGuard(tb testing.TB) (*Guard, string) {
 // callContext is the context of a request on a connection from caller.
 func callContext(caller *identity.Caller, md metadata.MD) context.Context {
 	ctx := peer.NewContext(context.Background(), &peer.Peer{AuthInfo: identity.AuthInfo{Caller: caller}})
-	ctx = endpoint.NewContext(ctx, endpoint.Info{Group: "filesystem", Version: "v1"})
+	ctx = server.NewEndpointContext(ctx, server.EndpointInfo{Group: "filesystem", Version: "v1"})
 	ctx = metadata.NewIncomingContext(ctx, md)
 	return grpc.NewContextWithServerTransportStream(ctx, &headerStream{})
 }

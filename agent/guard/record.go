@@ -10,15 +10,14 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/agent/methods"
 )
 
-// objectFields name, in order of preference, the request field that names
-// what a call acts on.
-var objectFields = []string{"path", "target_path", "local_path", "mount", "source_path", "volume_id", "remote_path", "name", "iqn", "disk_number", "disk_id"}
-
-func objectName(req map[string]any) string {
-	for _, f := range objectFields {
-		switch v := req[f].(type) {
+// objectName is the first of the method's fields, in the table's order of
+// preference, that names what the call acts on.
+func objectName(m *methods.Method, req map[string]any) string {
+	for _, f := range m.Fields {
+		switch v := req[f.Name].(type) {
 		case string:
 			if v != "" {
 				return v

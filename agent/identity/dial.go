@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultTokenAudience is the audience pipeguard-agent verifies tokens for
-// unless --token-audience says otherwise.
+// unless TokenOptions.Audience says otherwise.
 const DefaultTokenAudience = "pipeguard-agent"
 
 // WithServiceAccountToken is a dial option for CSI drivers that want to

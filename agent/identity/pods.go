@@ -35,7 +35,7 @@ type PodIndex struct {
 // NewPodIndex watches the pods bound to nodeName.
 func NewPodIndex(client kubernetes.Interface, nodeName string) (*PodIndex, error) {
 	if nodeName == "" {
-		return nil, errors.New("the pod watch needs this node's name: set --node-name")
+		return nil, errors.New("the pod watch needs this node's name: nodeName is empty")
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
@@ -71,7 +71,7 @@ func (p *PodIndex) Start(ctx context.Context, timeout time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), p.informer.HasSynced) {
-		return fmt.Errorf("the pod watch did not sync within %s: check --kubeconfig and that the agent may list and watch pods", timeout)
+		return fmt.Errorf("the pod watch did not sync within %s: check that the client reaches the API server and may list and watch pods", timeout)
 	}
 	return nil
 }

@@ -75,13 +75,13 @@ func (r *Rejection) Error() string { return r.Msg }
 // NewTokenVerifier checks the options.
 func NewTokenVerifier(o TokenOptions) (*TokenVerifier, error) {
 	if o.Reviewer == nil {
-		return nil, errors.New("token verification needs a Kubernetes client: set --kubeconfig")
+		return nil, errors.New("token verification needs a Kubernetes client: set TokenOptions.Reviewer")
 	}
 	if o.Audience == "" {
-		return nil, errors.New("token verification needs an audience: set --token-audience")
+		return nil, errors.New("token verification needs an audience: set TokenOptions.Audience")
 	}
 	if o.NodeName == "" {
-		return nil, errors.New("token verification needs this node's name: set --node-name")
+		return nil, errors.New("token verification needs this node's name: set TokenOptions.NodeName")
 	}
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = DefaultTokenCacheTTL

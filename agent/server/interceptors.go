@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 )
 
 // Log keys.
@@ -21,8 +20,8 @@ const (
 )
 
 // chain returns the unary and stream interceptors of one endpoint, in order.
-func (s *Server) chain(ep endpoint.Endpoint, address string) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
-	info := endpoint.Info{Group: ep.Group, Version: ep.Version, Address: address}
+func (s *Server) chain(ep Endpoint, address string) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
+	info := EndpointInfo{Group: ep.Group, Version: ep.Version, Address: address}
 	log := s.log.WithValues(keyGroup, ep.Group, keyVersion, ep.Version)
 
 	unary := []grpc.UnaryServerInterceptor{contextUnary(info, log)}
@@ -42,17 +41,17 @@ func (s *Server) chain(ep endpoint.Endpoint, address string) ([]grpc.UnaryServer
 	return unary, stream
 }
 
-func contextUnary(info endpoint.Info, log logr.Logger) grpc.UnaryServerInterceptor {
+func contextUnary(info EndpointInfo, log logr.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, gi *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx = endpoint.NewContext(ctx, info)
+		ctx = NewEndpointContext(ctx, info)
 		ctx = logr.NewContext(ctx, log.WithValues(keyMethod, path.Base(gi.FullMethod)))
 		return handler(ctx, req)
 	}
 }
 
-func contextStream(info endpoint.Info, log logr.Logger) grpc.StreamServerInterceptor {
+func contextStream(info EndpointInfo, log logr.Logger) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, gi *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx := endpoint.NewContext(ss.Context(), info)
+		ctx := NewEndpointContext(ss.Context(), info)
 		ctx = logr.NewContext(ctx, log.WithValues(keyMethod, path.Base(gi.FullMethod)))
 		return handler(srv, &contextStreamWrapper{ServerStream: ss, ctx: ctx})
 	}
@@ -67,13 +66,13 @@ func (w *contextStreamWrapper) Context() context.Context { return w.ctx }
 
 // needsWindowsUnary answers every call of a Windows-only group on another OS,
 // before any validation, so callers get one clear answer.
-func needsWindowsUnary(ep endpoint.Endpoint) grpc.UnaryServerInterceptor {
+func needsWindowsUnary(ep Endpoint) grpc.UnaryServerInterceptor {
 	return func(_ context.Context, _ any, gi *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
 		return nil, apierr.NeedsWindows(ep.Group, ep.Version, path.Base(gi.FullMethod), runtime.GOOS)
 	}
 }
 
-func needsWindowsStream(ep endpoint.Endpoint) grpc.StreamServerInterceptor {
+func needsWindowsStream(ep Endpoint) grpc.StreamServerInterceptor {
 	return func(_ any, _ grpc.ServerStream, gi *grpc.StreamServerInfo, _ grpc.StreamHandler) error {
 		return apierr.NeedsWindows(ep.Group, ep.Version, path.Base(gi.FullMethod), runtime.GOOS)
 	}

@@ -11,31 +11,27 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-
-	"github.com/pipeguard/pipeguard/agent/endpoint"
-	"github.com/pipeguard/pipeguard/agent/listen"
-	"github.com/pipeguard/pipeguard/agent/metrics"
 )
 
 // DefaultShutdownTimeout bounds how long shutdown waits for in-flight calls.
 const DefaultShutdownTimeout = 30 * time.Second
 
-// Listener opens the listener of an API group version; listen.Listen is the
-// real one.
-type Listener func(ctx context.Context, o listen.Options, group, version string) (net.Listener, error)
+// Listener opens the listener of an API group version; Listen is the real
+// one.
+type Listener func(ctx context.Context, o ListenOptions, group, version string) (net.Listener, error)
 
 // Options configures a Server.
 type Options struct {
 	// Log is the base logger; requests get one with group, version and method.
 	Log logr.Logger
 	// Listen says where the endpoints listen.
-	Listen listen.Options
-	// Listener opens listeners; nil means listen.Listen.
+	Listen ListenOptions
+	// Listener opens listeners; nil means Listen.
 	Listener Listener
 	// Endpoints are the API group versions to serve.
-	Endpoints []endpoint.Endpoint
+	Endpoints []Endpoint
 	// Metrics, when set, measures every request.
-	Metrics *metrics.Metrics
+	Metrics *Metrics
 	// UnaryInterceptors and StreamInterceptors run, in order, after metrics
 	// and before the handler, on every endpoint: the place for gating,
 	// caller identity and audit.
@@ -52,12 +48,12 @@ type Options struct {
 type Server struct {
 	opts    Options
 	log     logr.Logger
-	metrics *metrics.Metrics
+	metrics *Metrics
 	served  []served
 }
 
 type served struct {
-	ep      endpoint.Endpoint
+	ep      Endpoint
 	address string
 	lis     net.Listener
 	grpc    *grpc.Server
@@ -70,7 +66,7 @@ func New(o Options) (*Server, error) {
 	}
 	seen := map[string]bool{}
 	for _, ep := range o.Endpoints {
-		name := listen.BaseName(ep.Group, ep.Version)
+		name := BaseName(ep.Group, ep.Version)
 		if seen[name] {
 			return nil, fmt.Errorf("endpoint %s listed twice", name)
 		}
@@ -80,7 +76,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	if o.Listener == nil {
-		o.Listener = listen.Listen
+		o.Listener = Listen
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout

@@ -16,8 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
-	"github.com/pipeguard/pipeguard/agent/listen"
 )
 
 // stub answers PathExists with a confinement refusal, as a handler would.
@@ -29,15 +27,15 @@ func (stub) PathExists(context.Context, *fsv1.PathExistsRequest) (*fsv1.PathExis
 	return nil, &confine.Refusal{Rule: confine.RuleOutsideRoots, Field: "path", Path: "/etc", Reason: "is outside"}
 }
 
-func fsEndpoint(needsWindows bool) endpoint.Endpoint {
-	return endpoint.Endpoint{Group: "filesystem", Version: "v1", NeedsWindows: needsWindows,
+func fsEndpoint(needsWindows bool) Endpoint {
+	return Endpoint{Group: "filesystem", Version: "v1", NeedsWindows: needsWindows,
 		Register: func(g *grpc.Server) { fsv1.RegisterFilesystemServer(g, &stub{}) }}
 }
 
 func serve(t *testing.T, o Options) (fsv1.FilesystemClient, func()) {
 	t.Helper()
 	o.Log = logr.Discard()
-	o.Listen = listen.Options{SocketDir: filepath.Join(t.TempDir(), "s")}
+	o.Listen = ListenOptions{SocketDir: filepath.Join(t.TempDir(), "s")}
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +67,7 @@ func TestInterceptorChain(t *testing.T) {
 	var seen []string
 	record := func(name string) grpc.UnaryServerInterceptor {
 		return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			ep, ok := endpoint.FromContext(ctx)
+			ep, ok := EndpointFromContext(ctx)
 			_, logErr := logr.FromContext(ctx)
 			hasLog := logErr == nil
 			resp, err := h(ctx, req)
@@ -84,7 +82,7 @@ func TestInterceptorChain(t *testing.T) {
 		}
 	}
 	c, stop := serve(t, Options{
-		Endpoints:         []endpoint.Endpoint{fsEndpoint(false)},
+		Endpoints:         []Endpoint{fsEndpoint(false)},
 		UnaryInterceptors: []grpc.UnaryServerInterceptor{record("outer"), record("inner")},
 	})
 	defer stop()
@@ -104,7 +102,7 @@ func TestInterceptorChain(t *testing.T) {
 func TestNeedsWindowsStopsBeforeHandler(t *testing.T) {
 	var reached bool
 	c, stop := serve(t, Options{
-		Endpoints: []endpoint.Endpoint{fsEndpoint(true)},
+		Endpoints: []Endpoint{fsEndpoint(true)},
 		UnaryInterceptors: []grpc.UnaryServerInterceptor{func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			reached = true // the gate still sees the call
 			return h(ctx, req)
@@ -120,12 +118,12 @@ func TestNeedsWindowsStopsBeforeHandler(t *testing.T) {
 
 func TestNewRejects(t *testing.T) {
 	cases := map[string]struct {
-		eps  []endpoint.Endpoint
+		eps  []Endpoint
 		want string
 	}{
 		"nothing":     {nil, "no endpoints to serve"},
-		"duplicate":   {[]endpoint.Endpoint{fsEndpoint(false), fsEndpoint(false)}, "endpoint csi-proxy-filesystem-v1 listed twice"},
-		"no register": {[]endpoint.Endpoint{{Group: "disk", Version: "v1"}}, "endpoint csi-proxy-disk-v1 has no service"},
+		"duplicate":   {[]Endpoint{fsEndpoint(false), fsEndpoint(false)}, "endpoint csi-proxy-filesystem-v1 listed twice"},
+		"no register": {[]Endpoint{{Group: "disk", Version: "v1"}}, "endpoint csi-proxy-disk-v1 has no service"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -142,8 +140,8 @@ func TestListenFailureClosesOpenedListeners(t *testing.T) {
 	closed := 0
 	s, err := New(Options{
 		Log:       logr.Discard(),
-		Endpoints: []endpoint.Endpoint{fsEndpoint(false), {Group: "disk", Version: "v1", Register: func(*grpc.Server) {}}},
-		Listener: func(ctx context.Context, o listen.Options, group, version string) (netListener, error) {
+		Endpoints: []Endpoint{fsEndpoint(false), {Group: "disk", Version: "v1", Register: func(*grpc.Server) {}}},
+		Listener: func(ctx context.Context, o ListenOptions, group, version string) (netListener, error) {
 			if group == "disk" {
 				return nil, errors.New("pipe busy")
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/identity"
-	"github.com/pipeguard/pipeguard/agent/listen"
 	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
@@ -70,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	// pipeguard's own.
 	fs.StringVar(&o.SocketDir, "socket-dir", "/run/pipeguard", "directory of the unix sockets standing in for the pipes (not Windows)")
 	fs.Var(&allowedServices, "allowed-service", "Windows service that system StartService/StopService may touch (repeatable); none by default")
-	fs.StringVar(&o.PipeSDDL, "pipe-sddl", listen.DefaultSDDL, "security descriptor (SDDL) of the named pipes (Windows)")
+	fs.StringVar(&o.PipeSDDL, "pipe-sddl", server.DefaultSDDL, "security descriptor (SDDL) of the named pipes (Windows)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long shutdown waits for in-flight calls")
 	fs.StringVar(&cfg.serviceName, "service-name", "pipeguard-agent", "Windows service name, with --windows-service")
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")

@@ -20,7 +20,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // agentProcess runs the test binary as pipeguard-agent with args and waits
@@ -90,7 +90,7 @@ func TestKill9UnderLoad(t *testing.T) {
 	var enoughOnce sync.Once
 	for w := range clients {
 		wg.Go(func() {
-			conn, err := grpc.NewClient("unix://"+listen.SocketPath(sockets, "filesystem", "v1"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			conn, err := grpc.NewClient("unix://"+server.SocketPath(sockets, "filesystem", "v1"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				t.Error(err)
 				return

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
 
@@ -41,7 +41,7 @@ func TestParseFlags(t *testing.T) {
 		check  func(t *testing.T, c config)
 	}{
 		"defaults": {args: nil, ok: true, check: func(t *testing.T, c config) {
-			if c.Agent.KubeletPath != defaultKubeletPath() || !c.Agent.RequirePrivacy || c.Agent.PipeSDDL != listen.DefaultSDDL {
+			if c.Agent.KubeletPath != defaultKubeletPath() || !c.Agent.RequirePrivacy || c.Agent.PipeSDDL != server.DefaultSDDL {
 				t.Errorf("defaults: %+v", c.Agent)
 			}
 		}},
@@ -158,7 +158,7 @@ func TestContract(t *testing.T) {
 	case err := <-exited:
 		t.Fatalf("agent exited before listening: %v\n%s", err, stderr.String())
 	}
-	sock := listen.SocketPath(sockets, "filesystem", "v1")
+	sock := server.SocketPath(sockets, "filesystem", "v1")
 
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -12,14 +15,41 @@ import (
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
 
-// flagOf names the flag behind each option app.Run can reject.
+// flagOf names the flag behind each option app.Run can reject (by its
+// field of app.Config), and behind each option the agent's packages name in
+// their messages (by its type and field).
 var flagOf = map[string]string{
 	"Guard.PolicyDir":     "--policy-dir",
 	"Guard.Kubeconfig":    "--kubeconfig",
 	"Guard.NodeName":      "--node-name",
 	"Guard.TokenAudience": "--token-audience",
 	"Guard.Audit.Path":    "--audit-log-path",
+
+	"ListenOptions.SocketDir": "--socket-dir",
+	"TokenOptions.Reviewer":   "--kubeconfig",
+	"TokenOptions.Audience":   "--token-audience",
+	"TokenOptions.NodeName":   "--node-name",
+	"Options.Path":            "--audit-log-path",
+	"Options.MaxBackups":      "--audit-log-maxbackup",
 }
+
+// optionFlags rewrites the options a message names as their flags; longer
+// names go first, so that a name is never cut short by a shorter one.
+var optionFlags = func() *strings.Replacer {
+	names := slices.SortedFunc(maps.Keys(flagOf), func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, name := range names {
+		pairs = append(pairs, name, flagOf[name])
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// flagError is an error whose message names the agent's options by the
+// flags that set them.
+type flagError struct{ err error }
+
+func (e flagError) Error() string { return optionFlags.Replace(e.err.Error()) }
+func (e flagError) Unwrap() error { return e.err }
 
 // serve runs the agent until ctx is done and returns the exit code: 2 for a
 // configuration it cannot start with, 1 when it cannot listen or serve.
@@ -35,10 +65,10 @@ func serve(ctx context.Context, cfg config, stderr io.Writer, ready func(address
 		if flag, ok := flagOf[oe.Option]; ok {
 			err = fmt.Errorf("%s: %w", flag, oe.Err)
 		}
-		log.Error(err, "invalid configuration")
+		log.Error(flagError{err}, "invalid configuration")
 		return 2
 	}
-	log.Error(err, "the agent stopped")
+	log.Error(flagError{err}, "the agent stopped")
 	return 1
 }
 

@@ -15,6 +15,17 @@ are read too), a directory of audit files, or "-" (the default) for
 standard input.
 `
 
+// agentFlags names the agent's options, where the audit package's messages
+// name them, by the pipeguard-agent flags that set them.
+var agentFlags = strings.NewReplacer("Options.MaxBackups", "--audit-log-maxbackup", "Options.Path", "--audit-log-path")
+
+// agentFlagError is an error of the audit package whose message names the
+// agent's options by their flags.
+type agentFlagError struct{ err error }
+
+func (e agentFlagError) Error() string { return agentFlags.Replace(e.err.Error()) }
+func (e agentFlagError) Unwrap() error { return e.err }
+
 func auditCommand(sub string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch sub {
 	case "query":
@@ -43,7 +54,7 @@ func auditSource(fs *flag.FlagSet, stdin io.Reader) (audit.Source, string, error
 	}
 	files, err := audit.Files(path)
 	if err != nil {
-		return audit.Source{}, "", err
+		return audit.Source{}, "", agentFlagError{err}
 	}
 	return audit.Source{Paths: files}, path, nil
 }

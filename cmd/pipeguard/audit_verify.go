@@ -30,17 +30,23 @@ func auditVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 	for _, n := range rep.Notices {
-		fmt.Fprintf(stdout, "notice: %s\n", n)
+		fmt.Fprintf(stdout, "notice: %s\n", withFlags(n))
 	}
 	if !rep.OK() {
-		fmt.Fprintf(stdout, "FAIL: %s\n", rep.Problems[0])
+		fmt.Fprintf(stdout, "FAIL: %s\n", withFlags(rep.Problems[0]))
 		for _, p := range rep.Problems[1:] {
-			fmt.Fprintf(stdout, "also: %s\n", p)
+			fmt.Fprintf(stdout, "also: %s\n", withFlags(p))
 		}
 		return exitDenied
 	}
 	fmt.Fprintf(stdout, "OK: audit chain intact: %d records, seq %d–%d, in %d %s\n", rep.Records, rep.First, rep.Last, len(rep.Files), plural(len(rep.Files), "file", "files"))
 	return exitOK
+}
+
+// withFlags names the agent's options in a finding by their flags.
+func withFlags(f audit.Finding) audit.Finding {
+	f.Msg = agentFlags.Replace(f.Msg)
+	return f
 }
 
 func plural(n int, one, many string) string {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // Group is the API group name.
@@ -35,8 +35,8 @@ func New(host hostdisk.API) (*Server, error) {
 }
 
 // Endpoints returns every served disk API version.
-func (s *Server) Endpoints() []endpoint.Endpoint {
-	return []endpoint.Endpoint{
+func (s *Server) Endpoints() []server.Endpoint {
+	return []server.Endpoint{
 		{Group: Group, Version: "v1alpha1", Register: s.registerV1alpha1},
 		{Group: Group, Version: "v1beta1", Register: s.registerV1beta1},
 		{Group: Group, Version: "v1beta2", Register: s.registerV1beta2},

@@ -5,12 +5,25 @@ import (
 	"errors"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
+	"github.com/pipeguard/pipeguard/agent/methods"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // Group is the API group name.
 const Group = "filesystem"
+
+// The path fields of each operation, with how far each is resolved through
+// symlinks (package methods).
+var (
+	pathExistsPath    = methods.MustPath(Group, "PathExists", "path")
+	mkdirPath         = methods.MustPath(Group, "Mkdir", "path")
+	rmdirPath         = methods.MustPath(Group, "Rmdir", "path")
+	rmdirContentsPath = methods.MustPath(Group, "RmdirContents", "path")
+	symlinkSource     = methods.MustPath(Group, "CreateSymlink", "source_path")
+	symlinkTarget     = methods.MustPath(Group, "CreateSymlink", "target_path")
+	isSymlinkPath     = methods.MustPath(Group, "IsSymlink", "path")
+)
 
 // Server is the version-independent filesystem server.
 type Server struct {
@@ -27,8 +40,8 @@ func New(host hostfs.API, conf *confine.Confiner) (*Server, error) {
 }
 
 // Endpoints returns every served filesystem API version.
-func (s *Server) Endpoints() []endpoint.Endpoint {
-	return []endpoint.Endpoint{
+func (s *Server) Endpoints() []server.Endpoint {
+	return []server.Endpoint{
 		{Group: Group, Version: "v1alpha1", Register: s.registerV1alpha1},
 		{Group: Group, Version: "v1beta1", Register: s.registerV1beta1},
 		{Group: Group, Version: "v1beta2", Register: s.registerV1beta2},
@@ -39,7 +52,7 @@ func (s *Server) Endpoints() []endpoint.Endpoint {
 
 // PathExists reports whether path exists; a final symlink is not followed.
 func (s *Server) PathExists(ctx context.Context, path string) (bool, error) {
-	p, err := s.conf.Check("path", path, confine.ResolveParent)
+	p, err := pathExistsPath.Check(s.conf, path)
 	if err != nil {
 		return false, err
 	}
@@ -48,7 +61,7 @@ func (s *Server) PathExists(ctx context.Context, path string) (bool, error) {
 
 // Mkdir creates path and its parents.
 func (s *Server) Mkdir(ctx context.Context, path string) error {
-	p, err := s.conf.Check("path", path, confine.ResolveAll)
+	p, err := mkdirPath.Check(s.conf, path)
 	if err != nil {
 		return err
 	}
@@ -58,7 +71,7 @@ func (s *Server) Mkdir(ctx context.Context, path string) error {
 // Rmdir removes the directory or link at path, with its contents if force.
 // A link is removed, not followed.
 func (s *Server) Rmdir(ctx context.Context, path string, force bool) error {
-	p, err := s.conf.Check("path", path, confine.ResolveParent)
+	p, err := rmdirPath.Check(s.conf, path)
 	if err != nil {
 		return err
 	}
@@ -68,7 +81,7 @@ func (s *Server) Rmdir(ctx context.Context, path string, force bool) error {
 // RmdirContents empties the directory at path; a link is followed, so its
 // target must be confined too.
 func (s *Server) RmdirContents(ctx context.Context, path string) error {
-	p, err := s.conf.Check("path", path, confine.ResolveAll)
+	p, err := rmdirContentsPath.Check(s.conf, path)
 	if err != nil {
 		return err
 	}
@@ -79,11 +92,11 @@ func (s *Server) RmdirContents(ctx context.Context, path string) error {
 // Proxy checks the same, and a link out of the roots would be an escape for
 // every later call.
 func (s *Server) CreateSymlink(ctx context.Context, source, target string) error {
-	src, err := s.conf.Check("source_path", source, confine.ResolveAll)
+	src, err := symlinkSource.Check(s.conf, source)
 	if err != nil {
 		return err
 	}
-	tgt, err := s.conf.Check("target_path", target, confine.ResolveParent)
+	tgt, err := symlinkTarget.Check(s.conf, target)
 	if err != nil {
 		return err
 	}
@@ -94,7 +107,7 @@ func (s *Server) CreateSymlink(ctx context.Context, source, target string) error
 // does not confine this call; pipeguard does, since its answer reveals
 // whether the link target exists.
 func (s *Server) IsSymlink(ctx context.Context, path string) (bool, error) {
-	p, err := s.conf.Check("path", path, confine.ResolveParent)
+	p, err := isSymlinkPath.Check(s.conf, path)
 	if err != nil {
 		return false, err
 	}

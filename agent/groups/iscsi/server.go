@@ -5,9 +5,9 @@ import (
 	"errors"
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
 	"github.com/pipeguard/pipeguard/agent/hostops/validate"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // Group is the API group name.
@@ -30,8 +30,8 @@ func New(host hostiscsi.API) (*Server, error) {
 }
 
 // Endpoints returns every served iscsi API version.
-func (s *Server) Endpoints() []endpoint.Endpoint {
-	return []endpoint.Endpoint{
+func (s *Server) Endpoints() []server.Endpoint {
+	return []server.Endpoint{
 		{Group: Group, Version: "v1alpha1", Register: s.registerV1alpha1},
 		{Group: Group, Version: "v1alpha2", Register: s.registerV1alpha2},
 	}

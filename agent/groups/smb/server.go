@@ -8,13 +8,17 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/validate"
+	"github.com/pipeguard/pipeguard/agent/methods"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // Group is the API group name.
 const Group = "smb"
+
+// mappingLocalPath is the path field of NewSmbGlobalMapping (package methods).
+var mappingLocalPath = methods.MustPath(Group, "NewSmbGlobalMapping", "local_path")
 
 // Server is the version-independent smb server.
 type Server struct {
@@ -35,8 +39,8 @@ func New(host hostsmb.API, conf *confine.Confiner, requirePrivacy bool) (*Server
 }
 
 // Endpoints returns every served smb API version.
-func (s *Server) Endpoints() []endpoint.Endpoint {
-	return []endpoint.Endpoint{
+func (s *Server) Endpoints() []server.Endpoint {
+	return []server.Endpoint{
 		{Group: Group, Version: "v1alpha1", Register: s.registerV1alpha1},
 		{Group: Group, Version: "v1beta1", Register: s.registerV1beta1},
 		{Group: Group, Version: "v1beta2", Register: s.registerV1beta2},
@@ -53,7 +57,7 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 	}
 	local := ""
 	if localPath != "" {
-		if local, err = s.conf.Check("local_path", localPath, confine.ResolveParent); err != nil {
+		if local, err = mappingLocalPath.Check(s.conf, localPath); err != nil {
 			return err
 		}
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	"github.com/pipeguard/pipeguard/agent/hostops/validate"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // Group is the API group name.
@@ -43,8 +43,8 @@ func New(host hostsys.API, allowed []string) (*Server, error) {
 }
 
 // Endpoints returns the served system API version.
-func (s *Server) Endpoints() []endpoint.Endpoint {
-	return []endpoint.Endpoint{{Group: Group, Version: "v1alpha1", Register: func(g *grpc.Server) {
+func (s *Server) Endpoints() []server.Endpoint {
+	return []server.Endpoint{{Group: Group, Version: "v1alpha1", Register: func(g *grpc.Server) {
 		sysv1alpha1.RegisterSystemServer(g, serverV1alpha1{s})
 	}}}
 }

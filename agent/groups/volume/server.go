@@ -6,9 +6,10 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/methods"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // Group is the API group name.
@@ -30,8 +31,8 @@ func New(host hostvol.API, conf *confine.Confiner) (*Server, error) {
 }
 
 // Endpoints returns every served volume API version.
-func (s *Server) Endpoints() []endpoint.Endpoint {
-	return []endpoint.Endpoint{
+func (s *Server) Endpoints() []server.Endpoint {
+	return []server.Endpoint{
 		{Group: Group, Version: "v1alpha1", Register: s.registerV1alpha1},
 		{Group: Group, Version: "v1beta1", Register: s.registerV1beta1},
 		{Group: Group, Version: "v1beta2", Register: s.registerV1beta2},
@@ -43,16 +44,25 @@ func (s *Server) Endpoints() []endpoint.Endpoint {
 
 const fieldVolumeID = "volume_id"
 
-func (s *Server) mountArgs(volumeID, pathField, path string) (string, error) {
+// The table entries of the operations with path fields, whose names differ
+// between versions (package methods).
+var (
+	mountVolume               = methods.MustLookup(Group, "MountVolume")
+	unmountVolume             = methods.MustLookup(Group, "UnmountVolume")
+	getVolumeIDFromTargetPath = methods.MustLookup(Group, "GetVolumeIDFromTargetPath")
+	closestVolumeTargetPath   = methods.MustPath(Group, "GetClosestVolumeIDFromTargetPath", "target_path")
+)
+
+func (s *Server) mountArgs(m *methods.Method, volumeID, pathField, path string) (string, error) {
 	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
 		return "", err
 	}
-	return s.conf.Check(pathField, path, confine.ResolveParent)
+	return m.Check(s.conf, pathField, path)
 }
 
 // MountVolume mounts the volume at path.
 func (s *Server) MountVolume(ctx context.Context, volumeID, pathField, path string) error {
-	p, err := s.mountArgs(volumeID, pathField, path)
+	p, err := s.mountArgs(mountVolume, volumeID, pathField, path)
 	if err != nil {
 		return err
 	}
@@ -61,7 +71,7 @@ func (s *Server) MountVolume(ctx context.Context, volumeID, pathField, path stri
 
 // UnmountVolume flushes and unmounts the volume from path.
 func (s *Server) UnmountVolume(ctx context.Context, volumeID, pathField, path string) error {
-	p, err := s.mountArgs(volumeID, pathField, path)
+	p, err := s.mountArgs(unmountVolume, volumeID, pathField, path)
 	if err != nil {
 		return err
 	}
@@ -113,7 +123,7 @@ func (s *Server) GetDiskNumberFromVolumeID(ctx context.Context, volumeID string)
 
 // GetVolumeIDFromTargetPath returns the volume mounted at path.
 func (s *Server) GetVolumeIDFromTargetPath(ctx context.Context, pathField, path string) (string, error) {
-	p, err := s.conf.Check(pathField, path, confine.ResolveParent)
+	p, err := getVolumeIDFromTargetPath.Check(s.conf, pathField, path)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +132,7 @@ func (s *Server) GetVolumeIDFromTargetPath(ctx context.Context, pathField, path 
 
 // GetClosestVolumeIDFromTargetPath returns the volume nearest to path.
 func (s *Server) GetClosestVolumeIDFromTargetPath(ctx context.Context, path string) (string, error) {
-	p, err := s.conf.Check("target_path", path, confine.ResolveParent)
+	p, err := closestVolumeTargetPath.Check(s.conf, path)
 	if err != nil {
 		return "", err
 	}

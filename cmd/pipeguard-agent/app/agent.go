@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/endpoint"
 	diskgroup "github.com/pipeguard/pipeguard/agent/groups/disk"
 	fsgroup "github.com/pipeguard/pipeguard/agent/groups/filesystem"
 	iscsigroup "github.com/pipeguard/pipeguard/agent/groups/iscsi"
@@ -28,8 +27,6 @@ import (
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/identity"
-	"github.com/pipeguard/pipeguard/agent/listen"
-	"github.com/pipeguard/pipeguard/agent/metrics"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
 
@@ -45,7 +42,7 @@ type Options struct {
 	// SocketDir holds the unix sockets (not Windows).
 	SocketDir string
 	// PipeSDDL is the security descriptor of the named pipes (Windows);
-	// empty means listen.DefaultSDDL.
+	// empty means server.DefaultSDDL.
 	PipeSDDL string
 	// AllowedServices are the Windows services that system StartService and
 	// StopService may touch; none by default.
@@ -96,7 +93,7 @@ func New(o Options) (*Agent, error) {
 	if o.KubeletPath == "" {
 		return nil, errors.New("no kubelet path: set --kubelet-path")
 	}
-	if err := listen.ValidateSDDL(o.PipeSDDL); err != nil {
+	if err := server.ValidateSDDL(o.PipeSDDL); err != nil {
 		return nil, err
 	}
 	flavour := confine.Linux
@@ -124,13 +121,13 @@ func New(o Options) (*Agent, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := metrics.New(reg)
+	m, err := server.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
 	so := server.Options{
 		Log:                o.Log,
-		Listen:             listen.Options{SocketDir: o.SocketDir, SDDL: o.PipeSDDL},
+		Listen:             server.ListenOptions{SocketDir: o.SocketDir, SDDL: o.PipeSDDL},
 		Endpoints:          eps,
 		Metrics:            m,
 		UnaryInterceptors:  o.UnaryInterceptors,
@@ -162,7 +159,7 @@ func New(o Options) (*Agent, error) {
 // Windows-only groups run their commands through o.Runner (the real runner
 // on Windows); elsewhere they are marked NeedsWindows and answer
 // Unimplemented.
-func buildEndpoints(o Options, conf *confine.Confiner) ([]endpoint.Endpoint, error) {
+func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error) {
 	fsHost := o.Filesystem
 	if fsHost == nil {
 		fsHost = hostfs.Local{}
@@ -202,7 +199,7 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]endpoint.Endpoint, err
 	}
 
 	eps := fs.Endpoints()
-	for _, group := range [][]endpoint.Endpoint{disk.Endpoints(), vol.Endpoints(), smb.Endpoints(), sys.Endpoints(), iscsi.Endpoints()} {
+	for _, group := range [][]server.Endpoint{disk.Endpoints(), vol.Endpoints(), smb.Endpoints(), sys.Endpoints(), iscsi.Endpoints()} {
 		for _, ep := range group {
 			ep.NeedsWindows = !onWindows
 			eps = append(eps, ep)
@@ -222,7 +219,7 @@ func (a *Agent) Addresses() []string { return a.server.Addresses() }
 // is logged and the API keeps serving.
 func (a *Agent) Serve(ctx context.Context) error {
 	go func() {
-		if err := metrics.Serve(ctx, a.opts.Log, a.opts.MetricsBindAddress, a.registry); err != nil {
+		if err := server.ServeMetrics(ctx, a.opts.Log, a.opts.MetricsBindAddress, a.registry); err != nil {
 			a.opts.Log.Error(err, "metrics are not served")
 		}
 	}()

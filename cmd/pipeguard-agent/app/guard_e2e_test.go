@@ -30,7 +30,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/identity"
-	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // guarded is an agent with gate and audit on, and its audit log path.
@@ -311,7 +311,7 @@ func TestSAToken(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte("driver-token\n"), 0o600)
 	dialWithToken := func(g *guarded) fsv1.FilesystemClient {
-		conn, err := grpc.NewClient("unix://"+listen.SocketPath(g.socketDir, "filesystem", "v1"),
+		conn, err := grpc.NewClient("unix://"+server.SocketPath(g.socketDir, "filesystem", "v1"),
 			grpc.WithTransportCredentials(insecure.NewCredentials()), identity.WithServiceAccountToken(tokenFile))
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // running is an agent serving on unix sockets in a temp dir.
@@ -73,7 +73,7 @@ func (r *running) stop(t testing.TB) {
 // dial connects to the socket of an API group version.
 func (r *running) dial(t testing.TB, group, version string) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+listen.SocketPath(r.socketDir, group, version),
+	conn, err := grpc.NewClient("unix://"+server.SocketPath(r.socketDir, group, version),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // TestConcurrentClients runs many clients, each on its own connection, each
@@ -81,7 +81,7 @@ func TestGracefulShutdown(t *testing.T) {
 	// New connections are refused once the listeners close; GracefulStop
 	// closes them before waiting for in-flight calls. A fresh connection
 	// cannot reach the socket.
-	sock := listen.SocketPath(r.socketDir, "filesystem", "v1")
+	sock := server.SocketPath(r.socketDir, "filesystem", "v1")
 	waitGone(t, sock)
 	late := fsv1.NewFilesystemClient(r.dial(t, "filesystem", "v1"))
 	_, err := late.PathExists(context.Background(), &fsv1.PathExistsRequest{Path: r.kubelet})

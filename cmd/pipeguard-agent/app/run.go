@@ -112,7 +112,7 @@ func NewGuard(ctx context.Context, c GuardConfig, o Options) (*guard.Options, er
 			return nil, &OptionError{Option: "Guard.NodeName", Err: err}
 		}
 		if err := pods.Start(ctx, podSyncTimeout); err != nil {
-			return nil, fmt.Errorf("watching the node's pods: %w", err)
+			return nil, fmt.Errorf("watching the node's pods (Guard.Kubeconfig %s): %w", c.Kubeconfig, err)
 		}
 		tokens, err := identity.NewTokenVerifier(identity.TokenOptions{
 			Reviewer: client.AuthenticationV1().TokenReviews(), Audience: c.TokenAudience, NodeName: c.NodeName})

@@ -1,4 +1,4 @@
-package listen
+package server
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestListenSocketMode(t *testing.T) {
 		t.Skip("unix sockets stand in for pipes only off Windows")
 	}
 	dir := t.TempDir()
-	o := Options{SocketDir: dir}
+	o := ListenOptions{SocketDir: dir}
 	l, err := Listen(context.Background(), o, "filesystem", "v1")
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package metrics
+package server
 
 import (
 	"context"
@@ -22,8 +22,8 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-// New creates the metrics and registers them on reg.
-func New(reg prometheus.Registerer) (*Metrics, error) {
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "pipeguard", Subsystem: "agent", Name: "requests_total",
@@ -71,9 +71,9 @@ func (m *Metrics) observe(group, version, fullMethod string, start time.Time, er
 	m.latency.WithLabelValues(group, version, method).Observe(time.Since(start).Seconds())
 }
 
-// Serve serves g on addr at /metrics until ctx is done. An empty addr or "0"
-// disables it.
-func Serve(ctx context.Context, log logr.Logger, addr string, g prometheus.Gatherer) error {
+// ServeMetrics serves g on addr at /metrics until ctx is done. An empty addr
+// or "0" disables it.
+func ServeMetrics(ctx context.Context, log logr.Logger, addr string, g prometheus.Gatherer) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package listen
+package server
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ const DefaultSDDL = "D:P(A;;GA;;;SY)(A;;GA;;;BA)(A;;GA;;;S-1-5-93-2-1)"
 // SocketMode is the permission of the unix sockets: owner and group only.
 const SocketMode = 0o660
 
-// Options configures the listeners.
-type Options struct {
+// ListenOptions configures the listeners.
+type ListenOptions struct {
 	// SocketDir is the directory of the unix sockets (not Windows).
 	SocketDir string
 	// SDDL is the security descriptor of the named pipes (Windows only);
@@ -25,7 +25,7 @@ type Options struct {
 
 // Address returns where the endpoint of an API group version listens on this
 // OS: its pipe on Windows, its socket elsewhere.
-func (o Options) Address(group, version string) string {
+func (o ListenOptions) Address(group, version string) string {
 	return address(o, group, version)
 }
 

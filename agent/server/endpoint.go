@@ -1,4 +1,4 @@
-package endpoint
+package server
 
 import (
 	"context"
@@ -20,8 +20,8 @@ type Endpoint struct {
 	NeedsWindows bool
 }
 
-// Info identifies the endpoint a request arrived on.
-type Info struct {
+// EndpointInfo identifies the endpoint a request arrived on.
+type EndpointInfo struct {
 	Group   string
 	Version string
 	// Address is the pipe or socket path.
@@ -30,14 +30,14 @@ type Info struct {
 
 type infoKey struct{}
 
-// NewContext returns ctx carrying info.
-func NewContext(ctx context.Context, info Info) context.Context {
+// NewEndpointContext returns ctx carrying info.
+func NewEndpointContext(ctx context.Context, info EndpointInfo) context.Context {
 	return context.WithValue(ctx, infoKey{}, info)
 }
 
-// FromContext returns the endpoint a request arrived on, as set by the server
-// before any interceptor runs.
-func FromContext(ctx context.Context) (Info, bool) {
-	info, ok := ctx.Value(infoKey{}).(Info)
+// EndpointFromContext returns the endpoint a request arrived on, as set by the
+// server before any interceptor runs.
+func EndpointFromContext(ctx context.Context) (EndpointInfo, bool) {
+	info, ok := ctx.Value(infoKey{}).(EndpointInfo)
 	return info, ok
 }

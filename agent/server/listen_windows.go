@@ -1,6 +1,6 @@
 //go:build windows
 
-package listen
+package server
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/Microsoft/go-winio"
 )
 
-func address(_ Options, group, version string) string {
+func address(_ ListenOptions, group, version string) string {
 	return PipePath(group, version)
 }
 
 // Listen creates the named pipe of an API group version with the configured
 // security descriptor (DefaultSDDL when none is set).
-func Listen(_ context.Context, o Options, group, version string) (net.Listener, error) {
+func Listen(_ context.Context, o ListenOptions, group, version string) (net.Listener, error) {
 	sddl := o.SDDL
 	if sddl == "" {
 		sddl = DefaultSDDL

@@ -1,6 +1,6 @@
 //go:build !windows
 
-package listen
+package server
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"os"
 )
 
-func address(o Options, group, version string) string {
+func address(o ListenOptions, group, version string) string {
 	return SocketPath(o.SocketDir, group, version)
 }
 
 // Listen opens the unix socket of an API group version with mode 0660. A
 // stale socket left by an agent that did not shut down is replaced; any other
 // file at that path is an error.
-func Listen(ctx context.Context, o Options, group, version string) (net.Listener, error) {
+func Listen(ctx context.Context, o ListenOptions, group, version string) (net.Listener, error) {
 	if o.SocketDir == "" {
-		return nil, errors.New("no socket dir: set --socket-dir")
+		return nil, errors.New("no socket dir: set ListenOptions.SocketDir")
 	}
 	if err := os.MkdirAll(o.SocketDir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating socket dir: %w", err)
@@ -28,7 +28,7 @@ func Listen(ctx context.Context, o Options, group, version string) (net.Listener
 	path := address(o, group, version)
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket: remove it or choose another --socket-dir", path)
+			return nil, fmt.Errorf("%s exists and is not a socket: remove it or choose another ListenOptions.SocketDir", path)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("removing stale socket: %w", err)
