@@ -14,8 +14,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/childproc"
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/childproc"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
 // serveCommand is the name of the hidden subcommand that serves one target

@@ -8,7 +8,7 @@
 // re-run with a hidden serve subcommand); the load alternates between them
 // in short slices so that both see the same machine.
 //
-//	go run ./hack/agentload --clients 1,16 --duration 5s --json agent.json
+//	go run ./hack/bench/agentload --clients 1,16 --duration 5s --json agent.json
 //
 // The kubelet directories and the audit log go to --dir, which should lie
 // on the disk an agent would write to, not on tmpfs; the file system type
@@ -29,11 +29,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/results"
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
-// Stats, Case and Results are the file format hack/benchreport reads.
+// Stats, Case and Results are the file format hack/bench/report reads.
 type (
 	Stats   = results.AgentStats
 	Case    = results.AgentCase

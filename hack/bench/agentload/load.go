@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/pipeguard/pipeguard/agent/listen"
+	"github.com/pipeguard/pipeguard/agent/server"
 )
 
 // Operations measured.
@@ -35,7 +35,7 @@ type target struct {
 // connect opens n connections to the filesystem v1 socket and makes one
 // call on each, so that they are up before anything is measured.
 func (t *target) connect(n int) error {
-	addr := "unix://" + listen.SocketPath(t.proc.SocketDir, "filesystem", "v1")
+	addr := "unix://" + server.SocketPath(t.proc.SocketDir, "filesystem", "v1")
 	for len(t.conns) < n {
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

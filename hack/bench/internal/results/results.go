@@ -1,5 +1,5 @@
 // Package results holds the results the benchmark tools write as JSON and
-// hack/benchreport reads: one definition of the file format for both sides.
+// hack/bench/report reads: one definition of the file format for both sides.
 package results
 
 // Decisions counts the answers to one kind of request.
@@ -9,7 +9,7 @@ type Decisions struct {
 	Errors  int `json:"errors"`
 }
 
-// Review is one measured run of hack/loadtest. Latencies are in
+// Review is one measured run of hack/bench/loadtest. Latencies are in
 // milliseconds; open-loop latencies count from the time a request was due,
 // not from when it left.
 type Review struct {
@@ -110,7 +110,7 @@ type AgentCase struct {
 	P99Ratio float64 `json:"p99Ratio"`
 }
 
-// AgentResults is what a run of hack/agentload measured.
+// AgentResults is what a run of hack/bench/agentload measured.
 type AgentResults struct {
 	// AuditFilesystem is the type of the file system holding the audit
 	// log (ext4, xfs, tmpfs…).

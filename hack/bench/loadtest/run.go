@@ -9,7 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
 // Limits keep a run bounded in time and in the load it puts on the machine.

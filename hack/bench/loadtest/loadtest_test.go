@@ -201,7 +201,7 @@ func TestChildStartFailureIsReported(t *testing.T) {
 // The server processes collect garbage as pipeguard-webhook does when
 // deployed with config/default.
 func TestServerGOGCMatchesTheDeployment(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "manager.yaml"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "manager", "manager.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

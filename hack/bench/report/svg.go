@@ -10,13 +10,12 @@ import (
 
 // Plot geometry, in SVG user units.
 const (
-	plotWidth   = 760
-	plotHeight  = 440
-	plotLeft    = 70
-	plotRight   = 200 // room for the legend
-	plotTop     = 50
-	plotBottom  = 60
-	p99TargetMs = 2.0
+	plotWidth  = 760
+	plotHeight = 440
+	plotLeft   = 70
+	plotRight  = 200 // room for the legend
+	plotTop    = 50
+	plotBottom = 60
 )
 
 // series is one line of the plot.

@@ -1,12 +1,12 @@
-// Command benchreport writes the benchmark report, docs/benchmarks/README.md
+// Command report writes the benchmark report, docs/benchmarks/README.md
 // and its latency plot latency.svg, from the results that make bench
-// collects in one directory: machine.json (benchreport machine),
-// webhook.json and scale.json (hack/loadtest --json), agent.json
-// (hack/agentload --json) and gobench.txt (go test -bench). The same input
-// gives the same report.
+// collects in one directory: machine.json (report machine), webhook.json
+// and scale.json (hack/bench/loadtest --json), agent.json
+// (hack/bench/agentload --json) and gobench.txt (go test -bench). The same
+// input gives the same report.
 //
-//	go run ./hack/benchreport machine > bin/bench/machine.json
-//	go run ./hack/benchreport --in bin/bench --out docs/benchmarks --elapsed 312s
+//	go run ./hack/bench/report machine > bin/bench/machine.json
+//	go run ./hack/bench/report --in bin/bench --out docs/benchmarks --elapsed 312s
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -27,7 +27,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "machine" {
 		if len(args) > 1 {
-			fmt.Fprintln(stderr, "benchreport machine: takes no arguments")
+			fmt.Fprintln(stderr, "report machine: takes no arguments")
 			return 2
 		}
 		out, _ := json.MarshalIndent(sysinfo.Describe(), "", "  ")
@@ -36,16 +36,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := parseFlags(args)
 	if err != nil {
-		fmt.Fprintln(stderr, "benchreport:", err)
+		fmt.Fprintln(stderr, "report:", err)
 		return 2
 	}
 	in, err := readInput(cfg.in)
 	if err != nil {
-		fmt.Fprintln(stderr, "benchreport:", err)
+		fmt.Fprintln(stderr, "report:", err)
 		return 1
 	}
 	if err := write(cfg.out, in, cfg.elapsed); err != nil {
-		fmt.Fprintln(stderr, "benchreport:", err)
+		fmt.Fprintln(stderr, "report:", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(cfg.out, "README.md"), filepath.Join(cfg.out, "latency.svg"))
@@ -58,7 +58,7 @@ type config struct {
 }
 
 func parseFlags(args []string) (*config, error) {
-	fs := flag.NewFlagSet("benchreport", flag.ContinueOnError)
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cfg := &config{}
 	fs.StringVar(&cfg.in, "in", "bin/bench", "directory of the results")

@@ -8,21 +8,21 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/results"
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
-// The files benchreport reads from its input directory.
+// The files report reads from its input directory.
 const (
-	machineFile = "machine.json" // benchreport machine
-	webhookFile = "webhook.json" // hack/loadtest --json, the small case
-	scaleFile   = "scale.json"   // hack/loadtest --json, many namespaces and policies
-	agentFile   = "agent.json"   // hack/agentload --json
+	machineFile = "machine.json" // report machine
+	webhookFile = "webhook.json" // hack/bench/loadtest --json, the small case
+	scaleFile   = "scale.json"   // hack/bench/loadtest --json, many namespaces and policies
+	agentFile   = "agent.json"   // hack/bench/agentload --json
 	goBenchFile = "gobench.txt"  // go test -bench output
 )
 
-// The runs of hack/loadtest and hack/agentload, as their --json writes
-// them.
+// The runs of hack/bench/loadtest and hack/bench/agentload, as their --json
+// writes them.
 type (
 	Review       = results.Review
 	AgentStats   = results.AgentStats

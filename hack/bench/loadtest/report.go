@@ -6,10 +6,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/results"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 )
 
-// Result and Decisions are the file format hack/benchreport reads.
+// Result and Decisions are the file format hack/bench/report reads.
 type (
 	Result    = results.Review
 	Decisions = results.Decisions

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
 // The report of testdata holds the machine, each target checked, and a row
@@ -280,7 +280,7 @@ func TestRunRejects(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr strings.Builder
-			if code := run(tc.args, &stdout, &stderr); code != tc.code || !strings.HasPrefix(stderr.String(), "benchreport") {
+			if code := run(tc.args, &stdout, &stderr); code != tc.code || !strings.HasPrefix(stderr.String(), "report") {
 				t.Fatalf("exit code %d, stderr %q; want %d and the reason", code, stderr.String(), tc.code)
 			}
 		})

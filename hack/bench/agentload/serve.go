@@ -19,7 +19,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
-	"github.com/pipeguard/pipeguard/hack/benchreport/childproc"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/childproc"
 )
 
 // serveCommand is the hidden subcommand that runs one agent in a process

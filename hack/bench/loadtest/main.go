@@ -8,10 +8,10 @@
 // process, and the CPU time and RSS reported are the server's alone;
 // --in-process serves it from this process instead.
 //
-//	go run ./hack/loadtest --target both --rate 1000 --duration 20s
-//	go run ./hack/loadtest --target both --closed 4,16 --duration 20s
-//	go run ./hack/loadtest --target all --rates 500,1000,2000,5000 --json results.json
-//	go run ./hack/loadtest --namespaces 10000 --policies 50 --small-first --rate 1000
+//	go run ./hack/bench/loadtest --target both --rate 1000 --duration 20s
+//	go run ./hack/bench/loadtest --target both --closed 4,16 --duration 20s
+//	go run ./hack/bench/loadtest --target all --rates 500,1000,2000,5000 --json results.json
+//	go run ./hack/bench/loadtest --namespaces 10000 --policies 50 --small-first --rate 1000
 package main
 
 import (
@@ -31,7 +31,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
 // config is the command line: the runs to make and where to put results.

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pipeguard/pipeguard/hack/benchreport/sysinfo"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
 // stopTimeout bounds how long a process may take to exit once told to.
