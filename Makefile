@@ -47,21 +47,28 @@ lint: ## Check formatting and vet for Linux and Windows.
 	GOOS=windows $(GO) vet ./...
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and the API group adapters.
 	$(CONTROLLER_GEN) object paths=./api/...
+	$(GO) generate ./agent/groups
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Regenerate the CRD from api/v1alpha1.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
 .PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD or deepcopy code is stale.
+verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD, deepcopy code or API group adapters are stale.
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config="$$tmp/crd"; \
 	if ! diff -r config/crd/bases "$$tmp/crd"; then echo "config/crd/bases is stale: run make manifests and commit the result"; exit 1; fi; \
 	cp api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go"; \
 	$(CONTROLLER_GEN) object paths=./api/...; \
 	if ! diff "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; then cp "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; echo "api/v1alpha1/zz_generated.deepcopy.go is stale: run make generate and commit the result"; exit 1; fi
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(GO) run ./hack/groupgen -out "$$tmp"; \
+	for f in "$$tmp"/*/zz_generated.versions.go agent/groups/*/zz_generated.versions.go; do \
+		g=$$(basename "$$(dirname "$$f")"); \
+		if ! diff "agent/groups/$$g/zz_generated.versions.go" "$$tmp/$$g/zz_generated.versions.go"; then echo "agent/groups/$$g/zz_generated.versions.go: stale: run make generate and commit the result"; exit 1; fi; \
+	done
 
 .PHONY: test
 test: lint verify-generated control-plane ## Run every test: lint, unit, rego, fuzz seeds and integration tests.
@@ -70,7 +77,7 @@ test: lint verify-generated control-plane ## Run every test: lint, unit, rego, f
 .PHONY: fuzz
 fuzz: ## Fuzz the pipe path normalizer and the object reader, each for FUZZTIME (default 3m).
 	$(GO) test ./pipepath -run '^$$' -fuzz FuzzClassify -fuzztime $${FUZZTIME:-3m}
-	$(GO) test ./webhook -run '^$$' -fuzz FuzzDecodeMatchesJSON -fuzztime $${FUZZTIME:-3m}
+	$(GO) test ./webhook/decode -run '^$$' -fuzz FuzzDecodeMatchesJSON -fuzztime $${FUZZTIME:-3m}
 
 # make bench writes its raw results to BENCH_OUT and the report to
 # docs/benchmarks. BENCH_DURATION is the measured time of each load run,
@@ -85,21 +92,21 @@ BENCH_DURATION ?= 8s
 bench: ## Run every benchmark and write the report docs/benchmarks/README.md with latency.svg (under 10 minutes).
 	@start=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory bench-load bench-go || status=$$?; \
-	$(GO) run ./hack/benchreport --in $(BENCH_OUT) --out docs/benchmarks --elapsed $$(( $$(date +%s) - start ))s || status=1; \
+	$(GO) run ./hack/bench/report --in $(BENCH_OUT) --out docs/benchmarks --elapsed $$(( $$(date +%s) - start ))s || status=1; \
 	echo "make bench: $$(( $$(date +%s) - start )) s wall time"; \
 	exit $$status
 
 .PHONY: bench-go
 bench-go: ## Run the Go benchmarks on one core (output also in BENCH_OUT/gobench.txt).
 	mkdir -p $(BENCH_OUT)
-	$(GO) test ./webhook/... ./policy/... ./agent/... ./hack/loadtest -run '^$$' -bench . -benchmem -cpu 1 | tee $(BENCH_OUT)/gobench.txt
+	$(GO) test ./webhook/... ./policy/... ./agent/... ./hack/bench/loadtest -run '^$$' -bench . -benchmem -cpu 1 | tee $(BENCH_OUT)/gobench.txt
 
 .PHONY: bench-load
-bench-load: ## Load the webhook (hack/loadtest) and the agent (hack/agentload) into BENCH_OUT/*.json.
+bench-load: ## Load the webhook (hack/bench/loadtest) and the agent (hack/bench/agentload) into BENCH_OUT/*.json.
 	mkdir -p $(BENCH_OUT)
 	rm -f $(BENCH_OUT)/machine.json $(BENCH_OUT)/webhook.json $(BENCH_OUT)/scale.json $(BENCH_OUT)/agent.json
-	$(GO) run ./hack/benchreport machine > $(BENCH_OUT)/machine.json
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_OUT)/ ./hack/loadtest ./hack/agentload
+	$(GO) run ./hack/bench/report machine > $(BENCH_OUT)/machine.json
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_OUT)/ ./hack/bench/loadtest ./hack/bench/agentload
 	sync # write back what earlier work left, so that it does not stall the latency runs
 	@# The scale runs go first: they have the fewest runs to make again.
 	@status=0; \
