@@ -9,6 +9,13 @@
 // below one after a separator. Where a symlink resolver is configured (Linux),
 // the path must also stay inside the roots once its symlinks are resolved.
 //
+// A checked path string is never used on the host. Confiner.Open opens the
+// allowed root that holds a path as a handle (os.Root) and resolves the
+// path's links inside it; operations then run through that handle, so a
+// component swapped for a link while they run cannot lead them out of the
+// root (see Handle). Creating and destroying operations refuse an allowed
+// root itself (rule root-target, Confiner.RefuseRoot and Handle.RefuseRoot).
+//
 // The rules are lexical and take a Flavour, so the Windows rules are tested on
 // any OS. Every refusal is a *Refusal naming the rule that refused.
 package confine

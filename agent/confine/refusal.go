@@ -21,13 +21,17 @@ const (
 	RuleDeviceName      Rule = "device-name"
 	RuleOutsideRoots    Rule = "outside-roots"
 	RuleSymlinkEscape   Rule = "symlink-escape"
+	// RuleRootTarget refuses an allowed root itself as what a creating or
+	// destroying operation acts on; reads may name a root.
+	RuleRootTarget Rule = "root-target"
 )
 
 // Malformed reports whether the rule refuses a path for its shape alone, so
 // that no configuration of roots could make it acceptable. The others
-// (outside-roots, symlink-escape) refuse well-formed paths that lie elsewhere.
+// (outside-roots, symlink-escape, root-target) refuse well-formed paths that
+// lie elsewhere or name a root.
 func (r Rule) Malformed() bool {
-	return r != RuleOutsideRoots && r != RuleSymlinkEscape
+	return r != RuleOutsideRoots && r != RuleSymlinkEscape && r != RuleRootTarget
 }
 
 // Refusal is the error returned when a path breaks a confinement rule.

@@ -31,12 +31,42 @@ type Server struct {
 	conf *confine.Confiner
 }
 
-// New returns a Server that confines paths with conf and runs operations on host.
+// New returns a Server that confines paths with conf and runs operations on
+// host. Host operations that work through handles on the allowed roots
+// (hostfs.Rooted, such as hostfs.Local) are bound to the roots of conf.
 func New(host hostfs.API, conf *confine.Confiner) (*Server, error) {
 	if host == nil || conf == nil {
 		return nil, errors.New("filesystem server needs host operations and a confiner")
 	}
+	if r, ok := host.(hostfs.Rooted); ok {
+		host = r.WithRoots(conf)
+	}
 	return &Server{host: host, conf: conf}, nil
+}
+
+// checkWrite confines path like Check and refuses an allowed root itself:
+// op creates or destroys, and may act only on paths inside a root.
+func checkWrite(f methods.Field, conf *confine.Confiner, path, op string) (string, error) {
+	p, err := f.Check(conf, path)
+	if err != nil {
+		return "", err
+	}
+	if err := conf.RefuseRoot(f.Name, path, op); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// named gives a refusal from the host operations, which resolve the path
+// again through a handle on its root, the request field it came in.
+func named(f methods.Field, err error) error {
+	var r *confine.Refusal
+	if errors.As(err, &r) && r.Field == "" {
+		c := *r
+		c.Field = f.Name
+		return &c
+	}
+	return err
 }
 
 // Endpoints returns every served filesystem API version.
@@ -56,36 +86,37 @@ func (s *Server) PathExists(ctx context.Context, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return s.host.PathExists(ctx, p)
+	ok, err := s.host.PathExists(ctx, p)
+	return ok, named(pathExistsPath, err)
 }
 
 // Mkdir creates path and its parents.
 func (s *Server) Mkdir(ctx context.Context, path string) error {
-	p, err := mkdirPath.Check(s.conf, path)
+	p, err := checkWrite(mkdirPath, s.conf, path, "Mkdir")
 	if err != nil {
 		return err
 	}
-	return s.host.Mkdir(ctx, p)
+	return named(mkdirPath, s.host.Mkdir(ctx, p))
 }
 
 // Rmdir removes the directory or link at path, with its contents if force.
 // A link is removed, not followed.
 func (s *Server) Rmdir(ctx context.Context, path string, force bool) error {
-	p, err := rmdirPath.Check(s.conf, path)
+	p, err := checkWrite(rmdirPath, s.conf, path, "Rmdir")
 	if err != nil {
 		return err
 	}
-	return s.host.Rmdir(ctx, p, force)
+	return named(rmdirPath, s.host.Rmdir(ctx, p, force))
 }
 
 // RmdirContents empties the directory at path; a link is followed, so its
 // target must be confined too.
 func (s *Server) RmdirContents(ctx context.Context, path string) error {
-	p, err := rmdirContentsPath.Check(s.conf, path)
+	p, err := checkWrite(rmdirContentsPath, s.conf, path, "RmdirContents")
 	if err != nil {
 		return err
 	}
-	return s.host.RmdirContents(ctx, p)
+	return named(rmdirContentsPath, s.host.RmdirContents(ctx, p))
 }
 
 // CreateSymlink creates target as a link to source. Both are confined: CSI
@@ -100,16 +131,26 @@ func (s *Server) CreateSymlink(ctx context.Context, source, target string) error
 	if err != nil {
 		return err
 	}
+	// Neither the new link nor what it points to may be a root: a link to a
+	// root would hand the whole root to whoever mounts the link.
+	if err := s.conf.RefuseRoot(symlinkTarget.Name, target, "CreateSymlink"); err != nil {
+		return err
+	}
+	if err := s.conf.RefuseRoot(symlinkSource.Name, source, "CreateSymlink"); err != nil {
+		return err
+	}
 	return s.host.CreateSymlink(ctx, src, tgt)
 }
 
 // IsSymlink reports whether path is a link whose target exists. CSI Proxy
 // does not confine this call; pipeguard does, since its answer reveals
-// whether the link target exists.
+// whether the link target exists: a link leading out of the roots is
+// refused, not answered.
 func (s *Server) IsSymlink(ctx context.Context, path string) (bool, error) {
 	p, err := isSymlinkPath.Check(s.conf, path)
 	if err != nil {
 		return false, err
 	}
-	return s.host.IsSymlink(ctx, p)
+	ok, err := s.host.IsSymlink(ctx, p)
+	return ok, named(isSymlinkPath, err)
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+
+	"github.com/pipeguard/pipeguard/agent/confine"
 )
 
 // API is the filesystem host operations.
@@ -26,75 +26,179 @@ type API interface {
 	IsSymlink(ctx context.Context, path string) (bool, error)
 }
 
-// Local is API on the host filesystem, with CSI Proxy's semantics.
-type Local struct{}
-
-var _ API = Local{}
-
-// PathExists uses Lstat, as CSI Proxy does.
-func (Local) PathExists(_ context.Context, path string) (bool, error) {
-	return exists(path)
+// Rooted is implemented by host operations that work through handles on
+// the allowed roots: WithRoots returns them bound to the roots of c.
+type Rooted interface {
+	WithRoots(c *confine.Confiner) API
 }
 
-func exists(path string) (bool, error) {
-	_, err := os.Lstat(path)
+// Local is API on the host filesystem, with CSI Proxy's semantics. Every
+// operation goes through a handle on the allowed root of Roots that holds
+// the path (confine.Handle), never through the path itself, so a link
+// swapped in while the call runs cannot lead it out of the root. A Local
+// without Roots refuses every call.
+type Local struct {
+	Roots *confine.Confiner
+}
+
+var (
+	_ API    = Local{}
+	_ Rooted = Local{}
+)
+
+// WithRoots returns Local bound to the roots of c.
+func (Local) WithRoots(c *confine.Confiner) API { return Local{Roots: c} }
+
+func (l Local) open(p string, mode confine.Mode) (*confine.Handle, error) {
+	if l.Roots == nil {
+		return nil, errors.New("internal error: the host filesystem operations have no allowed roots; the request was not run")
+	}
+	return l.Roots.Open(p, mode)
+}
+
+// PathExists uses Lstat, as CSI Proxy does.
+func (l Local) PathExists(_ context.Context, path string) (bool, error) {
+	h, err := l.open(path, confine.ResolveParent)
+	if err != nil {
+		return false, err
+	}
+	defer h.Close()
+	return exists(h, h.Name())
+}
+
+func exists(h *confine.Handle, name string) (bool, error) {
+	_, err := h.Root().Lstat(name)
 	if err == nil {
 		return true, nil
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	return false, err
+	return false, h.Err(err)
 }
 
 // Mkdir creates directories with mode 0755, like CSI Proxy.
-func (Local) Mkdir(_ context.Context, path string) error {
-	return os.MkdirAll(path, 0o755)
-}
-
-// Rmdir removes path; force removes it with its contents.
-func (Local) Rmdir(_ context.Context, path string, force bool) error {
-	if force {
-		return os.RemoveAll(path)
-	}
-	return os.Remove(path)
-}
-
-// RmdirContents removes the entries of the directory at path, not path itself.
-func (Local) RmdirContents(_ context.Context, path string) error {
-	entries, err := os.ReadDir(path)
+func (l Local) Mkdir(_ context.Context, path string) error {
+	h, err := l.open(path, confine.ResolveAll)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(path, e.Name())); err != nil {
-			return err
+	defer h.Close()
+	if err := h.RefuseRoot("Mkdir"); err != nil {
+		return err
+	}
+	return h.Err(h.Root().MkdirAll(h.Name(), 0o755))
+}
+
+// Rmdir removes path; force removes it with its contents. A final link is
+// removed, not followed.
+func (l Local) Rmdir(_ context.Context, path string, force bool) error {
+	h, err := l.open(path, confine.ResolveParent)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := h.RefuseRoot("Rmdir"); err != nil {
+		return err
+	}
+	if force {
+		return h.Err(h.Root().RemoveAll(h.Name()))
+	}
+	return h.Err(h.Root().Remove(h.Name()))
+}
+
+// RmdirContents removes the entries of the directory at path, not path
+// itself. The directory is opened once, as a root of its own, and its
+// entries are removed through that handle.
+func (l Local) RmdirContents(_ context.Context, path string) error {
+	h, err := l.open(path, confine.ResolveAll)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := h.RefuseRoot("RmdirContents"); err != nil {
+		return err
+	}
+	dir, err := h.Root().OpenRoot(h.Name())
+	if err != nil {
+		return h.Err(err)
+	}
+	defer dir.Close()
+	f, err := dir.Open(".")
+	if err != nil {
+		return h.Err(err)
+	}
+	names, err := f.Readdirnames(-1)
+	_ = f.Close()
+	if err != nil {
+		return h.Err(err)
+	}
+	for _, n := range names {
+		if err := dir.RemoveAll(n); err != nil {
+			return h.Err(err)
 		}
 	}
 	return nil
 }
 
-// CreateSymlink creates target pointing at source.
-func (Local) CreateSymlink(_ context.Context, source, target string) error {
-	return os.Symlink(source, target)
+// CreateSymlink creates target pointing at source. The source is resolved
+// inside its root first, and the link points at the resolved path.
+func (l Local) CreateSymlink(_ context.Context, source, target string) error {
+	src, err := l.open(source, confine.ResolveAll)
+	if err != nil {
+		return field("source_path", err)
+	}
+	defer src.Close()
+	if err := src.RefuseRoot("CreateSymlink"); err != nil {
+		return field("source_path", err)
+	}
+	tgt, err := l.open(target, confine.ResolveParent)
+	if err != nil {
+		return field("target_path", err)
+	}
+	defer tgt.Close()
+	if err := tgt.RefuseRoot("CreateSymlink"); err != nil {
+		return field("target_path", err)
+	}
+	return field("target_path", tgt.Err(symlink(src.Abs(), tgt)))
 }
 
 // IsSymlink follows CSI Proxy: true only when path is a link (a symlink, or a
-// mount point, which Go reports as irregular on Windows) and its target exists.
-func (Local) IsSymlink(_ context.Context, path string) (bool, error) {
-	fi, err := os.Lstat(path)
+// mount point, which Go reports as irregular on Windows) and its target
+// exists. The target is looked up inside the root; a link leading out of
+// it is refused, not answered, except links the node itself keeps in the
+// roots on purpose (on Windows: volume mount points and SMB mappings),
+// which are answered for the link itself.
+func (l Local) IsSymlink(_ context.Context, path string) (bool, error) {
+	h, err := l.open(path, confine.ResolveParent)
 	if err != nil {
 		return false, err
+	}
+	defer h.Close()
+	fi, err := h.Root().Lstat(h.Name())
+	if err != nil {
+		return false, h.Err(err)
 	}
 	if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) == 0 {
 		return false, nil
 	}
-	target, err := os.Readlink(path)
+	if _, err := h.Root().Readlink(h.Name()); err != nil {
+		return false, fmt.Errorf("readlink error: %w", h.Err(err))
+	}
+	name, err := h.Follow()
 	if err != nil {
-		return false, fmt.Errorf("readlink error: %w", err)
+		return false, err
 	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(filepath.Dir(path), target)
+	return exists(h, name)
+}
+
+// field names the request field of a refusal that carries none.
+func field(name string, err error) error {
+	var r *confine.Refusal
+	if errors.As(err, &r) && r.Field == "" {
+		c := *r
+		c.Field = name
+		return &c
 	}
-	return exists(target)
+	return err
 }
