@@ -83,15 +83,21 @@ func (in *Input) value() ast.Value {
 func (in *Input) Document() (any, error) { return ast.JSON(in.value()) }
 
 // Mutating reports whether a CSI Proxy method changes the host. Reads are
-// named Get…, List…, Is… and PathExists; everything else, including
-// methods added later, counts as mutating, so that it is audited durably.
+// named Get…, List…, Is…, plus PathExists and DiskStats and VolumeStats
+// (the v1beta names of GetDiskStats and GetVolumeStats); everything else,
+// including methods added later, counts as mutating, so that it is audited
+// durably.
 func Mutating(method string) bool {
 	for _, p := range []string{"Get", "List", "Is"} {
 		if strings.HasPrefix(method, p) && len(method) > len(p) && method[len(p)] >= 'A' && method[len(p)] <= 'Z' {
 			return false
 		}
 	}
-	return method != "PathExists"
+	switch method {
+	case "PathExists", "DiskStats", "VolumeStats":
+		return false
+	}
+	return true
 }
 
 // secretField reports whether a field holds a secret: SMB passwords and

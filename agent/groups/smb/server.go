@@ -55,9 +55,10 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 	if err != nil {
 		return err
 	}
-	local := ""
 	if localPath != "" {
-		if local, err = mappingLocalPath.Check(s.conf, localPath); err != nil {
+		// Refused before anything runs, and resolved again just before the
+		// link is made: mapping the share can take long.
+		if _, err := s.final(localPath); err != nil {
 			return err
 		}
 	}
@@ -77,8 +78,11 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 		mapped = false
 	}
 	if mapped {
-		// A mapping whose credentials went stale answers nothing: replace it.
-		if valid, err := s.host.PathValid(ctx, remote); err != nil || !valid {
+		// A mapping whose credentials went stale answers nothing: replace
+		// it. Like CSI Proxy, probe the share root, which is what is mapped
+		// and shared by every volume of the share: the caller's directory
+		// may not exist yet, and must not tear down a working mapping.
+		if valid, err := s.host.PathValid(ctx, root); err != nil || !valid {
 			log.Info("replacing a global mapping that does not answer", "remotePath", root)
 			if err := s.host.RemoveGlobalMapping(ctx, root); err != nil {
 				return err
@@ -91,10 +95,20 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 			return err
 		}
 	}
-	if local != "" {
+	if localPath != "" {
+		local, err := s.final(localPath)
+		if err != nil {
+			return err
+		}
 		return s.host.NewLink(ctx, remote, local)
 	}
 	return nil
+}
+
+// final confines the local path, which a host command creates as a link: the
+// command is given the resolved path (confine.Confiner.Final).
+func (s *Server) final(localPath string) (string, error) {
+	return s.conf.Final(mappingLocalPath.Name, localPath, mappingLocalPath.Resolve)
 }
 
 // RemoveSmbGlobalMapping removes the global mapping of remotePath's share.

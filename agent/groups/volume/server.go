@@ -3,6 +3,7 @@ package volume
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
@@ -57,7 +58,18 @@ func (s *Server) mountArgs(m *methods.Method, volumeID, pathField, path string) 
 	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
 		return "", err
 	}
-	return m.Check(s.conf, pathField, path)
+	return s.final(m, pathField, path)
+}
+
+// final confines a path handed to a host command (confine.Confiner.Final)
+// with the resolve mode of its field, and returns the resolved path that the
+// command is to be given.
+func (s *Server) final(m *methods.Method, name, path string) (string, error) {
+	f, ok := m.Field(name)
+	if !ok || !f.Path {
+		return "", fmt.Errorf("internal error: %s %s has no path field %q; the request was not run", m.Group, m.Name, name)
+	}
+	return s.conf.Final(f.Name, path, f.Resolve)
 }
 
 // MountVolume mounts the volume at path.
@@ -121,13 +133,43 @@ func (s *Server) GetDiskNumberFromVolumeID(ctx context.Context, volumeID string)
 	return s.host.GetDiskNumberFromVolumeID(ctx, volumeID)
 }
 
-// GetVolumeIDFromTargetPath returns the volume mounted at path.
+// maxTargetLinks bounds the links GetVolumeIDFromTargetPath follows.
+const maxTargetLinks = 8
+
+// GetVolumeIDFromTargetPath returns the volume mounted at path. Like CSI
+// Proxy it follows a path that links to another path (a publish path linking
+// to the staging mount) to the volume at the end, but only while each link
+// leads to a path inside the allowed roots: a link leaving them is refused
+// as a symlink escape of path, and a link to anything but a local path (an
+// SMB share) answers that path is not a volume.
 func (s *Server) GetVolumeIDFromTargetPath(ctx context.Context, pathField, path string) (string, error) {
-	p, err := getVolumeIDFromTargetPath.Check(s.conf, pathField, path)
+	p, err := s.final(getVolumeIDFromTargetPath, pathField, path)
 	if err != nil {
 		return "", err
 	}
-	return s.host.GetVolumeIDFromTargetPath(ctx, p)
+	for hops := 0; ; hops++ {
+		id, err := s.host.GetVolumeIDFromTargetPath(ctx, p)
+		var link *hostvol.LinkError
+		if !errors.As(err, &link) {
+			return id, err
+		}
+		if hops == maxTargetLinks {
+			return "", fmt.Errorf("%s: more than %d links to follow to a volume", confine.Quote(path), maxTargetLinks)
+		}
+		// The link target is itself read as a name, like path.
+		next, ferr := s.conf.Final(pathField, link.Target, confine.ResolveParent)
+		var ref *confine.Refusal
+		switch {
+		case errors.As(ferr, &ref) && ref.Rule.Malformed():
+			return "", err
+		case errors.As(ferr, &ref):
+			return "", &confine.Refusal{Rule: confine.RuleSymlinkEscape, Field: pathField, Path: path,
+				Reason: fmt.Sprintf("links to %s, which %s", confine.Quote(link.Target), ref.Reason)}
+		case ferr != nil:
+			return "", ferr
+		}
+		p = next
+	}
 }
 
 // GetClosestVolumeIDFromTargetPath returns the volume nearest to path.

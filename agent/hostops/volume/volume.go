@@ -23,6 +23,8 @@ type API interface {
 	ResizeVolume(ctx context.Context, volumeID string, sizeBytes int64) error
 	GetVolumeStats(ctx context.Context, volumeID string) (totalBytes, usedBytes int64, err error)
 	GetDiskNumberFromVolumeID(ctx context.Context, volumeID string) (uint32, error)
+	// GetVolumeIDFromTargetPath returns the volume mounted at targetPath,
+	// or a *LinkError when targetPath links to another path.
 	GetVolumeIDFromTargetPath(ctx context.Context, targetPath string) (string, error)
 	GetClosestVolumeIDFromTargetPath(ctx context.Context, targetPath string) (string, error)
 	WriteVolumeCache(ctx context.Context, volumeID string) error
@@ -140,7 +142,23 @@ func (p PowerShell) GetDiskNumberFromVolumeID(ctx context.Context, volumeID stri
 	return uint32(n), nil
 }
 
-// GetVolumeIDFromTargetPath returns the volume mounted at targetPath.
+// LinkError is the error of GetVolumeIDFromTargetPath for a target path
+// that links to another path rather than to a volume, such as a publish
+// path linking to the staging mount. The caller decides whether to follow
+// Target.
+type LinkError struct {
+	// Path is the target path that was read.
+	Path string
+	// Target is what it links to, as the host reported it.
+	Target string
+}
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("%s links to %s, not to a volume", e.Path, e.Target)
+}
+
+// GetVolumeIDFromTargetPath returns the volume mounted at targetPath, or a
+// *LinkError when targetPath links to another path.
 func (p PowerShell) GetVolumeIDFromTargetPath(ctx context.Context, targetPath string) (string, error) {
 	out, err := runner.Script(ctx, p.Runner, "Get-Item", scriptFromTarget, runner.Env("targetpath", targetPath))
 	if err != nil {
@@ -155,7 +173,7 @@ func (p PowerShell) GetVolumeIDFromTargetPath(ctx context.Context, targetPath st
 		v = `\\?\` + v
 	}
 	if !strings.HasPrefix(v, `\\?\Volume{`) {
-		return "", fmt.Errorf("%s links to %s, not to a volume", targetPath, v)
+		return "", &LinkError{Path: targetPath, Target: v}
 	}
 	if !strings.HasSuffix(v, `\`) {
 		v += `\`

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
@@ -83,6 +84,10 @@ func TestTargetNotAVolume(t *testing.T) {
 	_, err := PowerShell{Runner: f}.GetVolumeIDFromTargetPath(context.Background(), `C:\x`)
 	if err == nil || err.Error() != `C:\x links to \\srv\share\, not to a volume` {
 		t.Fatalf("err = %v", err)
+	}
+	var link *LinkError
+	if !errors.As(err, &link) || link.Path != `C:\x` || link.Target != `\\srv\share\` {
+		t.Fatalf("err = %#v, want a *LinkError naming the path and its target", err)
 	}
 }
 

@@ -1,0 +1,25 @@
+package confine
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// openFinal opens p with O_PATH, following every link, and returns the
+// path of the opened descriptor as the kernel reports it under
+// /proc/self/fd. Without /proc it resolves p with filepath.EvalSymlinks.
+func openFinal(p string) (string, error) {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer func() { _ = unix.Close(fd) }()
+	if r, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && filepath.IsAbs(r) {
+		return r, nil
+	}
+	return filepath.EvalSymlinks(p)
+}
