@@ -22,7 +22,7 @@ func TestStatus(t *testing.T) {
 			codes.InvalidArgument, `mkdir: path: path "/a/.." has .. (confinement rule traversal)`},
 		"outside roots": {&confine.Refusal{Rule: confine.RuleOutsideRoots, Field: "path", Path: "/etc", Reason: "is outside"},
 			codes.PermissionDenied, `path: path "/etc" is outside (confinement rule outside-roots)`},
-		"invalid input": {Invalidf("volume_id", "%q is not a volume id", "x"), codes.InvalidArgument, `volume_id: "x" is not a volume id`},
+		"invalid input": {Invalidf("volume_id", "%q is not a volume id", "x"), codes.InvalidArgument, `volume_id: "x" is not a volume id (rule invalid-input)`},
 		"denied":        {&Denied{Rule: "allowed-services", Msg: "service x is not allowed"}, codes.PermissionDenied, "service x is not allowed (rule allowed-services)"},
 		"status kept":   {NeedsWindows("disk", "v1", "Rescan", "linux"), codes.Unimplemented, "disk v1 Rescan needs Windows: pipeguard-agent serves the disk API group only on Windows nodes, and this one runs linux"},
 	}

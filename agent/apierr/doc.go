@@ -13,4 +13,11 @@
 //     not in the allowed list);
 //   - Unimplemented: an API group that needs Windows, on another OS;
 //   - Unknown: the host operation failed.
+//
+// Every refusal is a Refusal: an error that names the rule that refused the
+// request (confine.Refusal, Invalid, Denied, and the guard's own denials).
+// Status turns one into a *RefusalError, whose message names the rule and
+// which still wraps the original error, so that the guard, which sees the
+// handler's error after it has its gRPC shape, records the request as denied
+// by that rule wherever the refusal was decided.
 package apierr

@@ -11,4 +11,11 @@
 // response header. Every failure to identify, confine, decide or record
 // denies the request, except audit failures under FailAllow, which are
 // logged loudly and counted.
+//
+// A request refused after the gate, by its handler (an apierr.Refusal: a
+// symlink escape found when the path is resolved, a malformed input, a
+// service not allowed), is a denial too: its completion record says deny
+// with the rule and reason, and it is counted as denied by that rule, just
+// like a request the guard refused. A host operation that ran and failed is
+// recorded as allowed, with its gRPC code.
 package guard

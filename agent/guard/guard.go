@@ -39,10 +39,11 @@ const (
 	FailAllow FailureMode = "allow"
 )
 
-// Rules that deny outside rego.
+// Rules that deny outside rego. Refusals decided by the handlers carry their
+// own rules (package apierr).
 const (
 	RuleIdentity    = "caller-identity"
-	RuleToken       = "service-account-token"
+	RuleToken       = identity.RuleServiceAccountToken
 	RuleConfinement = "confinement"
 	RuleGateError   = "gate-error"
 	RuleAudit       = "audit-unavailable"
@@ -117,7 +118,7 @@ func New(o Options) (*Guard, error) {
 		}, []string{"request"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "pipeguard", Subsystem: "agent", Name: "gate_decisions_total",
-			Help: "Gate decisions, by API group, decision and rule.",
+			Help: "Request decisions, by API group, decision and rule: allow, or deny with the rule that refused the request, wherever it was refused (caller identity, token, confinement, agent policy, and in the handler resolving confinement, input validation and allowed services).",
 		}, []string{"group", "decision", "rule"}),
 	}
 	if o.Registerer != nil {
@@ -155,34 +156,15 @@ func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	}
 	mutating := gate.Mutating(c.method)
 	if mutating {
-		ev := g.event(c, audit.StageRequestReceived, c.received)
-		ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
-		if err := g.write(ctx, ev, true); err != nil {
+		if err := g.writeAhead(ctx, c); err != nil {
 			return nil, err
 		}
 	}
 	resp, herr := handler(ctx, req)
-	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
-	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
-	var code codes.Code
-	ev.ResponseStatus, code = responseStatus(herr)
-	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
-	if mutating {
-		// The operation ran and its write-ahead record is on disk; a lost
-		// completion cannot undo it, so it is logged and counted.
-		if err := g.o.Audit.Append(ev, false); err != nil {
-			g.auditFailures.WithLabelValues("completed").Inc()
-			logr.FromContextOrDiscard(ctx).Error(err, "AUDIT COMPLETION LOST: the host operation ran and its write-ahead record is on disk", "auditID", ev.AuditID)
-		} else {
-			g.countAllowed(c.ep.Group)
-		}
-		return resp, herr
-	}
-	if err := g.write(ctx, ev, false); err != nil {
-		// A read has no other record: withhold its answer.
+	if err := g.complete(ctx, c, herr, mutating); err != nil {
 		return nil, err
 	}
-	return resp, herr
+	return resp, nil
 }
 
 // Stream gates and records streaming calls, without a request body. CSI
@@ -193,18 +175,54 @@ func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 	if err := g.authorize(ctx, c); err != nil {
 		return err
 	}
-	ev := g.event(c, audit.StageRequestReceived, c.received)
-	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
-	if err := g.write(ctx, ev, true); err != nil {
+	if err := g.writeAhead(ctx, c); err != nil {
 		return err
 	}
-	herr := handler(srv, ss)
-	ev = g.event(c, audit.StageResponseComplete, g.o.Now())
+	return g.complete(ctx, c, handler(srv, ss), true)
+}
+
+// writeAhead writes the durable record of a call about to change the host.
+func (g *Guard) writeAhead(ctx context.Context, c *call) error {
+	ev := g.event(c, audit.StageRequestReceived, c.received)
+	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
+	return g.write(ctx, ev, true)
+}
+
+// complete writes the completion record of a call the gate let through and
+// returns the call's error. A refusal by the handler (an apierr.Refusal: a
+// symlink escape found when resolving, a service not allowed, a malformed
+// input) is recorded and counted as a denial by its rule, like the denials
+// before the handler, and returned in its gRPC shape. Any other outcome, a
+// failed host operation included, is recorded as allowed with its code.
+// A read whose completion cannot be written under FailDeny gets the audit
+// failure instead of its answer: it has no other record.
+func (g *Guard) complete(ctx context.Context, c *call, herr error, mutating bool) error {
+	var ref apierr.Refusal
+	if errors.As(herr, &ref) {
+		herr = apierr.Status(herr)
+		s := status.Convert(herr)
+		g.recordDenial(ctx, c, s.Code(), ref.RefusalRule(), s.Message())
+		return herr
+	}
+	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
 	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
 	var code codes.Code
 	ev.ResponseStatus, code = responseStatus(herr)
 	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
-	_ = g.write(ctx, ev, false)
+	if !mutating {
+		if err := g.write(ctx, ev, false); err != nil {
+			return err
+		}
+		return herr
+	}
+	// The operation ran and its write-ahead record is on disk; a lost
+	// completion cannot undo it, so it is logged and counted.
+	if err := g.o.Audit.Append(ev, false); err != nil {
+		g.auditFailures.WithLabelValues("completed").Inc()
+		logr.FromContextOrDiscard(ctx).Error(err, "AUDIT COMPLETION LOST: the host operation ran and its write-ahead record is on disk", "auditID", ev.AuditID)
+	} else {
+		g.countAllowed(c.ep.Group)
+	}
 	return herr
 }
 
@@ -242,10 +260,10 @@ func (g *Guard) authorize(ctx context.Context, c *call) error {
 		// The handler resolves symlinks with the mode its operation needs,
 		// before the host is touched; the shape and root rules run here.
 		if _, err := g.o.Confiner.CheckLexical(f.Name, p); err != nil {
-			var ref *confine.Refusal
+			var ref apierr.Refusal
 			rule := RuleConfinement
 			if errors.As(err, &ref) {
-				rule = RuleConfinement + "/" + string(ref.Rule)
+				rule = ref.RefusalRule()
 			}
 			return g.deny(ctx, c, apierr.Code(err), rule, err.Error())
 		}
@@ -288,8 +306,18 @@ func (g *Guard) token(ctx context.Context, c *call) error {
 	return nil
 }
 
-// deny records a denial and returns it as a status.
+// deny records a denial decided by the guard and returns it as a refusal
+// whose message names the rule.
 func (g *Guard) deny(ctx context.Context, c *call, code codes.Code, rule, msg string) error {
+	err := apierr.Refused(rule, msg, code)
+	g.recordDenial(ctx, c, code, rule, err.Error())
+	return err
+}
+
+// recordDenial counts a denial and writes its record: the one record of a
+// denied request, or the completion of one refused by its handler after
+// its write-ahead record.
+func (g *Guard) recordDenial(ctx context.Context, c *call, code codes.Code, rule, msg string) {
 	g.decisions.WithLabelValues(c.ep.Group, audit.DecisionDeny, rule).Inc()
 	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
 	ev.Annotations[audit.AnnotationDecision] = audit.DecisionDeny
@@ -301,7 +329,6 @@ func (g *Guard) deny(ctx context.Context, c *call, code codes.Code, rule, msg st
 		g.auditFailures.WithLabelValues("denied").Inc()
 		logr.FromContextOrDiscard(ctx).Error(err, "AUDIT RECORD LOST for a denied request", "auditID", c.auditID, "rule", rule)
 	}
-	return status.Error(code, msg)
 }
 
 // write appends a record. Under FailDeny a failure denies the request with

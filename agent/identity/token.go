@@ -67,10 +67,18 @@ type TokenIdentity struct {
 	PodName, PodUID, NodeName           string
 }
 
+// RuleServiceAccountToken names the rule that denies a request whose
+// ServiceAccount token must not be used.
+const RuleServiceAccountToken = "service-account-token"
+
 // Rejection is a token that must not be used: its request is denied.
 type Rejection struct{ Msg string }
 
 func (r *Rejection) Error() string { return r.Msg }
+
+// RefusalRule is RuleServiceAccountToken: a rejected token refuses its
+// request (package apierr).
+func (r *Rejection) RefusalRule() string { return RuleServiceAccountToken }
 
 // NewTokenVerifier checks the options.
 func NewTokenVerifier(o TokenOptions) (*TokenVerifier, error) {
