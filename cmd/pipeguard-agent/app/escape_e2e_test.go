@@ -17,8 +17,11 @@ import (
 
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	fsv2alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v2alpha1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
 )
 
 // snapshot describes every entry below dir, dir itself included, by type,
@@ -89,9 +92,10 @@ func outsideTree(t testing.TB, kubelet string) string {
 // against a tenant that keeps swapping a directory in its emptyDir volume
 // for a symlink to a directory outside the roots, for 5 seconds. Every call
 // that lands must land inside the kubelet dir: nothing outside may be
-// created, changed or removed.
+// created, changed or removed. Every refused call is one deny record of
+// the audit log, with rule symlink-escape, and the log verifies.
 func TestFlippedDirectoryNeverLeadsOut(t *testing.T) {
-	r := start(t, Options{})
+	r, src := startAudited(t, Options{})
 	k := r.kubelet
 	outside := outsideTree(t, k)
 	vol := filepath.Join(k, "pods", "uid", "volumes", "kubernetes.io~empty-dir", "scratch")
@@ -102,6 +106,7 @@ func TestFlippedDirectoryNeverLeadsOut(t *testing.T) {
 		}
 	}
 	race := filepath.Join(vol, "race")
+	const escape = "confinement/symlink-escape" // the rule that refuses a call led out
 	before := snapshot(t, outside)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -119,7 +124,8 @@ func TestFlippedDirectoryNeverLeadsOut(t *testing.T) {
 		}
 	})
 
-	var made, refused, landed, failed atomic.Int64
+	var made, refused, invalid, landed, failed atomic.Int64
+	var refusals refusals
 	call := func(err error) {
 		made.Add(1)
 		switch status.Code(err) {
@@ -127,6 +133,8 @@ func TestFlippedDirectoryNeverLeadsOut(t *testing.T) {
 			landed.Add(1)
 		case codes.PermissionDenied:
 			refused.Add(1)
+		case codes.InvalidArgument:
+			invalid.Add(1)
 		default:
 			failed.Add(1)
 		}
@@ -139,20 +147,35 @@ func TestFlippedDirectoryNeverLeadsOut(t *testing.T) {
 				for i := 0; ctx.Err() == nil; i++ {
 					n := fmt.Sprintf("%d-%d-%d", c, w, i)
 					bg := context.Background()
-					_, err := v1.Mkdir(bg, &fsv1.MkdirRequest{Path: race + "/r" + n + "/x"})
-					call(err)
-					_, err = v1.Rmdir(bg, &fsv1.RmdirRequest{Path: race + "/keep", Force: true})
-					call(err)
-					_, err = v1.Rmdir(bg, &fsv1.RmdirRequest{Path: race + "/secret"})
-					call(err)
-					_, err = v2.RmdirContents(bg, &fsv2alpha1.RmdirContentsRequest{Path: race})
-					call(err)
-					_, err = v2.RmdirContents(bg, &fsv2alpha1.RmdirContentsRequest{Path: race + "/keep"})
-					call(err)
-					_, err = v1.CreateSymlink(bg, &fsv1.CreateSymlinkRequest{SourcePath: inside, TargetPath: race + "/l" + n})
-					call(err)
-					_, err = v1.CreateSymlink(bg, &fsv1.CreateSymlinkRequest{SourcePath: race + "/keep", TargetPath: inside + "/l" + n})
-					call(err)
+					send := func(f func(...grpc.CallOption) error) { call(refusals.call(escape, f)) }
+					send(func(o ...grpc.CallOption) error {
+						_, err := v1.Mkdir(bg, &fsv1.MkdirRequest{Path: race + "/r" + n + "/x"}, o...)
+						return err
+					})
+					send(func(o ...grpc.CallOption) error {
+						_, err := v1.Rmdir(bg, &fsv1.RmdirRequest{Path: race + "/keep", Force: true}, o...)
+						return err
+					})
+					send(func(o ...grpc.CallOption) error {
+						_, err := v1.Rmdir(bg, &fsv1.RmdirRequest{Path: race + "/secret"}, o...)
+						return err
+					})
+					send(func(o ...grpc.CallOption) error {
+						_, err := v2.RmdirContents(bg, &fsv2alpha1.RmdirContentsRequest{Path: race}, o...)
+						return err
+					})
+					send(func(o ...grpc.CallOption) error {
+						_, err := v2.RmdirContents(bg, &fsv2alpha1.RmdirContentsRequest{Path: race + "/keep"}, o...)
+						return err
+					})
+					send(func(o ...grpc.CallOption) error {
+						_, err := v1.CreateSymlink(bg, &fsv1.CreateSymlinkRequest{SourcePath: inside, TargetPath: race + "/l" + n}, o...)
+						return err
+					})
+					send(func(o ...grpc.CallOption) error {
+						_, err := v1.CreateSymlink(bg, &fsv1.CreateSymlinkRequest{SourcePath: race + "/keep", TargetPath: inside + "/l" + n}, o...)
+						return err
+					})
 				}
 			})
 		}
@@ -160,8 +183,18 @@ func TestFlippedDirectoryNeverLeadsOut(t *testing.T) {
 	wg.Wait()
 
 	escaped := wantUnchanged(t, outside, before)
-	t.Logf("%d calls in 5s from 2 clients (%d flips): %d landed inside, %d refused, %d failed on the host; %d entries outside created, changed or removed",
-		made.Load(), flips.Load(), landed.Load(), refused.Load(), failed.Load(), escaped)
+	t.Logf("%d calls in 5s from 2 clients (%d flips): %d landed inside, %d refused, %d invalid, %d failed on the host; %d entries outside created, changed or removed",
+		made.Load(), flips.Load(), landed.Load(), refused.Load(), invalid.Load(), failed.Load(), escaped)
+	// Every refused call is one deny record, with its rule.
+	denies := src.wantDenials(t, &refusals)
+	rules := map[string]int{}
+	for _, d := range denies {
+		rules[d.Event.Annotation(audit.AnnotationRule)]++
+	}
+	t.Logf("%d refused calls, %d deny records in the audit log: %v", refusals.count(), len(denies), rules)
+	if n := refused.Load() + invalid.Load(); int64(refusals.count()) != n || int64(len(denies)) != n {
+		t.Errorf("%d calls refused, %d counted by their audit IDs, %d deny records", n, refusals.count(), len(denies))
+	}
 	if landed.Load() == 0 || refused.Load() == 0 || flips.Load() < 10 {
 		t.Fatalf("the race did not exercise both states: %d landed, %d refused, %d flips", landed.Load(), refused.Load(), flips.Load())
 	}

@@ -10,6 +10,7 @@ import (
 
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	fsv2alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v2alpha1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
 
@@ -44,8 +45,10 @@ func plantLinks(t testing.TB, k, dir, outside string) map[string]string {
 // dangling and "/" links leading out of the kubelet dir, and calls every
 // path-taking filesystem method through each, on the link and below it:
 // every call is refused with symlink-escape, and nothing outside changes.
+// Each refusal is one deny record of the audit log, with rule
+// symlink-escape, and the log verifies.
 func TestPlantedLinksOutAreRefused(t *testing.T) {
-	r := start(t, Options{})
+	r, src := startAudited(t, Options{})
 	k := r.kubelet
 	outside := outsideTree(t, k)
 	dir := filepath.Join(k, "pods", "p")
@@ -60,51 +63,63 @@ func TestPlantedLinksOutAreRefused(t *testing.T) {
 	ctx := context.Background()
 
 	// Each method, with the path below or on the link it is called with.
-	calls := map[string]func(link string) error{
-		"PathExists below": func(l string) error {
-			_, err := v1.PathExists(ctx, &fsv1.PathExistsRequest{Path: l + "/keep"})
+	calls := map[string]func(link string, o ...grpc.CallOption) error{
+		"PathExists below": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.PathExists(ctx, &fsv1.PathExistsRequest{Path: l + "/keep"}, o...)
 			return err
 		},
-		"Mkdir below": func(l string) error { _, err := v1.Mkdir(ctx, &fsv1.MkdirRequest{Path: l + "/new"}); return err },
-		"Mkdir on":    func(l string) error { _, err := v1.Mkdir(ctx, &fsv1.MkdirRequest{Path: l}); return err },
-		"Rmdir below": func(l string) error {
-			_, err := v1.Rmdir(ctx, &fsv1.RmdirRequest{Path: l + "/keep", Force: true})
+		"Mkdir below": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.Mkdir(ctx, &fsv1.MkdirRequest{Path: l + "/new"}, o...)
 			return err
 		},
-		"Rmdir below, no force": func(l string) error { _, err := v1.Rmdir(ctx, &fsv1.RmdirRequest{Path: l + "/sub"}); return err },
-		"RmdirContents on": func(l string) error {
-			_, err := v2.RmdirContents(ctx, &fsv2alpha1.RmdirContentsRequest{Path: l})
+		"Mkdir on": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.Mkdir(ctx, &fsv1.MkdirRequest{Path: l}, o...)
 			return err
 		},
-		"RmdirContents below": func(l string) error {
-			_, err := v2.RmdirContents(ctx, &fsv2alpha1.RmdirContentsRequest{Path: l + "/keep"})
+		"Rmdir below": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.Rmdir(ctx, &fsv1.RmdirRequest{Path: l + "/keep", Force: true}, o...)
 			return err
 		},
-		"CreateSymlink source on": func(l string) error {
-			_, err := v1.CreateSymlink(ctx, &fsv1.CreateSymlinkRequest{SourcePath: l, TargetPath: data + "/l"})
+		"Rmdir below, no force": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.Rmdir(ctx, &fsv1.RmdirRequest{Path: l + "/sub"}, o...)
 			return err
 		},
-		"CreateSymlink source below": func(l string) error {
-			_, err := v1.CreateSymlink(ctx, &fsv1.CreateSymlinkRequest{SourcePath: l + "/keep", TargetPath: data + "/l"})
+		"RmdirContents on": func(l string, o ...grpc.CallOption) error {
+			_, err := v2.RmdirContents(ctx, &fsv2alpha1.RmdirContentsRequest{Path: l}, o...)
 			return err
 		},
-		"CreateSymlink target below": func(l string) error {
-			_, err := v1.CreateSymlink(ctx, &fsv1.CreateSymlinkRequest{SourcePath: data, TargetPath: l + "/l"})
+		"RmdirContents below": func(l string, o ...grpc.CallOption) error {
+			_, err := v2.RmdirContents(ctx, &fsv2alpha1.RmdirContentsRequest{Path: l + "/keep"}, o...)
 			return err
 		},
-		"IsSymlink on": func(l string) error {
-			_, err := v1.IsSymlink(ctx, &fsv1.IsSymlinkRequest{Path: l})
+		"CreateSymlink source on": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.CreateSymlink(ctx, &fsv1.CreateSymlinkRequest{SourcePath: l, TargetPath: data + "/l"}, o...)
 			return err
 		},
-		"IsSymlink below": func(l string) error {
-			_, err := v1.IsSymlink(ctx, &fsv1.IsSymlinkRequest{Path: l + "/keep"})
+		"CreateSymlink source below": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.CreateSymlink(ctx, &fsv1.CreateSymlinkRequest{SourcePath: l + "/keep", TargetPath: data + "/l"}, o...)
+			return err
+		},
+		"CreateSymlink target below": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.CreateSymlink(ctx, &fsv1.CreateSymlinkRequest{SourcePath: data, TargetPath: l + "/l"}, o...)
+			return err
+		},
+		"IsSymlink on": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.IsSymlink(ctx, &fsv1.IsSymlinkRequest{Path: l}, o...)
+			return err
+		},
+		"IsSymlink below": func(l string, o ...grpc.CallOption) error {
+			_, err := v1.IsSymlink(ctx, &fsv1.IsSymlinkRequest{Path: l + "/keep"}, o...)
 			return err
 		},
 	}
+	const escape = "confinement/symlink-escape"
+	var refusals refusals
 	for shape, link := range links {
 		for method, call := range calls {
 			t.Run(shape+"/"+method, func(t *testing.T) {
-				wantStatus(t, call(link), codes.PermissionDenied, "(confinement rule symlink-escape)")
+				err := refusals.call(escape, func(o ...grpc.CallOption) error { return call(link, o...) })
+				wantStatus(t, err, codes.PermissionDenied, "(confinement rule symlink-escape)")
 			})
 		}
 	}
@@ -123,12 +138,20 @@ func TestPlantedLinksOutAreRefused(t *testing.T) {
 	if n := wantUnchanged(t, outside, before); n != 0 {
 		t.Fatalf("removing the links changed %d entries outside", n)
 	}
+	// Every refusal is one deny record with rule symlink-escape; the calls
+	// on the links themselves are allowed.
+	if want := len(links) * len(calls); refusals.count() != want {
+		t.Errorf("%d calls refused, want %d", refusals.count(), want)
+	}
+	denies := src.wantDenials(t, &refusals)
+	t.Logf("%d calls refused, %d deny records", refusals.count(), len(denies))
 }
 
 // TestLinksInsideKeepWorking follows links, absolute, relative, chained and
-// dangling, that stay inside the kubelet dir, for every method.
+// dangling, that stay inside the kubelet dir, for every method. No call is
+// refused: the audit log holds no deny record, and it verifies.
 func TestLinksInsideKeepWorking(t *testing.T) {
-	r := start(t, Options{})
+	r, src := startAudited(t, Options{})
 	k := r.kubelet
 	dir := filepath.Join(k, "pods", "p")
 	data := filepath.Join(dir, "data")
@@ -198,4 +221,6 @@ func TestLinksInsideKeepWorking(t *testing.T) {
 	if resp, err := v1.IsSymlink(ctx, &fsv1.IsSymlinkRequest{Path: dangling}); err != nil || !resp.IsSymlink {
 		t.Fatalf("IsSymlink(link whose target now exists) = %v, %v; want true", resp, err)
 	}
+	// Every call above succeeded: none was refused.
+	src.wantDenials(t, &refusals{})
 }
