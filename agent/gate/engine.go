@@ -117,7 +117,7 @@ func readDir(dir string) ([]shipped.File, [32]byte, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, [32]byte{}, fmt.Errorf("reading agent policies: %w; create the directory or fix --policy-dir", err)
+		return nil, [32]byte{}, fmt.Errorf("reading agent policies: %w; create the directory or fix Options.PolicyDir", err)
 	}
 	for _, en := range entries {
 		name := en.Name()

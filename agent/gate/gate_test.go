@@ -108,7 +108,7 @@ func TestBadPoliciesAreRefusedWithTheirPlace(t *testing.T) {
 		})
 	}
 	_, err := New(context.Background(), Options{Log: logr.Discard(), PolicyDir: "/nonexistent/policies"})
-	if err == nil || !strings.Contains(err.Error(), "create the directory or fix --policy-dir") {
+	if err == nil || !strings.Contains(err.Error(), "create the directory or fix Options.PolicyDir") {
 		t.Fatalf("missing dir: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ var flagOf = map[string]string{
 	"Guard.Audit.Path":    "--audit-log-path",
 
 	"ListenOptions.SocketDir": "--socket-dir",
+	"Options.PolicyDir":       "--policy-dir",
 	"TokenOptions.Reviewer":   "--kubeconfig",
 	"TokenOptions.Audience":   "--token-audience",
 	"TokenOptions.NodeName":   "--node-name",

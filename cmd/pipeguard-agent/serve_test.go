@@ -23,4 +23,14 @@ func TestConfigurationErrorsNameFlags(t *testing.T) {
 	if got := (flagError{errors.New("no socket dir: set ListenOptions.SocketDir")}).Error(); got != "no socket dir: set --socket-dir" {
 		t.Errorf("flagError = %q", got)
 	}
+
+	stderr.Reset()
+	cfg, _, ok = parseFlags([]string{"--metrics-bind-address", "0", "--policy-dir", t.TempDir() + "/missing"}, &stderr)
+	if !ok {
+		t.Fatal(stderr.String())
+	}
+	code = serve(context.Background(), cfg, &stderr, nil)
+	if code != 2 || !strings.Contains(stderr.String(), "; create the directory or fix --policy-dir") || !strings.Contains(stderr.String(), `"--policy-dir: reading agent policies:`) {
+		t.Fatalf("code %d, stderr %s", code, stderr.String())
+	}
 }
