@@ -118,12 +118,18 @@ func TestBadPoliciesAreRefusedWithTheirPlace(t *testing.T) {
 func TestReloadOnChange(t *testing.T) {
 	dir := policyDir(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	e, err := New(ctx, Options{Log: funcr.New(func(p, a string) { t.Log(p, a) }, funcr.Options{Verbosity: 1}), PolicyDir: dir})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	go func() { t.Log("watch ended:", e.Watch(ctx, time.Hour)) }()
+	// The watcher logs through t: it must end before the test does.
+	watched := make(chan error, 1)
+	go func() { watched <- e.Watch(ctx, time.Hour) }()
+	defer func() {
+		cancel()
+		t.Log("watch ended:", <-watched)
+	}()
 	in := &Input{Group: "disk", Version: "v1", Method: "PartitionDisk", Mutating: true, Caller: debugPod}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
