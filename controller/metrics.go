@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipeguard/pipeguard/policy"
@@ -42,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		builtinPipes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pipeguard_builtin_policy_pipes",
-			Help: "CSI Proxy pipes (of the 23 CSI Proxy serves) that only the built-in default policy protects.",
+			Help: fmt.Sprintf("CSI Proxy pipes (of the %d CSI Proxy serves) that only the built-in default policy protects.", len(policy.CSIProxyPipes())),
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes} {

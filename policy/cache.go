@@ -123,12 +123,6 @@ func (c *decisionCache) get(key []byte) (*Decision, bool) {
 	return d, ok
 }
 
-func (c *decisionCache) put(key []byte, d *Decision) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.putLocked(string(key), d)
-}
-
 func (c *decisionCache) putLocked(key string, d *Decision) {
 	if len(c.new) >= c.half {
 		c.old, c.new = c.new, make(map[string]*Decision, c.half)

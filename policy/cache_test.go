@@ -212,16 +212,18 @@ func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
 	}
 	for name, input := range inputs {
 		t.Run(name, func(t *testing.T) {
-			evaluate(t, cached, input("first"))
-			// "second" shares the facts of "first"; PipeAccessPolicy
-			// by-name allows "vendors" by name.
-			for _, ns := range []string{"second", "vendors"} {
+			// PipeAccessPolicy by-name allows "vendors" by name, and
+			// "vendors" is decided first: "second", whose facts differ
+			// from them only in that, must not get its allowance.
+			// "third" shares the facts of "second".
+			evaluate(t, cached, input("vendors"))
+			for _, ns := range []string{"second", "vendors", "third"} {
 				got, want := evaluate(t, cached, input(ns)), evaluate(t, uncached, input(ns))
 				got.Cached = false
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("namespace %s: from the cache\n%+v\nevaluated\n%+v", ns, got, want)
 				}
-				if ns == "second" && len(want.Deny)+len(want.Warn)+len(want.DryRun) == 0 {
+				if ns != "vendors" && len(want.Deny)+len(want.Warn)+len(want.DryRun) == 0 {
 					t.Errorf("namespace %s: no violation, so no message was compared", ns)
 				}
 				for _, v := range slices.Concat(got.Deny, got.Warn, got.DryRun) {
@@ -236,15 +238,27 @@ func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
 
 func TestDecisionCacheEvictsOldest(t *testing.T) {
 	c := newDecisionCache(4) // two halves of two
+	// Each key stands for the facts of a pod running as that ServiceAccount.
+	input := func(k string) *Input {
+		in := cacheTestInput("team-a")
+		in.Pod.ServiceAccountName = k
+		return in
+	}
 	put := func(keys ...string) {
+		t.Helper()
 		for _, k := range keys {
-			c.put([]byte(k), &Decision{})
+			d, slot := c.lookup(input(k), nil)
+			if d != nil || slot.key == "" {
+				t.Fatalf("entry %s: lookup before store gave %+v, slot key %q; want no decision and a key", k, d, slot.key)
+			}
+			c.store(slot, &Decision{})
 		}
 	}
 	present := func(want string, keys ...string) {
 		t.Helper()
 		for _, k := range keys {
-			if _, ok := c.get([]byte(k)); ok != (want == "present") {
+			d, _ := c.lookup(input(k), nil)
+			if ok := d != nil; ok != (want == "present") {
 				t.Errorf("entry %s present %v, want %s", k, ok, want)
 			}
 		}

@@ -269,19 +269,20 @@ func pvFacts(pv *decode.PersistentVolume) []policy.Mount {
 // ambiguous.
 func pathFacts(volumePath, subPath, subPathExpr string) policy.Mount {
 	raw := volumePath
-	if subPath != "" {
-		raw = pipepath.JoinSubPath(volumePath, subPath)
-	}
-	if subPathExpr != "" {
+	var r pipepath.Result
+	switch {
+	case subPathExpr != "":
 		raw = pipepath.JoinSubPath(volumePath, subPathExpr)
-	}
-	r := pipepath.ClassifyMount(volumePath, subPath)
-	if subPathExpr != "" {
 		r = pipepath.Classify(raw)
-	}
-	if subPathExpr != "" && (r.Class != pipepath.NotPipe || pipepath.Classify(volumePath).Class != pipepath.NotPipe) {
-		r = pipepath.Result{Class: pipepath.Ambiguous, Normalized: r.Normalized,
-			Reason: "subPathExpr " + strconv.Quote(subPathExpr) + " is expanded on the node, so the pipe it names is unknown at admission"}
+		if r.Class != pipepath.NotPipe || pipepath.Classify(volumePath).Class != pipepath.NotPipe {
+			r = pipepath.Result{Class: pipepath.Ambiguous, Normalized: r.Normalized,
+				Reason: "subPathExpr " + strconv.Quote(subPathExpr) + " is expanded on the node, so the pipe it names is unknown at admission"}
+		}
+	default:
+		if subPath != "" {
+			raw = pipepath.JoinSubPath(volumePath, subPath)
+		}
+		r = pipepath.ClassifyMount(volumePath, subPath)
 	}
 	return policy.Mount{
 		RawPath:         raw,

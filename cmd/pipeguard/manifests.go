@@ -127,12 +127,13 @@ func splitDocuments(name string, data []byte, warn func(string)) ([]document, er
 			continue
 		}
 		where := fmt.Sprintf("%s: document %d", name, n)
-		raw, err := yaml.YAMLToJSON(chunk)
-		if err != nil {
-			return nil, badInput("%s: invalid YAML or JSON: %v", where, err)
-		}
-		if _, err := yaml.YAMLToJSONStrict(chunk); err != nil {
-			for _, w := range duplicateKeys(err) {
+		raw, strictErr := yaml.YAMLToJSONStrict(chunk)
+		if strictErr != nil {
+			var err error
+			if raw, err = yaml.YAMLToJSON(chunk); err != nil {
+				return nil, badInput("%s: invalid YAML or JSON: %v", where, err)
+			}
+			for _, w := range duplicateKeys(strictErr) {
 				warn(fmt.Sprintf("%s: %s; the last value is used, as kubectl and the API server do", where, w))
 			}
 		}
