@@ -11,15 +11,13 @@ import (
 	"syscall"
 )
 
-// finalMaxLinks bounds the dangling links followed while resolving one path.
-const finalMaxLinks = 40
-
 // Final confines p, sent in the request field named field, for a path that
-// is handed to a host command: it applies Check, then opens the path on the
-// host (its parent directory for ResolveParent, so that a last component
-// which is a link or does not exist yet is not followed) and checks the
-// final path of the opened handle against the roots: on Linux the link of
-// the descriptor under /proc/self/fd, on Windows GetFinalPathNameByHandle.
+// is handed to a host command: it applies the lexical rules (CheckLexical),
+// then opens the path on the host (its parent directory for ResolveParent,
+// so that a last component which is a link or does not exist yet is not
+// followed) and checks the final path of the opened handle against the
+// roots: on Linux the link of the descriptor under /proc/self/fd, on
+// Windows GetFinalPathNameByHandle.
 // Components that do not exist yet are appended to the final path of the
 // longest existing prefix; a dangling link on the way is followed to where
 // a name created through it would land.
@@ -27,18 +25,20 @@ const finalMaxLinks = 40
 // Final returns that resolved path, which is the one to hand to the command:
 // it goes through no link that existed when it was checked. A path whose
 // final path leaves the roots is refused with a *Refusal of rule
-// symlink-escape; one refused by Check keeps Check's rule.
+// symlink-escape; one refused by a lexical rule keeps that rule.
 //
 // A Confiner of the other flavour than the host's (the Windows groups
 // assembled on Linux in tests) has no host file to open: Final applies Check
 // alone and returns its cleaned path.
 func (c *Confiner) Final(field, p string, mode Mode) (string, error) {
-	clean, err := c.Check(field, p, mode)
+	if !finalOnHost(c.flavour) {
+		return c.Check(field, p, mode)
+	}
+	// The lexical rules only: the path is resolved on the host below, which
+	// supersedes the Resolver's resolution of Check.
+	clean, err := c.CheckLexical(field, p)
 	if err != nil {
 		return "", err
-	}
-	if !finalOnHost(c.Flavour()) {
-		return clean, nil
 	}
 	resolved, err := finalOf(clean, mode)
 	if err != nil {
@@ -46,10 +46,8 @@ func (c *Confiner) Final(field, p string, mode Mode) (string, error) {
 			"could not be opened to prove that it stays inside the allowed roots: %v", err)}
 	}
 	roots := c.finalRoots()
-	for _, r := range roots {
-		if finalWithin(c.Flavour(), resolved, r) {
-			return resolved, nil
-		}
+	if c.inside(resolved, roots) {
+		return resolved, nil
 	}
 	return "", &Refusal{Rule: RuleSymlinkEscape, Field: field, Path: p, Reason: fmt.Sprintf(
 		"resolves through a link to %s, outside the allowed roots [%s]", Quote(resolved), strings.Join(roots, " "))}
@@ -108,8 +106,8 @@ func finalExisting(p string) (string, error) {
 		if target, lerr := os.Readlink(p); lerr == nil {
 			// p is a link whose target does not exist (yet): what is
 			// created through it lands at the target.
-			if hops++; hops > finalMaxLinks {
-				return "", fmt.Errorf("more than %d links", finalMaxLinks)
+			if hops++; hops > maxLinkHops {
+				return "", fmt.Errorf("more than %d links", maxLinkHops)
 			}
 			if p, err = finalLinkTarget(dir, target); err != nil {
 				return "", err
@@ -147,38 +145,4 @@ func finalSplit(p string) (dir, base string) {
 		return p, ""
 	}
 	return dir, filepath.Base(p)
-}
-
-// finalWithin reports whether p is root or lies below it. On Windows only
-// ASCII letters compare case-insensitively, as for the lexical rules.
-func finalWithin(f Flavour, p, root string) bool {
-	if f == Windows {
-		if len(p) < len(root) || !finalFoldASCII(p[:len(root)], root) {
-			return false
-		}
-		return len(p) == len(root) || strings.HasSuffix(root, `\`) || p[len(root)] == '\\'
-	}
-	if !strings.HasPrefix(p, root) {
-		return false
-	}
-	return len(p) == len(root) || root == "/" || p[len(root)] == '/'
-}
-
-func finalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }

@@ -68,10 +68,8 @@ func (h *Handle) Root() *os.Root { return h.root }
 // Name is the path's name inside Root, "." for the root itself.
 func (h *Handle) Name() string { return h.name }
 
-// RootPath is the allowed root as configured.
-func (h *Handle) RootPath() string { return h.rootPath }
-
-// Abs is the resolved path: RootPath joined with Name.
+// Abs is the resolved path: the allowed root as configured joined with
+// Name.
 func (h *Handle) Abs() string {
 	if h.name == "." {
 		return h.rootPath

@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode"
@@ -64,4 +65,16 @@ func Quote(s string) string {
 		}
 	}
 	return `"` + s + `"`
+}
+
+// Named gives a *Refusal in err that names no request field the field
+// name; other errors are returned as they are.
+func Named(field string, err error) error {
+	var r *Refusal
+	if errors.As(err, &r) && r.Field == "" {
+		c := *r
+		c.Field = field
+		return &c
+	}
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/agent/methods"
 )
 
 // InputVersion is the version of the input document.
@@ -83,21 +84,18 @@ func (in *Input) value() ast.Value {
 func (in *Input) Document() (any, error) { return ast.JSON(in.value()) }
 
 // Mutating reports whether a CSI Proxy method changes the host. Reads are
-// named Get…, List…, Is…, plus PathExists and DiskStats and VolumeStats
-// (the v1beta names of GetDiskStats and GetVolumeStats); everything else,
+// named Get…, List…, Is… and PathExists under their newest names (older
+// versions call GetVolumeStats VolumeStats, for one); everything else,
 // including methods added later, counts as mutating, so that it is audited
 // durably.
 func Mutating(method string) bool {
+	method = methods.Newest(method)
 	for _, p := range []string{"Get", "List", "Is"} {
 		if strings.HasPrefix(method, p) && len(method) > len(p) && method[len(p)] >= 'A' && method[len(p)] <= 'Z' {
 			return false
 		}
 	}
-	switch method {
-	case "PathExists", "DiskStats", "VolumeStats":
-		return false
-	}
-	return true
+	return method != "PathExists"
 }
 
 // secretField reports whether a field holds a secret: SMB passwords and

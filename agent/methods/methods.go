@@ -48,17 +48,42 @@ func (m *Method) Field(name string) (Field, bool) {
 // field called name (package confine), with the field's resolve mode. A
 // field the table does not list as a path is refused.
 func (m *Method) Check(c *confine.Confiner, name, path string) (string, error) {
+	f, err := m.pathField(name)
+	if err != nil {
+		return "", err
+	}
+	return f.Check(c, path)
+}
+
+// Final is Check for a path handed to a host command: it returns the
+// resolved path the command is to be given (confine.Confiner.Final).
+func (m *Method) Final(c *confine.Confiner, name, path string) (string, error) {
+	f, err := m.pathField(name)
+	if err != nil {
+		return "", err
+	}
+	return f.Final(c, path)
+}
+
+func (m *Method) pathField(name string) (Field, error) {
 	f, ok := m.Field(name)
 	if !ok || !f.Path {
-		return "", fmt.Errorf("internal error: %s %s has no path field %q; the request was not run", m.Group, m.Name, name)
+		return Field{}, fmt.Errorf("internal error: %s %s has no path field %q; the request was not run", m.Group, m.Name, name)
 	}
-	return c.Check(f.Name, path, f.Resolve)
+	return f, nil
 }
 
 // Check confines and resolves a path sent in the field, with its resolve
 // mode.
 func (f Field) Check(c *confine.Confiner, path string) (string, error) {
 	return c.Check(f.Name, path, f.Resolve)
+}
+
+// Final confines a path sent in the field that is handed to a host command,
+// with its resolve mode, and returns the resolved path the command is to be
+// given (confine.Confiner.Final).
+func (f Field) Final(c *confine.Confiner, path string) (string, error) {
+	return c.Final(f.Name, path, f.Resolve)
 }
 
 func parent(name string) Field { return Field{Name: name, Path: true, Resolve: confine.ResolveParent} }
@@ -135,6 +160,18 @@ var renames = map[string]map[string]string{
 	"volume": {"DismountVolume": "UnmountVolume", "VolumeStats": "GetVolumeStats",
 		"GetVolumeDiskNumber": "GetDiskNumberFromVolumeID", "GetVolumeIDFromMount": "GetVolumeIDFromTargetPath"},
 	"disk": {"DiskStats": "GetDiskStats", "SetAttachState": "SetDiskState", "GetAttachState": "GetDiskState"},
+}
+
+// Newest returns the newest name of method when older API versions of any
+// group named it so (the renamed names are unique across groups), and
+// method itself otherwise.
+func Newest(method string) string {
+	for _, rs := range renames {
+		if n, ok := rs[method]; ok {
+			return n
+		}
+	}
+	return method
 }
 
 // index holds the table by group and method name, older names included,

@@ -57,18 +57,6 @@ func checkWrite(f methods.Field, conf *confine.Confiner, path, op string) (strin
 	return p, nil
 }
 
-// named gives a refusal from the host operations, which resolve the path
-// again through a handle on its root, the request field it came in.
-func named(f methods.Field, err error) error {
-	var r *confine.Refusal
-	if errors.As(err, &r) && r.Field == "" {
-		c := *r
-		c.Field = f.Name
-		return &c
-	}
-	return err
-}
-
 // Endpoints returns every served filesystem API version.
 func (s *Server) Endpoints() []server.Endpoint {
 	return []server.Endpoint{
@@ -87,7 +75,7 @@ func (s *Server) PathExists(ctx context.Context, path string) (bool, error) {
 		return false, err
 	}
 	ok, err := s.host.PathExists(ctx, p)
-	return ok, named(pathExistsPath, err)
+	return ok, confine.Named(pathExistsPath.Name, err)
 }
 
 // Mkdir creates path and its parents.
@@ -96,7 +84,7 @@ func (s *Server) Mkdir(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	return named(mkdirPath, s.host.Mkdir(ctx, p))
+	return confine.Named(mkdirPath.Name, s.host.Mkdir(ctx, p))
 }
 
 // Rmdir removes the directory or link at path, with its contents if force.
@@ -106,7 +94,7 @@ func (s *Server) Rmdir(ctx context.Context, path string, force bool) error {
 	if err != nil {
 		return err
 	}
-	return named(rmdirPath, s.host.Rmdir(ctx, p, force))
+	return confine.Named(rmdirPath.Name, s.host.Rmdir(ctx, p, force))
 }
 
 // RmdirContents empties the directory at path; a link is followed, so its
@@ -116,7 +104,7 @@ func (s *Server) RmdirContents(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	return named(rmdirContentsPath, s.host.RmdirContents(ctx, p))
+	return confine.Named(rmdirContentsPath.Name, s.host.RmdirContents(ctx, p))
 }
 
 // CreateSymlink creates target as a link to source. Both are confined: CSI
@@ -152,5 +140,5 @@ func (s *Server) IsSymlink(ctx context.Context, path string) (bool, error) {
 		return false, err
 	}
 	ok, err := s.host.IsSymlink(ctx, p)
-	return ok, named(isSymlinkPath, err)
+	return ok, confine.Named(isSymlinkPath.Name, err)
 }

@@ -58,7 +58,7 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 	if localPath != "" {
 		// Refused before anything runs, and resolved again just before the
 		// link is made: mapping the share can take long.
-		if _, err := s.final(localPath); err != nil {
+		if _, err := mappingLocalPath.Final(s.conf, localPath); err != nil {
 			return err
 		}
 	}
@@ -96,19 +96,13 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 		}
 	}
 	if localPath != "" {
-		local, err := s.final(localPath)
+		local, err := mappingLocalPath.Final(s.conf, localPath)
 		if err != nil {
 			return err
 		}
 		return s.host.NewLink(ctx, remote, local)
 	}
 	return nil
-}
-
-// final confines the local path, which a host command creates as a link: the
-// command is given the resolved path (confine.Confiner.Final).
-func (s *Server) final(localPath string) (string, error) {
-	return s.conf.Final(mappingLocalPath.Name, localPath, mappingLocalPath.Resolve)
 }
 
 // RemoveSmbGlobalMapping removes the global mapping of remotePath's share.

@@ -58,18 +58,7 @@ func (s *Server) mountArgs(m *methods.Method, volumeID, pathField, path string) 
 	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
 		return "", err
 	}
-	return s.final(m, pathField, path)
-}
-
-// final confines a path handed to a host command (confine.Confiner.Final)
-// with the resolve mode of its field, and returns the resolved path that the
-// command is to be given.
-func (s *Server) final(m *methods.Method, name, path string) (string, error) {
-	f, ok := m.Field(name)
-	if !ok || !f.Path {
-		return "", fmt.Errorf("internal error: %s %s has no path field %q; the request was not run", m.Group, m.Name, name)
-	}
-	return s.conf.Final(f.Name, path, f.Resolve)
+	return m.Final(s.conf, pathField, path)
 }
 
 // MountVolume mounts the volume at path.
@@ -143,7 +132,7 @@ const maxTargetLinks = 8
 // as a symlink escape of path, and a link to anything but a local path (an
 // SMB share) answers that path is not a volume.
 func (s *Server) GetVolumeIDFromTargetPath(ctx context.Context, pathField, path string) (string, error) {
-	p, err := s.final(getVolumeIDFromTargetPath, pathField, path)
+	p, err := getVolumeIDFromTargetPath.Final(s.conf, pathField, path)
 	if err != nil {
 		return "", err
 	}
@@ -157,7 +146,7 @@ func (s *Server) GetVolumeIDFromTargetPath(ctx context.Context, pathField, path 
 			return "", fmt.Errorf("%s: more than %d links to follow to a volume", confine.Quote(path), maxTargetLinks)
 		}
 		// The link target is itself read as a name, like path.
-		next, ferr := s.conf.Final(pathField, link.Target, confine.ResolveParent)
+		next, ferr := getVolumeIDFromTargetPath.Final(s.conf, pathField, link.Target)
 		var ref *confine.Refusal
 		switch {
 		case errors.As(ferr, &ref) && ref.Rule.Malformed():

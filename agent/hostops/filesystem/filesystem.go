@@ -146,21 +146,21 @@ func (l Local) RmdirContents(_ context.Context, path string) error {
 func (l Local) CreateSymlink(_ context.Context, source, target string) error {
 	src, err := l.open(source, confine.ResolveAll)
 	if err != nil {
-		return field("source_path", err)
+		return confine.Named("source_path", err)
 	}
 	defer src.Close()
 	if err := src.RefuseRoot("CreateSymlink"); err != nil {
-		return field("source_path", err)
+		return confine.Named("source_path", err)
 	}
 	tgt, err := l.open(target, confine.ResolveParent)
 	if err != nil {
-		return field("target_path", err)
+		return confine.Named("target_path", err)
 	}
 	defer tgt.Close()
 	if err := tgt.RefuseRoot("CreateSymlink"); err != nil {
-		return field("target_path", err)
+		return confine.Named("target_path", err)
 	}
-	return field("target_path", tgt.Err(symlink(src.Abs(), tgt)))
+	return confine.Named("target_path", tgt.Err(symlink(src.Abs(), tgt)))
 }
 
 // IsSymlink follows CSI Proxy: true only when path is a link (a symlink, or a
@@ -190,15 +190,4 @@ func (l Local) IsSymlink(_ context.Context, path string) (bool, error) {
 		return false, err
 	}
 	return exists(h, name)
-}
-
-// field names the request field of a refusal that carries none.
-func field(name string, err error) error {
-	var r *confine.Refusal
-	if errors.As(err, &r) && r.Field == "" {
-		c := *r
-		c.Field = name
-		return &c
-	}
-	return err
 }

@@ -1,0 +1,43 @@
+package smb
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
+)
+
+// A local path led out of the roots by a link planted in them is refused
+// before the share is mapped or linked.
+func TestNewSmbGlobalMappingRefusesALocalPathThroughALinkOut(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("plants POSIX links")
+	}
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := confine.New(confine.Options{Flavour: confine.Linux, Roots: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &runner.Fake{}
+	s, err := New(hostsmb.PowerShell{Runner: f}, conf, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref *confine.Refusal
+	err = s.NewSmbGlobalMapping(context.Background(), shareRoot+`\vol`, filepath.Join(root, "out", "globalmount"), "user", "pass")
+	if !errors.As(err, &ref) || ref.Rule != confine.RuleSymlinkEscape || ref.Field != "local_path" {
+		t.Fatalf("local_path through a link out of the root: %v, want a %s refusal of local_path", err, confine.RuleSymlinkEscape)
+	}
+	if n := len(f.Commands()); n != 0 {
+		t.Fatalf("ran %d commands, want none: %q", n, ran(f))
+	}
+}
