@@ -72,7 +72,7 @@ type RefusalError struct {
 // reason says what was refused and how to get it allowed; the message
 // names the rule.
 func Refused(rule, reason string, code codes.Code) error {
-	return &RefusalError{rule: rule, msg: NameRule(reason, rule), code: code}
+	return &RefusalError{rule: rule, msg: nameRule(reason, rule), code: code}
 }
 
 func (e *RefusalError) Error() string { return e.msg }
@@ -80,20 +80,38 @@ func (e *RefusalError) Error() string { return e.msg }
 // RefusalRule is the rule that refused the request.
 func (e *RefusalError) RefusalRule() string { return e.rule }
 
+// Code is the gRPC code the client gets.
+func (e *RefusalError) Code() codes.Code { return e.code }
+
 // GRPCStatus is the status the client gets.
 func (e *RefusalError) GRPCStatus() *status.Status { return status.New(e.code, e.msg) }
 
 // Unwrap returns the error the refusal was made from, if any.
 func (e *RefusalError) Unwrap() error { return e.cause }
 
-// NameRule returns msg naming rule: unchanged when it already says
+// nameRule returns msg naming rule: unchanged when it already says
 // "rule <rule>", or "rule <last part of rule>" as the confinement refusals
 // do ("(confinement rule traversal)"), else with " (rule <rule>)" appended.
-func NameRule(msg, rule string) string {
+func nameRule(msg, rule string) string {
 	if rule == "" || strings.Contains(msg, "rule "+rule) || strings.Contains(msg, "rule "+rule[strings.LastIndex(rule, "/")+1:]) {
 		return msg
 	}
 	return msg + " (rule " + rule + ")"
+}
+
+// AsRefusal returns err in its gRPC shape when it is, or wraps, a Refusal:
+// err itself when it is a *RefusalError, else a *RefusalError whose message
+// names the rule and which wraps err.
+func AsRefusal(err error) (*RefusalError, bool) {
+	if rf, ok := err.(*RefusalError); ok {
+		return rf, true
+	}
+	var ref Refusal
+	if !errors.As(err, &ref) {
+		return nil, false
+	}
+	rule := ref.RefusalRule()
+	return &RefusalError{rule: rule, msg: nameRule(err.Error(), rule), code: Code(err), cause: err}, true
 }
 
 // NeedsWindows is the status of every call to an API group that only works
@@ -110,7 +128,6 @@ func Code(err error) codes.Code {
 		rf    *RefusalError
 		ref   *confine.Refusal
 		inv   *Invalid
-		den   *Denied
 		other Refusal
 	)
 	switch {
@@ -125,7 +142,7 @@ func Code(err error) codes.Code {
 		return codes.PermissionDenied
 	case errors.As(err, &inv):
 		return codes.InvalidArgument
-	case errors.As(err, &den), errors.As(err, &other):
+	case errors.As(err, &other):
 		return codes.PermissionDenied
 	}
 	if s, ok := status.FromError(err); ok {
@@ -142,13 +159,8 @@ func Status(err error) error {
 	if err == nil {
 		return nil
 	}
-	if rf, ok := err.(*RefusalError); ok {
+	if rf, ok := AsRefusal(err); ok {
 		return rf
-	}
-	var ref Refusal
-	if errors.As(err, &ref) {
-		rule := ref.RefusalRule()
-		return &RefusalError{rule: rule, msg: NameRule(err.Error(), rule), code: Code(err), cause: err}
 	}
 	if _, ok := status.FromError(err); ok {
 		return err

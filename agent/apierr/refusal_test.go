@@ -72,8 +72,8 @@ func TestNameRule(t *testing.T) {
 		{"no rule", "", "no rule"},
 	}
 	for _, tc := range cases {
-		if got := NameRule(tc.msg, tc.rule); got != tc.want {
-			t.Errorf("NameRule(%q, %q) = %q, want %q", tc.msg, tc.rule, got, tc.want)
+		if got := nameRule(tc.msg, tc.rule); got != tc.want {
+			t.Errorf("nameRule(%q, %q) = %q, want %q", tc.msg, tc.rule, got, tc.want)
 		}
 	}
 }

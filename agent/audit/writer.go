@@ -52,6 +52,11 @@ type Options struct {
 	Now func() time.Time
 }
 
+// AgentFlags maps the fields of Options that this package's messages name
+// to the pipeguard-agent flags that set them, for the commands that show
+// those messages.
+var AgentFlags = map[string]string{"Options.Path": "--audit-log-path", "Options.MaxBackups": "--audit-log-maxbackup"}
+
 // Log appends chained records to the audit file. It is safe for concurrent
 // use.
 type Log struct {

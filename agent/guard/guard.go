@@ -197,12 +197,9 @@ func (g *Guard) writeAhead(ctx context.Context, c *call) error {
 // A read whose completion cannot be written under FailDeny gets the audit
 // failure instead of its answer: it has no other record.
 func (g *Guard) complete(ctx context.Context, c *call, herr error, mutating bool) error {
-	var ref apierr.Refusal
-	if errors.As(herr, &ref) {
-		herr = apierr.Status(herr)
-		s := status.Convert(herr)
-		g.recordDenial(ctx, c, s.Code(), ref.RefusalRule(), s.Message())
-		return herr
+	if rf, ok := apierr.AsRefusal(herr); ok {
+		g.recordDenial(ctx, c, rf.Code(), rf.RefusalRule(), rf.Error())
+		return rf
 	}
 	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
 	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow

@@ -141,3 +141,82 @@ func counter(t *testing.T, g *Guard, group, decision, rule string) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// fakeStream is a server stream carrying only its context.
+type fakeStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s fakeStream) Context() context.Context { return s.ctx }
+
+// TestStreamRefusalsAreDenials checks the streaming interceptor keeps the
+// guarantees of the unary one: a call refused before its handler is one
+// deny record and never reaches the handler, and a handler's refusal is
+// the deny completion after its write-ahead record.
+func TestStreamRefusalsAreDenials(t *testing.T) {
+	g, path := newTestGuard(t)
+	info := &grpc.StreamServerInfo{FullMethod: "/v1.Filesystem/Watch", IsServerStream: true}
+	caller := &identity.Caller{Source: identity.SourcePeer, PID: 4242, UID: 1000, GID: 2000}
+	refusal := &apierr.Denied{Rule: "allowed-services", Msg: "service x is not allowed"}
+	cases := []struct {
+		name    string
+		ctx     context.Context
+		handler grpc.StreamHandler
+		rule    string
+		code    codes.Code
+		stages  []audit.Stage
+	}{
+		{"no caller identity", grpc.NewContextWithServerTransportStream(context.Background(), &headerStream{}),
+			func(any, grpc.ServerStream) error { t.Error("the handler ran without a caller identity"); return nil },
+			RuleIdentity, codes.Unauthenticated, []audit.Stage{audit.StageResponseComplete}},
+		{"handler refusal", callContext(caller, metadata.MD{}),
+			func(any, grpc.ServerStream) error { return fmt.Errorf("watch: %w", refusal) },
+			"allowed-services", codes.PermissionDenied, []audit.Stage{audit.StageRequestReceived, audit.StageResponseComplete}},
+	}
+	ids := make([]string, len(cases))
+	for i, tc := range cases {
+		err := g.Stream(nil, fakeStream{ctx: tc.ctx}, info, tc.handler)
+		var ref apierr.Refusal
+		if s := status.Convert(err); s.Code() != tc.code || !errors.As(err, &ref) || ref.RefusalRule() != tc.rule {
+			t.Errorf("%s: answered %v %q, want a %v refusal by rule %s", tc.name, s.Code(), s.Message(), tc.code, tc.rule)
+		}
+		ids[i] = grpc.ServerTransportStreamFromContext(tc.ctx).(*headerStream).header.Get(AuditIDHeader)[0]
+	}
+
+	recs := map[string][]audit.Event{}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := audit.Scan(f, path, func(r audit.Record) error {
+		if r.Err != nil {
+			t.Errorf("record %v", r.Err)
+		} else if !r.Event.IsCheckpoint() {
+			recs[r.Event.AuditID] = append(recs[r.Event.AuditID], r.Event)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range cases {
+		rs := recs[ids[i]]
+		if len(rs) != len(tc.stages) {
+			t.Errorf("%s: %d records, want %d", tc.name, len(rs), len(tc.stages))
+			continue
+		}
+		for j, e := range rs {
+			want := audit.DecisionAllow
+			if j == len(rs)-1 {
+				want = audit.DecisionDeny
+			}
+			if e.Stage != tc.stages[j] || e.Annotation(audit.AnnotationDecision) != want {
+				t.Errorf("%s: record %d is %s %s, want %s %s", tc.name, j, e.Stage, e.Annotation(audit.AnnotationDecision), tc.stages[j], want)
+			}
+		}
+		if last := rs[len(rs)-1]; last.Annotation(audit.AnnotationRule) != tc.rule || last.Annotation(audit.AnnotationGRPCCode) != tc.code.String() {
+			t.Errorf("%s: completion %v", tc.name, last.Annotations)
+		}
+	}
+}

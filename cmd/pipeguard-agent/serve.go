@@ -12,27 +12,31 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
 
 // flagOf names the flag behind each option app.Run can reject (by its
 // field of app.Config), and behind each option the agent's packages name in
-// their messages (by its type and field).
-var flagOf = map[string]string{
-	"Guard.PolicyDir":     "--policy-dir",
-	"Guard.Kubeconfig":    "--kubeconfig",
-	"Guard.NodeName":      "--node-name",
-	"Guard.TokenAudience": "--token-audience",
-	"Guard.Audit.Path":    "--audit-log-path",
+// their messages (by its type and field; the audit log's come from
+// audit.AgentFlags).
+var flagOf = func() map[string]string {
+	m := map[string]string{
+		"Guard.PolicyDir":     "--policy-dir",
+		"Guard.Kubeconfig":    "--kubeconfig",
+		"Guard.NodeName":      "--node-name",
+		"Guard.TokenAudience": "--token-audience",
+		"Guard.Audit.Path":    "--audit-log-path",
 
-	"ListenOptions.SocketDir": "--socket-dir",
-	"Options.PolicyDir":       "--policy-dir",
-	"TokenOptions.Reviewer":   "--kubeconfig",
-	"TokenOptions.Audience":   "--token-audience",
-	"TokenOptions.NodeName":   "--node-name",
-	"Options.Path":            "--audit-log-path",
-	"Options.MaxBackups":      "--audit-log-maxbackup",
-}
+		"ListenOptions.SocketDir": "--socket-dir",
+		"Options.PolicyDir":       "--policy-dir",
+		"TokenOptions.Reviewer":   "--kubeconfig",
+		"TokenOptions.Audience":   "--token-audience",
+		"TokenOptions.NodeName":   "--node-name",
+	}
+	maps.Copy(m, audit.AgentFlags)
+	return m
+}()
 
 // optionFlags rewrites the options a message names as their flags; longer
 // names go first, so that a name is never cut short by a shorter one.

@@ -17,7 +17,13 @@ standard input.
 
 // agentFlags names the agent's options, where the audit package's messages
 // name them, by the pipeguard-agent flags that set them.
-var agentFlags = strings.NewReplacer("Options.MaxBackups", "--audit-log-maxbackup", "Options.Path", "--audit-log-path")
+var agentFlags = func() *strings.Replacer {
+	var pairs []string
+	for option, flag := range audit.AgentFlags {
+		pairs = append(pairs, option, flag)
+	}
+	return strings.NewReplacer(pairs...)
+}()
 
 // agentFlagError is an error of the audit package whose message names the
 // agent's options by their flags.

@@ -173,7 +173,7 @@ func TestAuditVerify(t *testing.T) {
 			for _, f := range files {
 				os.Remove(f)
 			}
-		}},
+		}, want: "give the --audit-log-path of the agent"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
