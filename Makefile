@@ -62,12 +62,10 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD, deepcopy cod
 	if ! diff -r config/crd/bases "$$tmp/crd"; then echo "config/crd/bases is stale: run make manifests and commit the result"; exit 1; fi; \
 	cp api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go"; \
 	$(CONTROLLER_GEN) object paths=./api/...; \
-	if ! diff "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; then cp "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; echo "api/v1alpha1/zz_generated.deepcopy.go is stale: run make generate and commit the result"; exit 1; fi
-	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	$(GO) run ./hack/groupgen -out "$$tmp"; \
-	for f in "$$tmp"/*/zz_generated.versions.go agent/groups/*/zz_generated.versions.go; do \
-		g=$$(basename "$$(dirname "$$f")"); \
-		if ! diff "agent/groups/$$g/zz_generated.versions.go" "$$tmp/$$g/zz_generated.versions.go"; then echo "agent/groups/$$g/zz_generated.versions.go: stale: run make generate and commit the result"; exit 1; fi; \
+	if ! diff "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; then cp "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; echo "api/v1alpha1/zz_generated.deepcopy.go is stale: run make generate and commit the result"; exit 1; fi; \
+	$(GO) run ./hack/groupgen -out "$$tmp/groups"; \
+	for f in $$( (cd agent/groups && ls */zz_generated.versions.go; cd "$$tmp/groups" && ls */zz_generated.versions.go) | sort -u); do \
+		if ! diff "agent/groups/$$f" "$$tmp/groups/$$f"; then echo "agent/groups/$$f is stale: run make generate and commit the result"; exit 1; fi; \
 	done
 
 .PHONY: test

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"go/format"
 	"go/token"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,7 +47,7 @@ func generate(g group) ([]byte, error) {
 	}
 	if len(g.imports) > 0 {
 		b.WriteString("\n")
-		for _, name := range sortedKeys(g.imports) {
+		for _, name := range slices.Sorted(maps.Keys(g.imports)) {
 			fmt.Fprintf(&b, "%s %q\n", name, g.imports[name])
 		}
 	}
@@ -277,7 +279,7 @@ func (w *writer) rename(v version, name string) string {
 // checkRead fails when a field of msg is neither used nor ignored.
 func (w *writer) checkRead(msg message, what, verb string) error {
 	for name, f := range msg.fields {
-		if !msg.read[name] && !contains(w.g.ignore, string(f.desc.Name())) {
+		if !msg.read[name] && !slices.Contains(w.g.ignore, string(f.desc.Name())) {
 			return fmt.Errorf("%s field %s is not %s: add it to the table or ignore it", what, f.desc.Name(), verb)
 		}
 	}
@@ -319,7 +321,7 @@ func (w *writer) checkUsed() error {
 // local returns an unused local variable name based on name.
 func (w *writer) local(name string) string {
 	reserved := func(n string) bool {
-		return w.vars[n] || token.IsKeyword(n) || contains([]string{"a", "r", "k", "v", "ctx", "err", "len", "make", "append"}, n)
+		return w.vars[n] || token.IsKeyword(n) || slices.Contains([]string{"a", "r", "k", "v", "ctx", "err", "len", "make", "append"}, n)
 	}
 	n := name
 	for i := 2; reserved(n); i++ {
@@ -351,21 +353,3 @@ func zero(typ string) (string, error) {
 func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 func lowerFirst(s string) string { return strings.ToLower(s[:1]) + s[1:] }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

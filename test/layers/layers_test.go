@@ -1,9 +1,11 @@
-// Package layers checks the import structure of pipeguard: each layer
-// imports only the layers below it, and the node agent and the admission
-// engine stay free of controller-runtime.
+// Package layers checks the import structure of pipeguard: every package
+// belongs to a layer and imports only its own layer and the layers below
+// it, and the node agent and the admission engine stay free of
+// controller-runtime.
 package layers
 
 import (
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -13,80 +15,137 @@ import (
 const module = "github.com/pipeguard/pipeguard"
 
 // layers from the top down: a package may import packages of its own layer
-// or of a layer further down the list. A layer is named by path prefixes
-// below the module.
+// or of a layer further down the list. A layer is named by paths below the
+// module; a path names that package and every package under it.
 var layers = []struct {
-	name     string
-	prefixes []string
+	name  string
+	paths []string
 }{
-	{"binaries and tools", []string{"cmd/", "hack/", "test/"}},
+	{"binaries and tools", []string{"cmd", "hack", "test"}},
 	{"webhook and controller", []string{"webhook", "controller"}},
 	{"admission engine", []string{"policy"}},
 	{"node agent", []string{"agent"}},
-	{"foundations", []string{"api/", "pipepath", "rego"}},
-	{"internal helpers", []string{"internal/"}},
+	{"foundations", []string{"api", "pipepath", "rego"}},
+	{"internal helpers", []string{"internal"}},
 }
 
-func layerOf(t *testing.T, pkg string) int {
-	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+// noControllerRuntime are the paths whose packages must not depend on
+// controller-runtime, directly or not.
+var noControllerRuntime = []string{"agent", "policy", "pipepath", "rego"}
+
+// under reports whether pkg is the package path below the module or one
+// under it.
+func under(pkg, path string) bool {
+	rel := strings.TrimPrefix(pkg, module+"/")
+	return rel == path || strings.HasPrefix(rel, path+"/")
+}
+
+// layerOf returns the index in layers of pkg, or -1 when no layer holds it.
+func layerOf(pkg string) int {
 	for i, l := range layers {
-		for _, p := range l.prefixes {
-			if rel == strings.TrimSuffix(p, "/") || strings.HasPrefix(rel, strings.TrimSuffix(p, "/")+"/") {
+		for _, p := range l.paths {
+			if under(pkg, p) {
 				return i
 			}
 		}
 	}
-	t.Fatalf("package %s belongs to no layer: add it to the layers of test/layers", pkg)
-	return 0
+	return -1
 }
 
-// goList runs go list over the module with a template.
-func goList(t *testing.T, args ...string) []string {
+type pkg struct {
+	path    string
+	imports []string // of the package and of its tests
+	deps    []string // everything the package (not its tests) depends on
+}
+
+var listed = map[string][]pkg{}
+
+// list returns every package of the module for goos, from one go list run
+// per GOOS shared by the tests.
+func list(t *testing.T, goos string) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	if pkgs, ok := listed[goos]; ok {
+		return pkgs
+	}
+	cmd := exec.Command("go", "list", "-f",
+		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}`, "./...")
 	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOOS="+goos)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("GOOS=%s go list: %v\n%s", goos, err, stderr.String())
 	}
-	return strings.Split(strings.TrimSpace(string(out)), "\n")
+	var pkgs []pkg
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 3 {
+			t.Fatalf("GOOS=%s go list: unexpected line %q", goos, line)
+		}
+		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2])})
+	}
+	listed[goos] = pkgs
+	return pkgs
 }
 
+var gooses = []string{"linux", "windows"}
+
 func TestImportsPointDown(t *testing.T) {
-	for _, goos := range []string{"linux", "windows"} {
+	for _, goos := range gooses {
 		t.Run(goos, func(t *testing.T) {
-			t.Setenv("GOOS", goos)
-			var wrong []string
-			for _, line := range goList(t, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}", "./...") {
-				fields := strings.Fields(line)
-				from := layerOf(t, fields[0])
-				for _, imp := range fields[1:] {
+			var wrong, homeless []string
+			used := map[string]bool{}
+			for _, p := range list(t, goos) {
+				from := layerOf(p.path)
+				if from < 0 {
+					homeless = append(homeless, p.path)
+					continue
+				}
+				for _, imp := range p.imports {
 					if !strings.HasPrefix(imp, module+"/") {
 						continue
 					}
-					if to := layerOf(t, imp); to < from {
-						wrong = append(wrong, fields[0]+" ("+layers[from].name+") imports "+imp+" ("+layers[to].name+")")
+					if to := layerOf(imp); to >= 0 && to < from {
+						wrong = append(wrong, p.path+" ("+layers[from].name+") imports "+imp+" ("+layers[to].name+")")
 					}
 				}
+				for _, l := range layers {
+					for _, path := range l.paths {
+						used[path] = used[path] || under(p.path, path)
+					}
+				}
+			}
+			if len(homeless) > 0 {
+				t.Errorf("packages that belong to no layer (add them to the layers of test/layers):\n%s", strings.Join(homeless, "\n"))
 			}
 			sort.Strings(wrong)
 			if len(wrong) > 0 {
 				t.Errorf("imports that point up:\n%s", strings.Join(wrong, "\n"))
+			}
+			for _, l := range layers {
+				for _, path := range l.paths {
+					if !used[path] {
+						t.Errorf("layer %q names %s, which holds no package: remove it from test/layers", l.name, path)
+					}
+				}
 			}
 		})
 	}
 }
 
 func TestNoControllerRuntimeBelowTheWebhook(t *testing.T) {
-	for _, pkg := range []string{"./agent/...", "./policy/...", "./pipepath/...", "./rego/..."} {
-		for _, goos := range []string{"linux", "windows"} {
-			t.Setenv("GOOS", goos)
-			for _, dep := range goList(t, "-deps", pkg) {
-				if strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime") {
-					t.Errorf("GOOS=%s %s depends on %s", goos, pkg, dep)
-					break
+	for _, goos := range gooses {
+		for _, p := range list(t, goos) {
+			for _, path := range noControllerRuntime {
+				if !under(p.path, path) {
+					continue
+				}
+				for _, dep := range p.deps {
+					if strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime") {
+						t.Errorf("GOOS=%s %s depends on %s", goos, p.path, dep)
+						break
+					}
 				}
 			}
 		}
