@@ -39,7 +39,9 @@ const maxKeyLen = 16 << 10
 // lookups search both, inserts go to the newer one, and when that is full
 // the older half is dropped. Entries in use keep moving to the newer half,
 // so the cache approximates least-recently-used eviction at the cost of a
-// map lookup.
+// map lookup. k8s.io/utils/lru was measured against it and kept out: keyed
+// on interface{} behind a list, it allocates the key on every hit and took
+// three to four times as long per lookup.
 type decisionCache struct {
 	// placeholder stands for the namespace's name in the rules'
 	// evaluations (see namespaceName).
@@ -84,7 +86,7 @@ func (c *decisionCache) lookup(in *Input, matches []bool) (*Decision, cacheSlot)
 	if slot.name = c.namespaceName(in.Namespace); slot.name != "" {
 		slot.namespace = c.placeholder
 	}
-	var buf [512]byte
+	var buf [1024]byte
 	key := decisionKey(buf[:0], in, matches, slot.name != "")
 	if len(key) > maxKeyLen {
 		return nil, slot

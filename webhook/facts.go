@@ -179,6 +179,7 @@ func decodeAs[T decode.Kind](raw []byte, subj func(*T) *subject) (*subject, erro
 
 // hostVolume is a pod volume backed by a path on the node.
 type hostVolume struct {
+	name   string
 	source string // "hostPath"
 	path   string
 	// whole is the facts of a mount of the whole volume (no subPath),
@@ -195,20 +196,49 @@ func podFacts(spec *decode.PodSpec) (*policy.Pod, []policy.Mount) {
 		ServiceAccountName: effectiveServiceAccount(spec),
 		HostProcess:        podHostProcess(spec),
 	}
-	volumes := map[string]hostVolume{}
+	// A pod has few host path volumes: a slice searched in order costs
+	// less than a map. The API server rejects two volumes of one name;
+	// should a request hold them anyway, the last one counts, as it would
+	// in a map.
+	n := 0
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
-			volumes[v.Name] = hostVolume{source: "hostPath", path: v.HostPath.Path, whole: pathFacts(v.HostPath.Path, "", "")}
+			n++
 		}
 	}
-	if len(volumes) == 0 {
+	if n == 0 {
 		return pod, nil
 	}
+	volumes := make([]hostVolume, 0, n)
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			volumes = append(volumes, hostVolume{name: v.Name, source: "hostPath", path: v.HostPath.Path, whole: pathFacts(v.HostPath.Path, "", "")})
+		}
+	}
+	volume := func(name string) *hostVolume {
+		for i := len(volumes) - 1; i >= 0; i-- {
+			if volumes[i].name == name {
+				return &volumes[i]
+			}
+		}
+		return nil
+	}
 	var mounts []policy.Mount
+	// Pipe mounts are few and large: allocate room for all of them once.
+	room := 0
+	for _, list := range [][]decode.Container{spec.InitContainers, spec.Containers, spec.EphemeralContainers} {
+		for i := range list {
+			for _, vm := range list[i].VolumeMounts {
+				if v := volume(vm.Name); v != nil && (v.whole.PathClass != string(pipepath.NotPipe) || vm.SubPath != "" || vm.SubPathExpr != "") {
+					room++
+				}
+			}
+		}
+	}
 	add := func(kind string, c *decode.Container) {
 		for _, vm := range c.VolumeMounts {
-			vol, ok := volumes[vm.Name]
-			if !ok {
+			vol := volume(vm.Name)
+			if vol == nil {
 				continue
 			}
 			m := vol.whole
@@ -226,6 +256,9 @@ func podFacts(spec *decode.PodSpec) (*policy.Pod, []policy.Mount) {
 			m.ReadOnly = vm.ReadOnly
 			m.Privileged = sc != nil && sc.Privileged != nil && *sc.Privileged
 			m.HostProcess = effectiveHostProcess(sc, pod.HostProcess)
+			if mounts == nil {
+				mounts = make([]policy.Mount, 0, room)
+			}
 			mounts = append(mounts, m)
 		}
 	}

@@ -82,12 +82,16 @@ func NewHandler(opts Options) *Handler {
 func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	start := h.opts.Now()
 	review := Review{Kind: req.Kind.Kind, Operation: string(req.Operation)}
-	log := logr.FromContextOrDiscard(ctx).WithValues(
-		"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name,
-		"operation", req.Operation, "user", req.UserInfo.Username)
+	// The request's logger is made only for a review that logs: adding
+	// its values costs more than a review that logs nothing.
+	log := func() logr.Logger {
+		return logr.FromContextOrDiscard(ctx).WithValues(
+			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name,
+			"operation", req.Operation, "user", req.UserInfo.Username)
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			log.Error(fmt.Errorf("panic: %v", r), "internal error while reviewing")
+			log().Error(fmt.Errorf("panic: %v", r), "internal error while reviewing")
 			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: pipeguard failed while reviewing %s %q; the request is rejected until the review succeeds", req.Kind.Kind, req.Name))
 			review.Decision = "error"
 		}
@@ -102,7 +106,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	return resp
 }
 
-func (h *Handler) review(ctx context.Context, log logr.Logger, req admission.Request) (admission.Response, string, *policy.Decision) {
+func (h *Handler) review(ctx context.Context, log func() logr.Logger, req admission.Request) (admission.Response, string, *policy.Decision) {
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
 	isNamespace := gk == namespaceKind && h.opts.Grants != nil
 	if (!Supported(gk) && !isNamespace) || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
@@ -124,7 +128,7 @@ func (h *Handler) review(ctx context.Context, log logr.Logger, req admission.Req
 	}
 	d, err := h.opts.Engine.Evaluate(ctx, in)
 	if err != nil {
-		log.Error(err, "policy evaluation failed")
+		log().Error(err, "policy evaluation failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: evaluating pipe access policies for %s %q: %w; the request is rejected until evaluation succeeds", req.Kind.Kind, objectName(in), err)), "error", nil
 	}
 	return respond(log, d)
@@ -133,13 +137,15 @@ func (h *Handler) review(ctx context.Context, log logr.Logger, req admission.Req
 // respond turns a decision into a response: deny rejects, warn admits with
 // warnings, dryrun admits and logs what would have been denied. Rules lists
 // the rules a deny can come from.
-func respond(log logr.Logger, d *policy.Decision) (admission.Response, string, *policy.Decision) {
+func respond(log func() logr.Logger, d *policy.Decision) (admission.Response, string, *policy.Decision) {
 	gen := strconv.FormatInt(d.Generation, 10)
 	var resp admission.Response
+	var denials []string
 	decision := "allow"
 	switch {
 	case d.Denied():
-		resp = admission.Denied(strings.Join(policy.Messages(d.Deny), "\n"))
+		denials = policy.Messages(d.Deny)
+		resp = admission.Denied(strings.Join(denials, "\n"))
 		decision = "deny"
 	case len(d.Warn) > 0:
 		resp = admission.Allowed("")
@@ -152,10 +158,10 @@ func respond(log logr.Logger, d *policy.Decision) (admission.Response, string, *
 	}
 	resp.Warnings = policy.Messages(d.Warn)
 	for _, v := range d.DryRun {
-		log.Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
+		log().Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
 	}
 	if decision == "deny" {
-		log.Info("denied", "violations", policy.Messages(d.Deny), "generation", d.Generation)
+		log().Info("denied", "violations", denials, "generation", d.Generation)
 	}
 	resp.AuditAnnotations = map[string]string{"decision": decision, "policy-generation": gen}
 	return resp, decision, d

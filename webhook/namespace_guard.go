@@ -60,7 +60,7 @@ func (g SubjectAccessReviewGrants) MayGrant(ctx context.Context, user authnv1.Us
 
 // reviewNamespace guards the labels that grant pipe access: whoever can edit
 // a Namespace must not thereby let its pods mount protected pipes.
-func (h *Handler) reviewNamespace(ctx context.Context, log logr.Logger, req admission.Request) (admission.Response, string) {
+func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, req admission.Request) (admission.Response, string) {
 	newLabels, err := namespaceLabels(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.object as a Namespace: %w", err)), "error"
@@ -85,11 +85,11 @@ func (h *Handler) reviewNamespace(ctx context.Context, log logr.Logger, req admi
 	sort.Strings(changed)
 	allowed, reason, err := h.opts.Grants.MayGrant(ctx, req.UserInfo)
 	if err != nil {
-		log.Error(err, "cannot check who may change allowance labels")
+		log().Error(err, "cannot check who may change allowance labels")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: cannot check whether %q may change the allowance labels of namespace %q: %w; the change is rejected until the check succeeds", req.UserInfo.Username, req.Name, err)), "error"
 	}
 	if allowed {
-		log.Info("allowance labels changed", "labels", changed)
+		log().Info("allowance labels changed", "labels", changed)
 		return admission.Allowed(""), "allow"
 	}
 	if reason != "" {
@@ -97,7 +97,7 @@ func (h *Handler) reviewNamespace(ctx context.Context, log logr.Logger, req admi
 	}
 	msg := fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: it grants the namespace's pods access to protected host pipes%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
 		req.UserInfo.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb)
-	log.Info("denied", "violations", []string{msg})
+	log().Info("denied", "violations", []string{msg})
 	return admission.Denied(msg), "deny"
 }
 

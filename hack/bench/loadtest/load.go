@@ -22,18 +22,19 @@ type client struct {
 	http       *http.Client
 	mix        *mix
 	namespaces int
-	run        uint32 // distinguishes the UIDs of one run from another's
-	seq        atomic.Uint64
+	// allowAll says the target allows every review.
+	allowAll bool
+	run      uint32 // distinguishes the UIDs of one run from another's
+	seq      atomic.Uint64
 }
 
-func newClient(url string, caPEM []byte, m *mix, namespaces, conns int, http2 bool, run uint32) (*client, error) {
+func newClient(url string, caPEM []byte, m *mix, namespaces, conns int, run uint32) (*client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, errors.New("internal error: cannot read the server certificate")
 	}
 	tr := &http.Transport{
 		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:   http2,
 		MaxIdleConns:        conns,
 		MaxIdleConnsPerHost: conns,
 		IdleConnTimeout:     90 * time.Second,
@@ -49,6 +50,7 @@ func (c *client) close() { c.http.CloseIdleConnections() }
 // outcome is what one request came to.
 type outcome struct {
 	kind    *kind
+	size    int
 	allowed bool
 	err     error
 }
@@ -73,7 +75,7 @@ func (c *client) send(ctx context.Context) outcome {
 	seq := c.seq.Add(1) - 1
 	uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", c.run, seq)
 	body, k := c.mix.body(seq, c.namespaces, uid)
-	out := outcome{kind: k}
+	out := outcome{kind: k, size: len(body)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		out.err = err
@@ -93,12 +95,12 @@ func (c *client) send(ctx context.Context) outcome {
 	case resp.StatusCode != http.StatusOK:
 		out.err = fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, raw)
 	default:
-		out.allowed, out.err = check(raw, uid, k)
+		out.allowed, out.err = check(raw, uid, k.name, k.allowed || c.allowAll)
 	}
 	return out
 }
 
-func check(raw []byte, uid string, k *kind) (bool, error) {
+func check(raw []byte, uid, kind string, allowed bool) (bool, error) {
 	var rr reviewResponse
 	if err := json.Unmarshal(raw, &rr); err != nil {
 		return false, fmt.Errorf("decoding the AdmissionReview: %w", err)
@@ -109,14 +111,14 @@ func check(raw []byte, uid string, k *kind) (bool, error) {
 		return false, errors.New("AdmissionReview has no response")
 	case r.UID != uid:
 		return r.Allowed, fmt.Errorf("response UID %q, want %q", r.UID, uid)
-	case r.Allowed != k.allowed:
+	case r.Allowed != allowed:
 		msg := ""
 		if r.Status != nil {
 			msg = r.Status.Message
 		}
-		return r.Allowed, fmt.Errorf("%s: allowed=%v, want %v (%.200s)", k.name, r.Allowed, k.allowed, msg)
+		return r.Allowed, fmt.Errorf("%s: allowed=%v, want %v (%.200s)", kind, r.Allowed, allowed, msg)
 	case !r.Allowed && (r.Status == nil || !strings.Contains(r.Status.Message, "csi-proxy-")):
-		return false, fmt.Errorf("%s: denied without a message naming the pipe", k.name)
+		return false, fmt.Errorf("%s: denied without a message naming the pipe", kind)
 	}
 	return r.Allowed, nil
 }
@@ -125,27 +127,18 @@ func check(raw []byte, uid string, k *kind) (bool, error) {
 type tally struct {
 	mu        sync.Mutex
 	latencies []time.Duration
-	// lags are, in open loop, how late each request left after it was
-	// due: the load generator's own delay, which latencies include;
-	// service holds latencies counted from when requests left.
-	lags      []time.Duration
-	service   []time.Duration
 	sent      int
-	dropped   int
+	bytes     int
 	errors    map[string]int
 	firstErr  string
 	decisions map[string]*Decisions
 }
 
-func newTally(capacity int) *tally {
-	return &tally{latencies: make([]time.Duration, 0, capacity), errors: map[string]int{}, decisions: map[string]*Decisions{}}
-}
-
-func (t *tally) record(o outcome, latency, lag time.Duration) {
+func (t *tally) record(o outcome, latency time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sent++
-	t.lags = append(t.lags, lag)
+	t.bytes += o.size
 	d := t.decisions[o.kind.name]
 	if d == nil {
 		d = &Decisions{}
@@ -160,18 +153,11 @@ func (t *tally) record(o outcome, latency, lag time.Duration) {
 		return
 	}
 	t.latencies = append(t.latencies, latency)
-	t.service = append(t.service, latency-lag)
 	if o.allowed {
 		d.Allowed++
 	} else {
 		d.Denied++
 	}
-}
-
-func (t *tally) drop() {
-	t.mu.Lock()
-	t.dropped++
-	t.mu.Unlock()
 }
 
 func errorClass(err error) string {
@@ -189,45 +175,10 @@ func errorClass(err error) string {
 	return "other"
 }
 
-// openLoop sends n requests at a fixed arrival rate. Request i is due at
-// start + i/rate whatever happened to the ones before it, and its latency
-// counts from then, so a stalled server shows in the latencies instead of
-// slowing the sender down (no coordinated omission). A request due while
-// maxInFlight are outstanding is dropped and counted.
-func openLoop(ctx context.Context, c *client, rate, n, maxInFlight int) (*tally, time.Duration) {
-	t := newTally(n)
-	interval := time.Second / time.Duration(rate)
-	slots := make(chan struct{}, maxInFlight)
-	var wg sync.WaitGroup
-	p := newPacer()
-	defer p.stop()
-	start := time.Now()
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		due := start.Add(time.Duration(i) * interval)
-		p.until(due)
-		select {
-		case slots <- struct{}{}:
-		default:
-			t.drop()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lag := time.Since(due)
-			o := c.send(ctx)
-			t.record(o, time.Since(due), lag)
-			<-slots
-		}()
-	}
-	wg.Wait()
-	return t, time.Since(start)
-}
-
 // closedLoop runs workers that each send a request as soon as the previous
 // one is answered, until d has passed or limit requests were sent.
 func closedLoop(ctx context.Context, c *client, workers int, d time.Duration, limit int) (*tally, time.Duration) {
-	t := newTally(1 << 16)
+	t := &tally{latencies: make([]time.Duration, 0, 1<<16), errors: map[string]int{}, decisions: map[string]*Decisions{}}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var issued atomic.Int64
@@ -240,7 +191,7 @@ func closedLoop(ctx context.Context, c *client, workers int, d time.Duration, li
 			for ctx.Err() == nil && (limit <= 0 || issued.Add(1) <= int64(limit)) {
 				begin := time.Now()
 				o := c.send(context.WithoutCancel(ctx))
-				t.record(o, time.Since(begin), 0)
+				t.record(o, time.Since(begin))
 			}
 		}()
 	}

@@ -26,24 +26,59 @@ import (
 	"github.com/pipeguard/pipeguard/webhook"
 )
 
-// Targets the load runs against.
+// target is a webhook the load runs against.
+type target struct {
+	name string
+	// namespaces is how many namespaces the lookup holds; policies how
+	// many PipeAccessPolicies pipeguard loads (0: the built-in default).
+	namespaces, policies int
+	// cacheSize is the decision cache's size; allowAll serves the floor.
+	cacheSize int
+	allowAll  bool
+}
+
+// The targets.
 const (
+	// TargetFloor allows every review without reading it: what any
+	// webhook served the same way costs at the least.
+	TargetFloor = "floor"
 	// TargetPipeguard is pipeguard as pipeguard-webhook runs it, with its
 	// decision cache.
 	TargetPipeguard = "pipeguard"
 	// TargetUncached is pipeguard with the decision cache off: rego
 	// decides every review that has a pipe mount.
 	TargetUncached = "pipeguard-uncached"
-	// TargetBaseline is the default rule written in plain Go.
-	TargetBaseline = "baseline"
+	// TargetScale is pipeguard with 10,000 namespaces in its lookup and
+	// 50 PipeAccessPolicies.
+	TargetScale = "pipeguard-scale"
 )
 
-// knownTarget says whether t is one of the targets above.
-func knownTarget(t string) bool {
-	return t == TargetPipeguard || t == TargetUncached || t == TargetBaseline
+var targets = []*target{
+	{name: TargetFloor, namespaces: smallNamespaces, allowAll: true},
+	{name: TargetPipeguard, namespaces: smallNamespaces, cacheSize: app.DefaultDecisionCacheSize},
+	{name: TargetUncached, namespaces: smallNamespaces},
+	{name: TargetScale, namespaces: 10000, policies: 50, cacheSize: app.DefaultDecisionCacheSize},
 }
 
-const targetNames = TargetPipeguard + ", " + TargetUncached + " or " + TargetBaseline
+// allTargets names the targets, in the order a round runs them.
+var allTargets = func() (out []string) {
+	for _, t := range targets {
+		out = append(out, t.name)
+	}
+	return out
+}()
+
+// smallNamespaces is the namespace count of every target but the scale one.
+const smallNamespaces = 20
+
+func targetOf(name string) *target {
+	for _, t := range targets {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
+}
 
 // server is a running controller-runtime webhook server on loopback.
 type server struct {
@@ -56,31 +91,28 @@ type server struct {
 
 // newHandler builds the admission handler of a target, with the same
 // metrics observer pipeguard-webhook uses, on a private registry.
-func newHandler(ctx context.Context, target string, namespaces webhook.StaticNamespaces, policies int) (admission.Handler, error) {
+func newHandler(ctx context.Context, t *target) (admission.Handler, error) {
+	if t.allowAll {
+		return admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") }), nil
+	}
 	metrics, err := webhook.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		return nil, err
 	}
-	switch target {
-	case TargetBaseline:
-		return webhook.NewHandler(webhook.Options{Engine: goRule{}, Namespaces: namespaces, Observer: metrics}), nil
-	case TargetPipeguard, TargetUncached:
-		cache := app.DefaultDecisionCacheSize
-		if target == TargetUncached {
-			cache = 0
-		}
-		engine, err := policy.NewEngine(ctx, policy.Options{DecisionCacheSize: cache})
-		if err != nil {
-			return nil, err
-		}
-		if policies > 0 {
-			if _, err := engine.Load(ctx, accessPolicies(policies)); err != nil {
-				return nil, fmt.Errorf("loading %d policies: %w", policies, err)
-			}
-		}
-		return webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: metrics}), nil
+	engine, err := policy.NewEngine(ctx, policy.Options{DecisionCacheSize: t.cacheSize})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown target %q; use %s", target, targetNames)
+	if t.policies > 0 {
+		if _, err := engine.Load(ctx, accessPolicies(t.policies)); err != nil {
+			return nil, fmt.Errorf("loading %d policies: %w", t.policies, err)
+		}
+	}
+	ns := namespaces(t.namespaces)
+	// The namespace the e2e subcommand creates for pipeguard, labelled
+	// there as here.
+	ns["e2e-"+TargetPipeguard] = map[string]string{"kubernetes.io/metadata.name": "e2e-" + TargetPipeguard, policy.AllowLabel: "true"}
+	return webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: ns, Observer: metrics}), nil
 }
 
 // startServer serves h at app.Path exactly as pipeguard-webhook does: a

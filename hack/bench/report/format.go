@@ -13,6 +13,7 @@ func ratio(a, b float64) float64 {
 }
 
 func ms(v float64) string   { return strconv.FormatFloat(v, 'f', 3, 64) }
+func x1(v float64) string   { return strconv.FormatFloat(v, 'f', 1, 64) }
 func x2(v float64) string   { return strconv.FormatFloat(v, 'f', 2, 64) }
 func pct(v float64) string  { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" }
 func num0(v float64) string { return thousands(int(v + 0.5)) }
@@ -47,3 +48,6 @@ func cell(s string) string {
 	}
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }
+
+// trimFloat writes v without trailing zeros.
+func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -15,8 +15,8 @@ import (
 // The files report reads from its input directory.
 const (
 	machineFile = "machine.json" // report machine
-	webhookFile = "webhook.json" // hack/bench/loadtest --json, the small case
-	scaleFile   = "scale.json"   // hack/bench/loadtest --json, many namespaces and policies
+	webhookFile = "webhook.json" // hack/bench/loadtest --json
+	e2eFile     = "e2e.json"     // hack/bench/loadtest e2e --json
 	agentFile   = "agent.json"   // hack/bench/agentload --json
 	goBenchFile = "gobench.txt"  // go test -bench output
 )
@@ -34,7 +34,8 @@ type (
 type Input struct {
 	Machine sysinfo.Machine
 	Webhook []*Review
-	Scale   []*Review
+	E2E     []*results.Pods
+	VAPRule string
 	Agent   *AgentResults
 	// GoBench holds the lines of the Go benchmarks' output worth showing:
 	// package headers and results.
@@ -51,9 +52,11 @@ func readInput(dir string) (*Input, error) {
 	if err := readJSON(filepath.Join(dir, webhookFile), &in.Webhook, true); err != nil {
 		return nil, err
 	}
-	if err := readJSON(filepath.Join(dir, scaleFile), &in.Scale, false); err != nil {
+	var e2e results.EndToEnd
+	if err := readJSON(filepath.Join(dir, e2eFile), &e2e, false); err != nil {
 		return nil, err
 	}
+	in.E2E, in.VAPRule = e2e.Runs, e2e.VAPRule
 	var agent AgentResults
 	if err := readJSON(filepath.Join(dir, agentFile), &agent, false); err != nil {
 		return nil, err
@@ -61,9 +64,9 @@ func readInput(dir string) (*Input, error) {
 	if agent.Cases != nil {
 		in.Agent = &agent
 	}
-	for _, r := range append(append([]*Review{}, in.Webhook...), in.Scale...) {
-		if r == nil || (r.Mode != "open" && r.Mode != "closed") || r.Target == "" {
-			return nil, fmt.Errorf("%s or %s: a run without a target or an open or closed mode", webhookFile, scaleFile)
+	for _, r := range in.Webhook {
+		if r == nil || r.Target == "" {
+			return nil, fmt.Errorf("%s: a run without a target", webhookFile)
 		}
 	}
 	if in.Agent != nil {

@@ -1,7 +1,6 @@
-// Command report writes the benchmark report, docs/benchmarks/README.md
-// and its latency plot latency.svg, from the results that make bench
-// collects in one directory: machine.json (report machine), webhook.json
-// and scale.json (hack/bench/loadtest --json), agent.json
+// Command report writes the benchmark report, docs/benchmarks/README.md,
+// from the results that make bench collects in one directory: machine.json
+// (report machine), webhook.json (hack/bench/loadtest --json), agent.json
 // (hack/bench/agentload --json) and gobench.txt (go test -bench). The same
 // input gives the same report.
 //
@@ -48,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "report:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(cfg.out, "README.md"), filepath.Join(cfg.out, "latency.svg"))
+	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(cfg.out, "README.md"))
 	return 0
 }
 
@@ -62,7 +61,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.SetOutput(io.Discard)
 	cfg := &config{}
 	fs.StringVar(&cfg.in, "in", "bin/bench", "directory of the results")
-	fs.StringVar(&cfg.out, "out", "docs/benchmarks", "directory to write README.md and latency.svg to")
+	fs.StringVar(&cfg.out, "out", "docs/benchmarks", "directory to write README.md to")
 	fs.DurationVar(&cfg.elapsed, "elapsed", 0, "wall time of the benchmark run so far, to record in the report")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -78,13 +77,10 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, nil
 }
 
-// write writes the report and the plot into dir.
+// write writes the report into dir.
 func write(dir string, in *Input, elapsed time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "README.md"), report(in, elapsed), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "latency.svg"), latencySVG(in.Webhook), 0o644)
+	return os.WriteFile(filepath.Join(dir, "README.md"), report(in, elapsed), 0o644)
 }

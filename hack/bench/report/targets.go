@@ -3,175 +3,125 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 )
 
-// The performance targets pipeguard holds itself to.
+// The performance targets pipeguard holds itself to; ratios are to the floor
+// (an allow-all webhook served the same way) in the same round.
 const (
-	throughputTarget = 0.70 // pipeguard / baseline saturated throughput
-	p99TargetRate    = 1000 // reviews/s at which p99 is held to p99TargetMs
-	p99TargetMs      = 2.0  // p99 at p99TargetRate, in milliseconds
-	scaleTarget      = 2.0  // scale case / small case, latency and RSS
+	throughputTarget = 0.8 // pipeguard saturated reviews/s ÷ the floor's, at least
+	cpuTarget        = 1.3 // pipeguard CPU time per review ÷ the floor's, at most
+	uncachedTarget   = 0.5 // pipeguard-uncached saturated reviews/s ÷ the floor's, at least
+	scaleTarget      = 2.0 // pipeguard-scale ÷ pipeguard, p50 and peak RSS, at most
+	e2eHostPathLimit = 0.2 // ms pipeguard may add over the floor end to end, pods with a hostPath
+	e2ePlainLimit    = 0.1 // ms, pods without one: within the noise
+	benchBudget      = 10 * time.Minute
 )
 
-// targets checks the results against the performance targets.
-func targets(w writer, in *Input) {
+// Metrics of a run.
+var (
+	rps = func(r *Review) float64 { return r.ReviewsPerSecond }
+	cpu = func(r *Review) float64 { return r.CPUPerReviewMs }
+	p50 = func(r *Review) float64 { return r.P50 }
+	p99 = func(r *Review) float64 { return r.P99 }
+	rss = func(r *Review) float64 { return float64(r.PeakRSSBytes) }
+)
+
+func of(in *Input, target string, m func(*Review) float64) []float64 {
+	return results.Of(in.Webhook, target, m)
+}
+
+func toFloor(in *Input, target string, m func(*Review) float64) []float64 {
+	return results.RoundRatios(in.Webhook, target, "floor", m)
+}
+
+func median(vs []float64) float64 { return results.Median(vs) }
+
+// targets checks the results against every target: met, missed, or not
+// measured.
+func targets(w writer, in *Input, elapsed time.Duration) {
 	w("## Targets\n\n| target | measured | met |\n|---|---|---|\n")
-	cores := ""
-	if in.Machine.Cores != 2 {
-		cores = fmt.Sprintf(" (the target is for 2 cores; this machine has %d)", in.Machine.Cores)
+	ratio := func(label, target string, m func(*Review) float64, limit float64, atLeast bool) {
+		rs := toFloor(in, target, m)
+		if len(rs) == 0 {
+			w("| %s | not measured | – |\n", label)
+			return
+		}
+		v := median(rs)
+		ok := v <= limit
+		if atLeast {
+			ok = v >= limit
+		}
+		w("| %s | %s× (median of %d rounds: %s) | %s |\n", label, x2(v), len(rs), list(rs), met(ok))
 	}
-	for _, t := range pipeguardTargets {
-		pg, base := saturated(in.Webhook, t.name)
-		if pg == nil && t.name != "pipeguard" {
-			continue // the uncached target is optional
-		}
-		if pg != nil && base != nil && base.ReviewsPerSecond > 0 {
-			ratio := pg.ReviewsPerSecond / base.ReviewsPerSecond
-			byCPU := ""
-			if pg.CPUPerReviewMs > 0 {
-				byCPU = fmt.Sprintf("; by server CPU per review %s", pct(base.CPUPerReviewMs/pg.CPUPerReviewMs))
-			}
-			w("| %s: saturated throughput ≥ %s of the Go baseline's | %s (%s against %s reviews/s, closed loop with %d workers%s) | %s |\n",
-				t.label, pct(throughputTarget), pct(ratio), num0(pg.ReviewsPerSecond), num0(base.ReviewsPerSecond), pg.Workers, byCPU, metByRatio(ratio >= throughputTarget, stealNote, pg, base))
-		} else {
-			w("| %s: saturated throughput ≥ %s of the Go baseline's | not measured | – |\n", t.label, pct(throughputTarget))
-		}
-		if pg := find(in.Webhook, t.name, "open", p99TargetRate); pg != nil {
-			also := ""
-			verdict := metBy(pg.P99 <= p99TargetMs, tailStealLimit, pg)
-			if b := find(in.Webhook, "baseline", "open", p99TargetRate); b != nil {
-				also = fmt.Sprintf("; baseline %s ms", ms(b.P99))
-				if pg.P99 > p99TargetMs && b.P99 > p99TargetMs && pg.StealPercent <= tailStealLimit {
-					// The control missed too: the machine could not
-					// serve plain Go within the target at the time.
-					verdict = "**not settled**: the Go baseline missed it too, so the machine could not meet it at the time; run `make bench` again"
-				}
-			}
-			w("| %s: p99 ≤ %s ms at %s reviews/s | %s ms (from send %s ms%s)%s | %s |\n",
-				t.label, trimFloat(p99TargetMs), thousands(p99TargetRate), ms(pg.P99), ms(pg.ServiceP99), also, cores, verdict)
-		} else {
-			w("| %s: p99 ≤ %s ms at %s reviews/s | not measured | – |\n", t.label, trimFloat(p99TargetMs), thousands(p99TargetRate))
-		}
-	}
-	pairs := scalePairs(in)
-	if len(pairs) == 0 {
-		w("| many namespaces and policies: latency and RSS within %s× of the small case | not measured | – |\n", trimFloat(scaleTarget))
-	}
-	for _, t := range pipeguardTargets {
-		var lat, rss []string
-		var runs []*Review
-		latOK, rssOK := true, true
-		for _, p := range pairs {
-			if p.big.Target != t.name {
-				continue
-			}
-			runs = append(runs, p.big, p.small)
-			l50, l99, r := p.ratios()
-			lat = append(lat, fmt.Sprintf("%s p50 %s×, p99 %s×", loadOf(p.big), x2(l50), x2(l99)))
-			rss = append(rss, fmt.Sprintf("%s %s×", loadOf(p.big), x2(r)))
-			pLat, pRSS := p.within()
-			latOK, rssOK = latOK && pLat, rssOK && pRSS
-		}
-		if len(runs) == 0 {
+	ratio(fmt.Sprintf("pipeguard: saturated throughput ≥ %s× the floor's", x1(throughputTarget)), "pipeguard", rps, throughputTarget, true)
+	ratio(fmt.Sprintf("pipeguard: CPU time per review ≤ %s× the floor's", x1(cpuTarget)), "pipeguard", cpu, cpuTarget, false)
+	ratio(fmt.Sprintf("pipeguard without its decision cache: saturated throughput ≥ %s× the floor's", x1(uncachedTarget)), "pipeguard-uncached", rps, uncachedTarget, true)
+	for _, m := range []struct {
+		name string
+		f    func(*Review) float64
+	}{{"p50 latency", p50}, {"peak RSS", rss}} {
+		rs := results.RoundRatios(in.Webhook, "pipeguard-scale", "pipeguard", m.f)
+		label := fmt.Sprintf("10,000 namespaces and 50 policies: %s ≤ %s× the default policy's", m.name, x1(scaleTarget))
+		if len(rs) == 0 {
+			w("| %s | not measured | – |\n", label)
 			continue
 		}
-		big := runs[0]
-		w("| %s, %s namespaces, %d policies: review latency within %s× of the small case | %s | %s |\n",
-			t.label, thousands(big.Namespaces), big.Policies, trimFloat(scaleTarget), strings.Join(lat, "; "), metByRatio(latOK, tailStealLimit, runs...))
-		w("| %s, %s namespaces, %d policies: peak RSS within %s× of the small case | %s | %s |\n",
-			t.label, thousands(big.Namespaces), big.Policies, trimFloat(scaleTarget), strings.Join(rss, "; "), metByRatio(rssOK, stealNote, runs...))
+		w("| %s | %s× (median of %d rounds) | %s |\n", label, x2(median(rs)), len(rs), met(median(rs) <= scaleTarget))
 	}
-	if in.Agent != nil {
+	endToEnd(w, in)
+	w("| saturated throughput ≥ 4× OPA Gatekeeper's with the same rule | not measured: `make bench` does not run Gatekeeper yet | – |\n")
+	if elapsed > 0 {
+		w("| `make bench` in under %s | %s | %s |\n", benchBudget, elapsed.Round(time.Second), met(elapsed < benchBudget))
+	} else {
+		w("| `make bench` in under %s | not measured: these results did not come from `make bench` | – |\n", benchBudget)
+	}
+	if in.Agent == nil {
+		w("| agent: cost of gate and audit (reported, no target) | not measured | – |\n")
+	} else {
 		var parts []string
 		for _, c := range in.Agent.Cases {
 			parts = append(parts, fmt.Sprintf("%s ×%d %s%%", c.Op, c.Clients, signed(c.OverheadPercent)))
 		}
 		w("| agent: cost of gate and audit (reported, no target) | %s | – |\n", strings.Join(parts, "; "))
 	}
-	w("\nThroughput and latency ratios are pipeguard over the baseline (or the large case over the small one) measured in\n")
-	w("the same run. On a machine shared with other work, throughput follows the CPU the server gets; the server's CPU time\n")
-	w("per review hardly does, so its ratio is shown beside the throughput ratio. A target is not settled when a run it\n")
-	w("depends on lost more than %s of the CPU time to the hypervisor (%s for a latency target: p99 is the slowest 1%% of the\n", pct(stealNote/100), pct(tailStealLimit/100))
-	w("requests, and that much stolen time may alone have made them slow), or, for latency, when the Go baseline missed it\n")
-	w("in the same run: such runs measured the machine rather than pipeguard.\n\n")
+	w("\n")
 }
 
-// pipeguardTargets are the targets compared with the baseline: pipeguard
-// as deployed, and, when measured, pipeguard with rego deciding every
-// review.
-var pipeguardTargets = []struct{ name, label string }{
-	{"pipeguard", "pipeguard"},
-	{"pipeguard-uncached", "pipeguard without its decision cache"},
-}
-
-// saturated returns the closed-loop runs of target and the baseline with
-// the most workers both were measured with.
-func saturated(runs []*Review, target string) (pg, base *Review) {
-	for _, r := range runs {
-		if r.Mode != "closed" || r.Target != target {
+// endToEnd judges pipeguard's added p50 through kube-apiserver against the
+// floor's in the same round, on pods with and without a hostPath.
+func endToEnd(w writer, in *Input) {
+	for _, k := range []struct {
+		kind, label string
+		limit       float64
+	}{
+		{"hostpath", fmt.Sprintf("end to end through kube-apiserver, pods with hostPath pipe mounts: added p50 ≤ the floor's + %s ms", trimFloat(e2eHostPathLimit)), e2eHostPathLimit},
+		{"no-hostpath", fmt.Sprintf("end to end through kube-apiserver, pods without a hostPath: no cost beyond the floor's (≤ %s ms)", trimFloat(e2ePlainLimit)), e2ePlainLimit},
+	} {
+		over := results.AddedP50(in.E2E, "pipeguard", "floor", k.kind)
+		if len(over) == 0 {
+			w("| %s | not measured | – |\n", k.label)
 			continue
 		}
-		if b := findLoad(runs, "baseline", r); b != nil && (pg == nil || r.Workers > pg.Workers) {
-			pg, base = r, b
-		}
+		added := func(t string) string { return ms(median(results.AddedP50(in.E2E, t, "none", k.kind))) }
+		w("| %s | pipeguard − floor %s ms (median of %d rounds); added to no admission check: pipeguard %s ms, floor %s ms, ValidatingAdmissionPolicy %s ms | %s |\n",
+			k.label, ms(median(over)), len(over), added("pipeguard"), added("floor"), added("validatingadmissionpolicy"), met(median(over) <= k.limit))
 	}
-	return pg, base
-}
-
-func find(runs []*Review, target, mode string, rate int) *Review {
-	for _, r := range runs {
-		if r.Target == target && r.Mode == mode && (mode == "closed" || r.Rate == rate) {
-			return r
-		}
-	}
-	return nil
-}
-
-// findLoad finds the run of target under the same load as like.
-func findLoad(runs []*Review, target string, like *Review) *Review {
-	for _, r := range runs {
-		if sameLoad(r, target, like) {
-			return r
-		}
-	}
-	return nil
-}
-
-// sameLoad reports whether r is a run of target at the load of like.
-func sameLoad(r *Review, target string, like *Review) bool {
-	return r.Target == target && r.Mode == like.Mode && r.Rate == like.Rate && r.Workers == like.Workers
 }
 
 func met(ok bool) string {
 	if ok {
-		return "yes"
+		return "met"
 	}
-	return "**no**"
+	return "**missed**"
 }
 
-// metBy is met for a target that a run meets by its own numbers: missed
-// while the hypervisor took more than limit percent of the CPU time during
-// the run, it is not settled either way, since the run measured a slower
-// machine.
-func metBy(ok bool, limit float64, run *Review) string {
-	if ok {
-		return met(ok)
+func list(vs []float64) string {
+	var s []string
+	for _, v := range vs {
+		s = append(s, x2(v))
 	}
-	return metByRatio(false, limit, run)
-}
-
-// metByRatio is met for a target on the ratio of runs: if the hypervisor
-// took more than limit percent of the CPU time during any of them, the
-// ratio compares different machines and settles nothing, met or missed.
-func metByRatio(ok bool, limit float64, runs ...*Review) string {
-	worst := 0.0
-	for _, r := range runs {
-		if r != nil {
-			worst = max(worst, r.StealPercent)
-		}
-	}
-	if worst <= limit {
-		return met(ok)
-	}
-	return fmt.Sprintf("**not settled**: the hypervisor took %s of the CPU time in a run compared; run `make bench` again", pct(worst/100))
+	return strings.Join(s, ", ")
 }

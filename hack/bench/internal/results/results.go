@@ -1,6 +1,9 @@
 // Package results holds the results the benchmark tools write as JSON and
-// hack/bench/report reads: one definition of the file format for both sides.
+// hack/bench/report reads: one definition of the file format for both sides,
+// and the medians both print.
 package results
+
+import "slices"
 
 // Decisions counts the answers to one kind of request.
 type Decisions struct {
@@ -9,68 +12,117 @@ type Decisions struct {
 	Errors  int `json:"errors"`
 }
 
-// Review is one measured run of hack/bench/loadtest. Latencies are in
-// milliseconds; open-loop latencies count from the time a request was due,
-// not from when it left.
+// Review is one measured run of hack/bench/loadtest: one target in one
+// round, closed loop. Latencies are in milliseconds.
 type Review struct {
-	Target string `json:"target"`
-	// Server is "process" when the server ran in a process of its own,
-	// "in-process" when it shared the load generator's.
-	Server     string  `json:"server"`
-	Mode       string  `json:"mode"` // "open" or "closed"
-	Rate       int     `json:"rate,omitempty"`
-	Workers    int     `json:"workers,omitempty"`
-	Namespaces int     `json:"namespaces"`
-	Policies   int     `json:"policies"`
-	Seconds    float64 `json:"seconds"`
-	Sent       int     `json:"sent"`
-	Dropped    int     `json:"dropped"`
-	Errors     int     `json:"errors"`
+	Target     string `json:"target"`
+	Round      int    `json:"round"`
+	Workers    int    `json:"workers"`
+	Namespaces int    `json:"namespaces"`
+	Policies   int    `json:"policies"`
+	// ReviewBytes is the mean size of the AdmissionReviews sent.
+	ReviewBytes int     `json:"reviewBytes"`
+	Seconds     float64 `json:"seconds"`
+	Sent        int     `json:"sent"`
+	Errors      int     `json:"errors"`
 	// ErrorKinds counts errors by kind: timeout, http-status,
 	// wrong-decision, wrong-uid, other.
 	ErrorKinds map[string]int `json:"errorKinds,omitempty"`
 	FirstError string         `json:"firstError,omitempty"`
 	// ReviewsPerSecond counts correct answers over the run's wall time.
 	ReviewsPerSecond float64 `json:"reviewsPerSecond"`
-	// SendLagP50 and SendLagP99 say, in open loop, how late requests left
-	// after they were due (the load generator's own delay, part of every
-	// latency above).
-	SendLagP50 float64 `json:"sendLagP50Ms,omitempty"`
-	SendLagP99 float64 `json:"sendLagP99Ms,omitempty"`
-	// ServiceP50 and ServiceP99 are, in open loop, latencies counted from
-	// when requests left rather than from when they were due.
-	ServiceP50 float64 `json:"serviceP50Ms,omitempty"`
-	ServiceP99 float64 `json:"serviceP99Ms,omitempty"`
-	P50        float64 `json:"p50Ms"`
-	P90        float64 `json:"p90Ms"`
-	P99        float64 `json:"p99Ms"`
-	Max        float64 `json:"maxMs"`
-	Mean       float64 `json:"meanMs"`
-	// RSSBytes and PeakRSSBytes are the serving process's VmRSS at the end
-	// of the run and VmHWM since it started. With Server "process" that is
-	// the webhook server alone, started afresh for this run; in-process it
-	// is the server and the load generator together.
+	P50              float64 `json:"p50Ms"`
+	P99              float64 `json:"p99Ms"`
 	// CPUPerReviewMs is the serving process's CPU time (user and system)
-	// over the run, per correct answer. Unlike reviews/s it hardly depends
-	// on what else the machine is running, so the ratio of two targets'
-	// values estimates the ratio of their saturated throughputs even on a
-	// busy machine. Zero where /proc/<pid>/stat cannot be read.
+	// over the run, per correct answer: unlike reviews/s it hardly depends
+	// on what else the machine runs. Zero where /proc cannot be read.
 	CPUPerReviewMs float64 `json:"cpuPerReviewMs"`
-	// CoresUsed is the serving process's CPU time over the run's wall
-	// time; LoadCoresUsed the load generator's, when it runs apart.
-	CoresUsed     float64 `json:"coresUsed"`
-	LoadCoresUsed float64 `json:"loadCoresUsed,omitempty"`
-	// StealPercent is the share of the machine's CPU time the hypervisor
-	// gave to other guests during the run: on a virtual machine, a run
-	// with much of it measured a slower machine.
-	StealPercent float64 `json:"stealPercent"`
-	// Remade counts how often the run was made again because the
-	// hypervisor took more CPU time than --steal-limit; this result is
-	// the one that lost the least.
-	Remade       int                   `json:"remade,omitempty"`
-	RSSBytes     int64                 `json:"rssBytes"`
+	// PeakRSSBytes is the serving process's VmHWM; each run starts its
+	// server afresh.
 	PeakRSSBytes int64                 `json:"peakRssBytes"`
 	Decisions    map[string]*Decisions `json:"decisions"`
+}
+
+// Median is the median of vs (the mean of the middle two for an even
+// count), or 0 for none.
+func Median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(vs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// RoundRatios returns, for every round in which both target and ref were
+// measured, metric(target's run) / metric(ref's run).
+func RoundRatios(runs []*Review, target, ref string, metric func(*Review) float64) []float64 {
+	byRound := map[int]*Review{}
+	for _, r := range runs {
+		if r.Target == ref {
+			byRound[r.Round] = r
+		}
+	}
+	var out []float64
+	for _, r := range runs {
+		if b := byRound[r.Round]; r.Target == target && b != nil && metric(b) > 0 {
+			out = append(out, metric(r)/metric(b))
+		}
+	}
+	return out
+}
+
+// Of returns metric of every run of target.
+func Of(runs []*Review, target string, metric func(*Review) float64) []float64 {
+	var out []float64
+	for _, r := range runs {
+		if r.Target == target {
+			out = append(out, metric(r))
+		}
+	}
+	return out
+}
+
+// EndToEnd is what hack/bench/loadtest e2e measured.
+type EndToEnd struct {
+	// VAPRule is the CEL expression of the ValidatingAdmissionPolicy
+	// measured beside pipeguard.
+	VAPRule string  `json:"vapRule"`
+	Runs    []*Pods `json:"runs"`
+}
+
+// Pods is one target's share of one round of hack/bench/loadtest e2e: pods
+// of one kind created through kube-apiserver, one after another, in the
+// target's namespace.
+type Pods struct {
+	// Target is the admission check of the namespace: none, floor,
+	// pipeguard or validatingadmissionpolicy.
+	Target string `json:"target"`
+	Round  int    `json:"round"`
+	// Kind is hostpath (CSI node pods with pipe mounts) or no-hostpath.
+	Kind string  `json:"kind"`
+	Pods int     `json:"pods"`
+	P50  float64 `json:"p50Ms"`
+}
+
+// AddedP50 returns, for every round in which both were measured, the p50
+// of target's pods of kind minus that of ref's.
+func AddedP50(runs []*Pods, target, ref, kind string) []float64 {
+	byRound := map[int]*Pods{}
+	for _, r := range runs {
+		if r.Target == ref && r.Kind == kind {
+			byRound[r.Round] = r
+		}
+	}
+	var out []float64
+	for _, r := range runs {
+		if b := byRound[r.Round]; r.Target == target && r.Kind == kind && b != nil {
+			out = append(out, r.P50-b.P50)
+		}
+	}
+	return out
 }
 
 // AgentStats is one agent's share of an AgentCase. Latencies are in milliseconds.

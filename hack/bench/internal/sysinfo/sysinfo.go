@@ -119,51 +119,6 @@ func CPUTime(pid string) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
-// CPUTicks are the machine's CPU time counters from /proc/stat, in ticks
-// summed over all CPUs: Steal is time the hypervisor gave to other guests
-// while this one had work, Total all of it.
-type CPUTicks struct{ Steal, Total uint64 }
-
-// ReadCPUTicks reads CPUTicks, or zeros where /proc/stat is missing.
-func ReadCPUTicks() CPUTicks {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return CPUTicks{}
-	}
-	return parseCPUTicks(string(b))
-}
-
-func parseCPUTicks(stat string) CPUTicks {
-	line, _, _ := strings.Cut(stat, "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return CPUTicks{}
-	}
-	var t CPUTicks
-	for i, s := range f[1:] {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return CPUTicks{}
-		}
-		switch {
-		case i == 7:
-			t.Steal = v
-			t.Total += v
-		case i < 8: // guest time (9th, 10th) is counted within user time
-			t.Total += v
-		}
-	}
-	return t
-}
-
-// StealPercent is the share of CPU time stolen between two readings.
-func StealPercent(before, after CPUTicks) float64 {
-	if after.Total <= before.Total {
-		return 0
-	}
-	return 100 * float64(after.Steal-before.Steal) / float64(after.Total-before.Total)
-}
-
 // Filesystem is the type of the file system holding path (ext4, tmpfs…),
 // from the longest matching mount point in /proc/self/mounts, or "unknown".
 func Filesystem(path string) string {

@@ -5,19 +5,6 @@ import (
 	"testing"
 )
 
-func TestParseCPUTicks(t *testing.T) {
-	got := parseCPUTicks("cpu  100 0 50 800 10 0 5 35 7 0\ncpu0 1 2 3\n")
-	if want := (CPUTicks{Steal: 35, Total: 1000}); got != want {
-		t.Errorf("parsed %+v, want %+v", got, want)
-	}
-	if got := parseCPUTicks("intr 1 2 3"); got != (CPUTicks{}) {
-		t.Errorf("parsed %+v from a file without a cpu line, want zeros", got)
-	}
-	if got := StealPercent(CPUTicks{Steal: 10, Total: 1000}, CPUTicks{Steal: 60, Total: 1200}); got != 25 {
-		t.Errorf("steal %v%%, want 25%%", got)
-	}
-}
-
 func TestFilesystemOf(t *testing.T) {
 	const mounts = `/dev/vda / ext4 rw,relatime 0 0
 proc /proc proc rw 0 0

@@ -1,0 +1,272 @@
+//go:build !windows
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
+	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/policy"
+)
+
+// e2eCommand measures pod creation through kube-apiserver.
+const e2eCommand = "e2e"
+
+// The end-to-end targets: each has a namespace of its own, which only its
+// admission check covers.
+const (
+	e2eNone = "none"
+	e2eVAP  = "validatingadmissionpolicy"
+)
+
+var e2eTargets = []string{e2eNone, TargetFloor, TargetPipeguard, e2eVAP}
+
+// vapRule is pipeguard's default rule as a ValidatingAdmissionPolicy in
+// CEL: a hostPath volume whose path names a csi-proxy pipe may be mounted
+// only by a privileged or HostProcess container, or in a namespace with the
+// allowance label. It knows the canonical spelling of a pipe path only;
+// pipeguard also normalizes the others (see pipepath).
+const vapRule = `(has(namespaceObject.metadata.labels) && '` + policy.AllowLabel + `' in namespaceObject.metadata.labels && namespaceObject.metadata.labels['` + policy.AllowLabel + `'] == 'true') ||
+!has(object.spec.volumes) || !object.spec.volumes.exists(v, has(v.hostPath) && v.hostPath.path.lowerAscii().startsWith('\\\\.\\pipe\\csi-proxy') &&
+  object.spec.containers.exists(c, has(c.volumeMounts) && c.volumeMounts.exists(m, m.name == v.name) &&
+    !(has(c.securityContext) && ((has(c.securityContext.privileged) && c.securityContext.privileged) ||
+      (has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.hostProcess) && c.securityContext.windowsOptions.hostProcess)))))`
+
+// e2eMain starts kube-apiserver and etcd from KUBEBUILDER_ASSETS, the floor
+// and pipeguard as webhooks and the ValidatingAdmissionPolicy, each for a
+// namespace of its own, and creates pods in every namespace in turn, round
+// after round: CSI node pods (with hostPath pipe mounts, allowed by the
+// namespace's label) and pods without a host path.
+func e2eMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("loadtest "+e2eCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rounds := fs.Int("rounds", 5, "rounds; each creates pods in every target's namespace")
+	pods := fs.Int("pods", 100, "pods of each kind created per target and round, one after another")
+	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 || *rounds < 1 || *pods < 1 {
+		fmt.Fprintln(stderr, "loadtest e2e: --rounds and --pods must be positive and every setting is a flag")
+		return 2
+	}
+	runs, err := endToEnd(context.Background(), *rounds, *pods, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest e2e:", err)
+		return 1
+	}
+	for _, kind := range []string{"hostpath", "no-hostpath"} {
+		for _, t := range e2eTargets[1:] {
+			fmt.Fprintf(stdout, "%-26s %-11s added p50 %.3f ms (median of per-round differences to no admission check)\n",
+				t, kind, results.Median(results.AddedP50(runs, t, e2eNone, kind)))
+		}
+	}
+	if *jsonPath != "" {
+		out, _ := json.MarshalIndent(results.EndToEnd{VAPRule: vapRule, Runs: runs}, "", "  ")
+		if err := os.WriteFile(*jsonPath, append(out, '\n'), 0o644); err != nil {
+			fmt.Fprintln(stderr, "loadtest e2e:", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*results.Pods, err error) {
+	dir, err := testenv.AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	te := &envtest.Environment{UseExistingCluster: ptr.To(false), BinaryAssetsDirectory: dir}
+	te.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(dir, "kube-apiserver")}
+	te.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
+	te.ControlPlane.KubectlPath = filepath.Join(dir, "kubectl")
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd from %s: %w", dir, err), te.Stop())
+	}
+	defer func() { err = errors.Join(err, te.Stop()) }()
+	c, err := crclient.New(cfg, crclient.Options{})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{TargetFloor, TargetPipeguard} {
+		srv, err := startChild(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Stop()
+		if err := c.Create(ctx, webhookConfig(name, srv.URL, srv.CAPEM)); err != nil {
+			return nil, err
+		}
+	}
+	if err := installVAP(ctx, c); err != nil {
+		return nil, err
+	}
+	for _, t := range e2eTargets {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + t, Labels: map[string]string{policy.AllowLabel: "true"}}}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
+		if err := c.Create(ctx, ns); err != nil {
+			return nil, err
+		}
+		if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	if err := awaitChecks(ctx, c); err != nil {
+		return nil, err
+	}
+	var out []*results.Pods
+	seq := 0
+	// Warm up every path (connections, caches) unmeasured first.
+	for _, t := range e2eTargets {
+		for _, kind := range []string{"hostpath", "no-hostpath"} {
+			for range 10 {
+				if err := c.Create(ctx, e2ePod(kind, "e2e-"+t, seq)); err != nil {
+					return nil, fmt.Errorf("%s, warming up: %w", t, err)
+				}
+				seq++
+			}
+		}
+	}
+	for round := range rounds {
+		for i := range e2eTargets {
+			t := e2eTargets[(i+round)%len(e2eTargets)]
+			for _, kind := range []string{"hostpath", "no-hostpath"} {
+				lat := make([]time.Duration, 0, pods)
+				for range pods {
+					p := e2ePod(kind, "e2e-"+t, seq)
+					seq++
+					start := time.Now()
+					if err := c.Create(ctx, p); err != nil {
+						return nil, fmt.Errorf("%s, round %d: creating pod %s: %w", t, round+1, p.Name, err)
+					}
+					lat = append(lat, time.Since(start))
+				}
+				slices.Sort(lat)
+				r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: pods, P50: ms(quantile(lat, 0.5))}
+				fmt.Fprintf(log, "round %d %-26s %-11s p50 %.3f ms\n", round+1, t, kind, r.P50)
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// e2ePod is a CSI node pod whose containers mount csi-proxy pipes (allowed
+// by its namespace's label, not by HostProcess, so that pipeguard decides
+// with rego or its cache) or an ordinary pod.
+func e2ePod(kind, ns string, seq int) *corev1.Pod {
+	p := samplepods.Plain()
+	if kind == "hostpath" {
+		p = samplepods.CSINode()
+		p.Spec.Containers[2].SecurityContext = nil
+	}
+	p.Name, p.Namespace = fmt.Sprintf("%s-%06d", kind, seq), ns
+	p.Spec.ServiceAccountName, p.Spec.AutomountServiceAccountToken = "default", ptr.To(false)
+	return p
+}
+
+func webhookConfig(name, url string, caPEM []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	none := admissionregistrationv1.SideEffectClassNone
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         name + ".bench.pipeguard.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			}},
+			NamespaceSelector:       namespaceSelector(name),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](10),
+		}},
+	}
+}
+
+// namespaceSelector selects a target's namespace and its probe namespace
+// (see awaitChecks).
+func namespaceSelector(target string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"e2e-" + target, "e2e-probe-" + target}}}}
+}
+
+func installVAP(ctx context.Context, c crclient.Client) error {
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-csi-proxy"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: vapRule, Message: "a container mounts a csi-proxy pipe but is not privileged or HostProcess and its namespace is not allowed"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-csi-proxy"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        vap.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: namespaceSelector(e2eVAP)},
+		},
+	}
+	if err := c.Create(ctx, vap); err != nil {
+		return err
+	}
+	return c.Create(ctx, binding)
+}
+
+// awaitChecks waits until pipeguard and the ValidatingAdmissionPolicy deny
+// a CSI node pod in their probe namespaces, which lack the allowance
+// label, so that both are in force before anything is measured. The floor
+// allows everything, so nothing shows it in force; its configuration was
+// created before the others'.
+func awaitChecks(ctx context.Context, c crclient.Client) error {
+	for _, t := range []string{TargetPipeguard, e2eVAP} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe-" + t}}
+		if err := c.Create(ctx, ns); err != nil {
+			return err
+		}
+		if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for i := 0; ; i++ {
+			p := e2ePod("hostpath", ns.Name, i)
+			p.Name = fmt.Sprintf("probe-%d", i)
+			err := c.Create(ctx, p)
+			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s did not deny a CSI node pod in an unlabelled namespace within 30s (last answer: %v)", t, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
