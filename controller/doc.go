@@ -5,4 +5,9 @@
 // force. Only the leader writes each policy's status (Ready condition,
 // lastEnforced) and Warning events. Metrics tell which generation and which
 // protection are in force.
+//
+// The leader also audits what already runs (Auditor): every Pod, workload
+// and PersistentVolume, read from caches stripped to what the admission
+// facts need, is decided on as admission would on its creation, and the
+// violations go to each policy's status, metrics and Warning events.
 package controller

@@ -17,6 +17,7 @@ type Metrics struct {
 	compileFailures prometheus.Counter
 	builtin         prometheus.Gauge
 	builtinPipes    prometheus.Gauge
+	audit           *AuditMetrics
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -52,7 +53,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	audit, err := newAuditMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	m.audit = audit
 	return m, nil
+}
+
+// Audit returns the background audit's metrics, registered with the
+// others.
+func (m *Metrics) Audit() *AuditMetrics {
+	if m == nil {
+		return nil
+	}
+	return m.audit
 }
 
 func (m *Metrics) loaded(gen *policy.Generation, invalid int) {

@@ -141,6 +141,45 @@ type PipeAccessPolicyStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// TotalViolations is how many violations of this policy the latest
+	// background audit found among the objects already in the cluster
+	// (Pods, workloads, PersistentVolumes).
+	// +optional
+	TotalViolations *int `json:"totalViolations,omitempty"`
+
+	// AuditTimestamp is when the latest background audit ran.
+	// +optional
+	AuditTimestamp *metav1.Time `json:"auditTimestamp,omitempty"`
+
+	// Violations lists the first violations the latest audit found, at
+	// most 20, sorted by kind, namespace and name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Violations []AuditViolation `json:"violations,omitempty"`
+}
+
+// AuditViolation is one violation found by the background audit in an
+// object that already exists.
+type AuditViolation struct {
+	// Kind of the violating object, e.g. Pod or DaemonSet.
+	Kind string `json:"kind"`
+	// Namespace of the object; empty for a PersistentVolume.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Container that mounts the pipe; empty for a PersistentVolume.
+	// +optional
+	Container string `json:"container,omitempty"`
+	// Pipe is the normalized pipe name.
+	// +optional
+	Pipe string `json:"pipe,omitempty"`
+	// Action is what admission would do on the object's next create or
+	// update: deny, warn or dryrun.
+	Action string `json:"action"`
+	// Message is the message admission would give, with its rule.
+	Message string `json:"message"`
 }
 
 // EnforcedVersion is a version of a policy that was in force.
@@ -159,6 +198,7 @@ type EnforcedVersion struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="True when the latest spec is in force"
 // +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.status.lastEnforced.spec.enforcementAction`,description="The enforcement action in force: that of the last version that compiled"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the latest spec is or is not in force"
+// +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.totalViolations`,description="Violations the latest background audit found in existing objects"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="In-Force",type=integer,JSONPath=`.status.lastEnforced.generation`,priority=1,description="The metadata.generation of the version in force"
 // +kubebuilder:printcolumn:name="Latest-Action",type=string,JSONPath=`.spec.enforcementAction`,priority=1,description="The enforcement action of the latest spec"

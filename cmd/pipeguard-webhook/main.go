@@ -34,6 +34,7 @@ func run() int {
 	fs.DurationVar(&opts.DrainDelay, "drain-delay", 5*time.Second, "after SIGTERM, keep serving this long with readiness failing so no admission call is dropped")
 	fs.IntVar(&opts.MaxConcurrentEvaluations, "max-concurrent-evaluations", 0, "bound on concurrent rego evaluations (default 2 per CPU)")
 	fs.IntVar(&opts.DecisionCacheSize, "decision-cache-size", app.DefaultDecisionCacheSize, "decisions each policy generation without admin-written rego remembers, keyed on the facts its rules read (pods of one DaemonSet or Deployment share one); 0 turns the cache off")
+	fs.DurationVar(&opts.AuditInterval, "audit-interval", 60*time.Second, "how often the leader audits existing Pods, workloads and PersistentVolumes against the policies in force (also at start, on every policy change and on namespace label changes); results go to policy status, metrics and events")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	certRotation := fs.Bool("cert-rotation", false, "issue and rotate the serving certificate: keep it in Secret --cert-secret-name (mounted at --webhook-cert-path), inject its CA into --webhook-config-name, and serve only once it exists; off for local runs, which bring their own certificate")
 	rotation := app.CertRotation{}

@@ -76,6 +76,10 @@ type Options struct {
 	// admin-written rego remembers; 0 turns the cache off.
 	// DefaultDecisionCacheSize is what pipeguard-webhook uses.
 	DecisionCacheSize int
+	// AuditInterval is how often the leader audits existing objects
+	// against the policies in force; controller.DefaultAuditInterval when
+	// zero.
+	AuditInterval time.Duration
 }
 
 // App is an assembled pipeguard-webhook.
@@ -163,12 +167,24 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if opts.LeaderElect {
 		elected = mgr.Elected()
 	}
+	auditor, err := controller.NewAuditor(controller.AuditorOptions{
+		Config: opts.Config, Scheme: scheme, Client: mgr.GetClient(), Engine: engine,
+		Interval: opts.AuditInterval, Recorder: mgr.GetEventRecorder("pipeguard-audit"), Metrics: controllerMetrics.Audit(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the background audit: %w", err)
+	}
+	// The auditor runs on the leader only (it needs leader election).
+	if err := mgr.Add(auditor); err != nil {
+		return nil, fmt.Errorf("adding the audit: %w", err)
+	}
 	a.controller = controller.New(controller.Options{
 		Client:   mgr.GetClient(),
 		Engine:   engine,
 		Recorder: mgr.GetEventRecorder("pipeguard-webhook"),
 		Elected:  elected,
 		Metrics:  controllerMetrics,
+		OnLoad:   auditor.Trigger,
 	})
 	if err := a.controller.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the policy controller: %w", err)

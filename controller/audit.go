@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook"
+)
+
+// MaxStatusViolations is how many violations a policy's status lists.
+const MaxStatusViolations = 20
+
+// AuditReport is the outcome of one audit pass.
+type AuditReport struct {
+	Time       time.Time
+	Duration   time.Duration
+	Generation int64
+	// Objects is how many objects were evaluated.
+	Objects int
+	// Results holds every object with at least one violation, sorted as
+	// inventory.Kinds, then namespace and name.
+	Results []AuditResult
+	// ByPolicy holds each policy's violations, the built-in default's
+	// under policy.DefaultPolicyName, in the order of Results.
+	ByPolicy map[string][]v1alpha1.AuditViolation
+}
+
+// AuditResult is one violating object and its decision.
+type AuditResult struct {
+	Object client.Object
+	inventory.Result
+}
+
+// AuditSource lists the objects of one kind; a cache reader is one.
+type AuditSource interface {
+	List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
+}
+
+// Audit evaluates every object of inventory.Kinds that src holds with
+// engine, as admission would on its creation, reading namespace labels
+// through namespaces.
+func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespaces webhook.NamespaceLabels, now func() time.Time) (*AuditReport, error) {
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	rep := &AuditReport{Time: start, Generation: engine.Current().Number, ByPolicy: map[string][]v1alpha1.AuditViolation{}}
+	e := inventory.NewEvaluator(engine, namespaces)
+	for _, obj := range inventory.Objects() {
+		k, _ := inventory.KindOf(obj)
+		list, err := listOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		if err := src.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("audit: listing %s: %w", k.Resource, err)
+		}
+		items, err := itemsOf(list)
+		if err != nil {
+			return nil, err
+		}
+		sort.Slice(items, func(i, j int) bool {
+			if items[i].GetNamespace() != items[j].GetNamespace() {
+				return items[i].GetNamespace() < items[j].GetNamespace()
+			}
+			return items[i].GetName() < items[j].GetName()
+		})
+		for _, o := range items {
+			rep.Objects++
+			r, err := e.EvaluateObject(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			if r.Decision == "ALLOW" && len(r.DryRun) == 0 {
+				continue
+			}
+			rep.Results = append(rep.Results, AuditResult{Object: o, Result: r})
+			for _, v := range r.Violations() {
+				av := v1alpha1.AuditViolation{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+					Container: v.Container, Pipe: v.Pipe, Action: v.Action, Message: v.String()}
+				pols := v.Policies
+				if len(pols) == 0 {
+					// Admin rules name no policy; count them under the default.
+					pols = []string{policy.DefaultPolicyName}
+				}
+				for _, p := range pols {
+					rep.ByPolicy[p] = append(rep.ByPolicy[p], av)
+				}
+			}
+		}
+	}
+	rep.Duration = now().Sub(start)
+	return rep, nil
+}
+
+// listOf returns an empty list for obj's type.
+func listOf(obj client.Object) (client.ObjectList, error) {
+	k, _ := inventory.KindOf(obj)
+	l, ok := listTypes[k.GVK.Kind]
+	if !ok {
+		return nil, fmt.Errorf("audit: no list type for %s", k.GVK.Kind)
+	}
+	return l(), nil
+}
+
+// AuditMetrics are the background audit's Prometheus metrics. A nil
+// *AuditMetrics records nothing.
+type AuditMetrics struct {
+	violations *prometheus.GaugeVec
+	lastRun    prometheus.Gauge
+	duration   prometheus.Histogram
+}
+
+// newAuditMetrics creates the metrics and registers them with reg.
+func newAuditMetrics(reg prometheus.Registerer) (*AuditMetrics, error) {
+	m := &AuditMetrics{
+		violations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pipeguard_audit_violations",
+			Help: "Violations the latest background audit found in existing Pods, workloads and PersistentVolumes, by policy (pipeguard-default for the built-in default) and enforcement action.",
+		}, []string{"policy", "action"}),
+		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pipeguard_audit_last_run_timestamp_seconds",
+			Help: "Unix time at which the latest background audit pass started.",
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pipeguard_audit_duration_seconds",
+			Help:    "Duration of background audit passes.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.violations, m.lastRun, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *AuditMetrics) observe(rep *AuditReport, policies []string) {
+	if m == nil {
+		return
+	}
+	m.violations.Reset()
+	for _, p := range policies {
+		for _, a := range []string{string(v1alpha1.Deny), string(v1alpha1.Warn), string(v1alpha1.DryRun)} {
+			m.violations.WithLabelValues(p, a).Set(0)
+		}
+	}
+	for p, vs := range rep.ByPolicy {
+		for _, v := range vs {
+			m.violations.WithLabelValues(p, v.Action).Inc()
+		}
+	}
+	m.lastRun.Set(float64(rep.Time.UnixNano()) / 1e9)
+	m.duration.Observe(rep.Duration.Seconds())
+}

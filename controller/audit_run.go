@@ -1,0 +1,228 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook"
+)
+
+// DefaultAuditInterval is how often the background audit runs when no
+// interval is given.
+const DefaultAuditInterval = time.Minute
+
+// ReasonAuditViolation is the reason of the Warning event recorded on an
+// existing object that violates a policy.
+const ReasonAuditViolation = "PipeAccessViolation"
+
+// AuditorOptions configure an Auditor.
+type AuditorOptions struct {
+	// Config reaches the API server; the auditor starts its own caches
+	// from it, holding stripped objects only (see inventory.Strip).
+	Config *rest.Config
+	// Scheme knows the built-in types and PipeAccessPolicy.
+	Scheme *runtime.Scheme
+	// Client writes PipeAccessPolicy status.
+	Client client.Client
+	// Engine holds the policies in force.
+	Engine *policy.Engine
+	// Interval between passes; DefaultAuditInterval when zero.
+	Interval time.Duration
+	// Recorder, if set, receives a Warning event per violating object, at
+	// most once per EventInterval for the same violations.
+	Recorder events.EventRecorder
+	// EventInterval defaults to one hour.
+	EventInterval time.Duration
+	Metrics       *AuditMetrics
+}
+
+// Auditor runs the background audit on the leader: at start, on every
+// Trigger (the policy controller triggers it on every new generation),
+// on every change of a namespace's labels, and every Interval.
+type Auditor struct {
+	opts    AuditorOptions
+	trigger chan struct{}
+
+	mu     sync.Mutex
+	last   *AuditReport
+	events map[string]time.Time // object UID and messages → last event
+}
+
+var _ manager.LeaderElectionRunnable = (*Auditor)(nil)
+
+// NewAuditor returns an Auditor; add it to a manager to run it.
+func NewAuditor(opts AuditorOptions) (*Auditor, error) {
+	if opts.Config == nil || opts.Scheme == nil || opts.Client == nil || opts.Engine == nil {
+		return nil, fmt.Errorf("audit: Config, Scheme, Client and Engine are required")
+	}
+	if opts.Interval < 0 {
+		return nil, fmt.Errorf("audit: interval %s is negative; give a positive interval", opts.Interval)
+	}
+	if opts.Interval == 0 {
+		opts.Interval = DefaultAuditInterval
+	}
+	if opts.EventInterval == 0 {
+		opts.EventInterval = time.Hour
+	}
+	return &Auditor{opts: opts, trigger: make(chan struct{}, 1), events: map[string]time.Time{}}, nil
+}
+
+// NeedLeaderElection makes the auditor run on the leader only: a replica
+// that does not lead reads and writes nothing.
+func (a *Auditor) NeedLeaderElection() bool { return true }
+
+// Trigger asks for a pass soon; triggers while one is pending coalesce.
+func (a *Auditor) Trigger() {
+	select {
+	case a.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Last returns the report of the latest pass, or nil.
+func (a *Auditor) Last() *AuditReport {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last
+}
+
+// Start runs passes until ctx ends.
+func (a *Auditor) Start(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx).WithName("audit")
+	nsMeta := &metav1.PartialObjectMetadata{}
+	nsMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	c, err := cache.New(a.opts.Config, cache.Options{Scheme: a.opts.Scheme, DefaultTransform: inventory.Strip})
+	if err != nil {
+		return fmt.Errorf("audit: creating the cache: %w", err)
+	}
+	for _, obj := range inventory.Objects() {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("audit: informer for %T: %w", obj, err)
+		}
+	}
+	nsInformer, err := c.GetInformer(ctx, nsMeta)
+	if err != nil {
+		return fmt.Errorf("audit: namespace informer: %w", err)
+	}
+	if _, err := nsInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(client.Object)
+			n, ok2 := newObj.(client.Object)
+			if ok1 && ok2 && !maps.Equal(o.GetLabels(), n.GetLabels()) {
+				a.Trigger()
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("audit: namespace handler: %w", err)
+	}
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			log.Error(err, "audit cache stopped")
+		}
+	}()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("audit: caches did not sync")
+	}
+	ticker := time.NewTicker(a.opts.Interval)
+	defer ticker.Stop()
+	for {
+		if err := a.RunOnce(ctx, c); err != nil {
+			log.Error(err, "audit pass failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		case <-a.trigger:
+		}
+	}
+}
+
+// RunOnce runs one pass over the objects src holds and records its
+// results: policy status, metrics and events.
+func (a *Auditor) RunOnce(ctx context.Context, src client.Reader) error {
+	log := logr.FromContextOrDiscard(ctx).WithName("audit")
+	rep, err := Audit(ctx, src, a.opts.Engine, webhook.CachedNamespaces{Reader: src}, nil)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.last = rep
+	a.mu.Unlock()
+	policies := a.opts.Engine.Current().Policies
+	a.opts.Metrics.observe(rep, policies)
+	a.writeStatus(ctx, rep)
+	a.recordEvents(rep)
+	log.Info("audit pass", "generation", rep.Generation, "objects", rep.Objects, "violating", len(rep.Results), "duration", rep.Duration.String())
+	return nil
+}
+
+// writeStatus records each PipeAccessPolicy's audit results.
+func (a *Auditor) writeStatus(ctx context.Context, rep *AuditReport) {
+	log := logr.FromContextOrDiscard(ctx)
+	var list v1alpha1.PipeAccessPolicyList
+	if err := a.opts.Client.List(ctx, &list); err != nil {
+		log.Error(err, "audit: cannot list PipeAccessPolicies")
+		return
+	}
+	ts := metav1.NewTime(rep.Time.Truncate(time.Second))
+	for i := range list.Items {
+		p := &list.Items[i]
+		vs := rep.ByPolicy[p.Name]
+		total := len(vs)
+		if len(vs) > MaxStatusViolations {
+			vs = vs[:MaxStatusViolations]
+		}
+		base := p.DeepCopy()
+		same := p.Status.TotalViolations != nil && *p.Status.TotalViolations == total && equality.Semantic.DeepEqual(p.Status.Violations, vs)
+		p.Status.TotalViolations, p.Status.AuditTimestamp, p.Status.Violations = &total, &ts, vs
+		if same && base.Status.AuditTimestamp != nil && base.Status.AuditTimestamp.Equal(&ts) {
+			continue
+		}
+		if err := a.opts.Client.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil {
+			log.Error(err, "audit: cannot write PipeAccessPolicy status", "policy", p.Name)
+		}
+	}
+}
+
+// recordEvents records a Warning event on each violating object, at most
+// once per EventInterval while its violations stay the same.
+func (a *Auditor) recordEvents(rep *AuditReport) {
+	if a.opts.Recorder == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := make(map[string]time.Time, len(rep.Results))
+	for _, r := range rep.Results {
+		msgs := policy.Messages(r.Violations())
+		key := string(r.Object.GetUID()) + "\x00" + fmt.Sprint(msgs)
+		last, ok := a.events[key]
+		if ok && rep.Time.Sub(last) < a.opts.EventInterval {
+			seen[key] = last
+			continue
+		}
+		seen[key] = rep.Time
+		a.opts.Recorder.Eventf(r.Object, nil, corev1.EventTypeWarning, ReasonAuditViolation, "Audit",
+			"%s %s: admission would %s this object: %s", r.Kind, r.Name, map[string]string{"DENY": "reject", "WARN": "warn about", "ALLOW": "record (dryrun)"}[r.Decision], fmt.Sprint(msgs))
+	}
+	a.events = seen
+}

@@ -1,0 +1,263 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook"
+)
+
+// Kind is one kind of object the webhook reviews for pipe mounts.
+type Kind struct {
+	GVK        schema.GroupVersionKind
+	Resource   string
+	Namespaced bool
+}
+
+// Kinds lists every kind the webhook reviews for pipe mounts, in the order
+// results are reported.
+var Kinds = []Kind{
+	{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "pods", true},
+	{schema.GroupVersionKind{Version: "v1", Kind: "PodTemplate"}, "podtemplates", true},
+	{schema.GroupVersionKind{Version: "v1", Kind: "ReplicationController"}, "replicationcontrollers", true},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", true},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, "replicasets", true},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, "statefulsets", true},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, "daemonsets", true},
+	{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "jobs", true},
+	{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "CronJob"}, "cronjobs", true},
+	{schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolume"}, "persistentvolumes", false},
+}
+
+// Result is the decision on one object, as `pipeguard policy eval` reports
+// it.
+type Result struct {
+	APIVersion string             `json:"apiVersion"`
+	Kind       string             `json:"kind"`
+	Namespace  string             `json:"namespace,omitempty"`
+	Name       string             `json:"name"`
+	Decision   string             `json:"decision"` // ALLOW, WARN or DENY
+	Deny       []policy.Violation `json:"deny,omitempty"`
+	Warn       []policy.Violation `json:"warn,omitempty"`
+	DryRun     []policy.Violation `json:"dryrun,omitempty"`
+	Generation int64              `json:"policyGeneration,omitempty"`
+}
+
+// Violations returns every violation of r: deny, then warn, then dryrun.
+func (r Result) Violations() []policy.Violation {
+	out := make([]policy.Violation, 0, len(r.Deny)+len(r.Warn)+len(r.DryRun))
+	out = append(out, r.Deny...)
+	out = append(out, r.Warn...)
+	return append(out, r.DryRun...)
+}
+
+// Options configure EvaluateCluster.
+type Options struct {
+	// PageSize is how many objects one list call returns; 500 when zero.
+	PageSize int64
+	// Engine, if set, decides instead of an engine loaded with the
+	// cluster's PipeAccessPolicies.
+	Engine *policy.Engine
+}
+
+// EvaluateCluster reads every object of Kinds, the namespaces' labels and
+// the PipeAccessPolicies in force through cfg, and returns the decision
+// admission would make on each object's creation, sorted by kind (in the
+// order of Kinds), namespace and name. A policy whose latest version does
+// not compile is taken in its last enforced version, as the webhook does.
+// Only list permissions are needed.
+func EvaluateCluster(ctx context.Context, cfg *rest.Config, opts Options) ([]Result, error) {
+	if cfg == nil {
+		return nil, errors.New("inventory: no cluster configuration given; pass a rest.Config (e.g. from a kubeconfig)")
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("inventory: cluster configuration: %w", err)
+	}
+	engine := opts.Engine
+	if engine == nil {
+		if engine, err = clusterEngine(ctx, dc, opts.PageSize); err != nil {
+			return nil, err
+		}
+	}
+	namespaces := webhook.StaticNamespaces{}
+	if err := list(ctx, dc, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, opts.PageSize, func(u *unstructured.Unstructured) error {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		namespaces[u.GetName()] = labels
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	e := NewEvaluator(engine, namespaces)
+	var results []Result
+	for _, k := range Kinds {
+		gvr := k.GVK.GroupVersion().WithResource(k.Resource)
+		err := list(ctx, dc, gvr, opts.PageSize, func(u *unstructured.Unstructured) error {
+			raw, err := json.Marshal(u.Object)
+			if err != nil {
+				return fmt.Errorf("inventory: encoding %s %s/%s: %w", k.GVK.Kind, u.GetNamespace(), u.GetName(), err)
+			}
+			r, err := e.Evaluate(ctx, k, u.GetNamespace(), u.GetName(), raw)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// list calls fn on every object of gvr, page by page.
+func list(ctx context.Context, dc dynamic.Interface, gvr schema.GroupVersionResource, pageSize int64, fn func(*unstructured.Unstructured) error) error {
+	lo := metav1.ListOptions{Limit: pageSize}
+	for {
+		l, err := dc.Resource(gvr).List(ctx, lo)
+		if err != nil {
+			return fmt.Errorf("inventory: listing %s: %w", gvr.GroupResource(), err)
+		}
+		sort.Slice(l.Items, func(i, j int) bool {
+			a, b := &l.Items[i], &l.Items[j]
+			if a.GetNamespace() != b.GetNamespace() {
+				return a.GetNamespace() < b.GetNamespace()
+			}
+			return a.GetName() < b.GetName()
+		})
+		for i := range l.Items {
+			if err := fn(&l.Items[i]); err != nil {
+				return err
+			}
+		}
+		if lo.Continue = l.GetContinue(); lo.Continue == "" {
+			return nil
+		}
+	}
+}
+
+// clusterEngine loads the cluster's PipeAccessPolicies into an engine: each
+// in its latest version when that compiles, else in the version its status
+// names as last enforced, else left out.
+func clusterEngine(ctx context.Context, dc dynamic.Interface, pageSize int64) (*policy.Engine, error) {
+	var pols []v1alpha1.PipeAccessPolicy
+	gvr := v1alpha1.GroupVersion.WithResource("pipeaccesspolicies")
+	if err := list(ctx, dc, gvr, pageSize, func(u *unstructured.Unstructured) error {
+		var p v1alpha1.PipeAccessPolicy
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+			return fmt.Errorf("inventory: reading PipeAccessPolicy %q: %w", u.GetName(), err)
+		}
+		pols = append(pols, p)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	engine, err := policy.NewEngine(ctx, policy.Options{})
+	if err != nil {
+		return nil, err
+	}
+	inForce := pols[:0:0]
+	for i := range pols {
+		p := &pols[i]
+		if policy.CheckPolicy(ctx, p) == nil {
+			inForce = append(inForce, *p)
+			continue
+		}
+		if last := p.Status.LastEnforced; last != nil {
+			good := p.DeepCopy()
+			good.Generation, good.Spec = last.Generation, *last.Spec.DeepCopy()
+			if policy.CheckPolicy(ctx, good) == nil {
+				inForce = append(inForce, *good)
+			}
+		}
+	}
+	if _, err := engine.Load(ctx, inForce); err != nil {
+		return nil, fmt.Errorf("inventory: the cluster's PipeAccessPolicies do not compile together: %w; see `kubectl get pipeaccesspolicies`", err)
+	}
+	return engine, nil
+}
+
+// Evaluator decides on objects as admission does on their creation.
+type Evaluator struct {
+	handler *webhook.Handler
+	last    *lastReview
+}
+
+// NewEvaluator returns an Evaluator that decides with engine and reads
+// namespace labels from namespaces. It is not safe for concurrent use.
+func NewEvaluator(engine webhook.Evaluator, namespaces webhook.NamespaceLabels) *Evaluator {
+	last := &lastReview{}
+	return &Evaluator{handler: webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: last}), last: last}
+}
+
+// Evaluate decides on raw, the JSON of an object of kind k, as the webhook
+// would on its CREATE.
+func (e *Evaluator) Evaluate(ctx context.Context, k Kind, namespace, name string, raw []byte) (Result, error) {
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID:       types.UID("pipeguard-inventory"),
+		Kind:      metav1.GroupVersionKind{Group: k.GVK.Group, Version: k.GVK.Version, Kind: k.GVK.Kind},
+		Resource:  metav1.GroupVersionResource{Group: k.GVK.Group, Version: k.GVK.Version, Resource: k.Resource},
+		Namespace: namespace,
+		Name:      name,
+		Operation: admissionv1.Create,
+		UserInfo:  authnv1.UserInfo{Username: "pipeguard-inventory"},
+		Object:    runtime.RawExtension{Raw: raw},
+	}}
+	e.last.review = webhook.Review{}
+	resp := e.handler.Handle(ctx, req)
+	r := Result{APIVersion: k.GVK.GroupVersion().String(), Kind: k.GVK.Kind, Namespace: namespace, Name: name, Decision: "ALLOW"}
+	if !resp.Allowed && (resp.Result == nil || resp.Result.Code != http.StatusForbidden) {
+		msg := "no decision"
+		if resp.Result != nil {
+			msg = resp.Result.Message
+		}
+		return r, fmt.Errorf("inventory: %s %s: %s", k.GVK.Kind, ref(namespace, name), msg)
+	}
+	if d := e.last.review.Decided; d != nil {
+		r.Deny, r.Warn, r.DryRun, r.Generation = d.Deny, d.Warn, d.DryRun, d.Generation
+	}
+	switch {
+	case !resp.Allowed:
+		r.Decision = "DENY"
+	case len(resp.Warnings) > 0:
+		r.Decision = "WARN"
+	}
+	return r, nil
+}
+
+func ref(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// lastReview keeps the structured outcome of the latest review, which the
+// admission response carries only as text.
+type lastReview struct{ review webhook.Review }
+
+func (l *lastReview) ObserveReview(_ context.Context, r webhook.Review) { l.review = r }

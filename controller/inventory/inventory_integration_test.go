@@ -1,0 +1,172 @@
+package inventory_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/internal/testenv"
+)
+
+func pipePod(ns, name string, privileged bool) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "driver", Image: "busybox",
+				VolumeMounts:    []corev1.VolumeMount{{Name: "pipe", MountPath: `C:\p`}},
+				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+			}},
+			Volumes: []corev1.Volume{{Name: "pipe", VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: `//./PIPE/CSI-PROXY-DISK-V1`},
+			}}},
+		},
+	}
+}
+
+// TestEvaluateCluster creates objects with no webhook registered and asks
+// what admission would decide on each: only the violating ones are denied,
+// with the words a user would read, and labels, policies in force and
+// their last enforced versions are honoured.
+func TestEvaluateCluster(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}})
+	ctx := context.Background()
+	c := env.Client
+	create := func(o client.Object) {
+		t.Helper()
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "csi-smb", Labels: map[string]string{"pipeguard.io/allow-csi-proxy": "true"}}})
+	create(pipePod("team-a", "bad", false))
+	create(pipePod("team-a", "privileged", true))
+	create(pipePod("csi-smb", "allowed", false))
+	create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "plain"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
+	create(&corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pipe-pv"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: *resourceQuantity(t, "1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: `\\?\pipe\csi-proxy-smb-v1`}},
+		},
+	})
+
+	t.Run("default policy", func(t *testing.T) {
+		results, err := inventory.EvaluateCluster(ctx, env.Config, inventory.Options{PageSize: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := summary(results)
+		want := []string{
+			"ALLOW Pod csi-smb/allowed",
+			"DENY Pod team-a/bad",
+			"ALLOW Pod team-a/plain",
+			"ALLOW Pod team-a/privileged",
+			"DENY PersistentVolume pipe-pv",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("results:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		bad := results[1]
+		wantMsg := `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
+		if len(bad.Deny) != 1 || bad.Deny[0].Rule != "protected-pipe-mount" || bad.Deny[0].Message != wantMsg || bad.Deny[0].Container != "driver" || bad.Deny[0].Action != "deny" {
+			t.Errorf("team-a/bad deny = %+v, want one protected-pipe-mount violation %q", bad.Deny, wantMsg)
+		}
+	})
+
+	t.Run("warn policy in force", func(t *testing.T) {
+		create(&v1alpha1.PipeAccessPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "rollout"},
+			Spec:       v1alpha1.PipeAccessPolicySpec{Pipes: []string{"csi-proxy-*"}, EnforcementAction: v1alpha1.Warn},
+		})
+		results, err := inventory.EvaluateCluster(ctx, env.Config, inventory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(summary(results), "\n")
+		// The default policy's namespace label is not part of a policy
+		// that does not name it: csi-smb is not allowed any more.
+		want := strings.Join([]string{
+			"WARN Pod csi-smb/allowed",
+			"WARN Pod team-a/bad",
+			"ALLOW Pod team-a/plain",
+			"ALLOW Pod team-a/privileged",
+			"WARN PersistentVolume pipe-pv",
+		}, "\n")
+		if got != want {
+			t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+		}
+	})
+
+	t.Run("broken policy keeps its last enforced version", func(t *testing.T) {
+		var p v1alpha1.PipeAccessPolicy
+		if err := c.Get(ctx, client.ObjectKey{Name: "rollout"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.Status.LastEnforced = &v1alpha1.EnforcedVersion{Generation: p.Generation, Spec: *p.Spec.DeepCopy()}
+		if err := c.Status().Update(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.EnforcementAction = v1alpha1.DryRun
+		p.Spec.Rego = []v1alpha1.RegoModule{{Name: "broken.rego", Source: "package pipeguard.admission.broken\n\nviolation contains x if {"}}
+		if err := c.Update(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		results, err := inventory.EvaluateCluster(ctx, env.Config, inventory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(results)[1]; got != "WARN Pod team-a/bad" {
+			t.Errorf("team-a/bad = %q, want WARN from the last enforced version", got)
+		}
+	})
+
+	t.Run("no configuration", func(t *testing.T) {
+		_, err := inventory.EvaluateCluster(ctx, nil, inventory.Options{})
+		if err == nil || !strings.Contains(err.Error(), "no cluster configuration given") {
+			t.Errorf("err = %v, want it to say no cluster configuration was given", err)
+		}
+	})
+}
+
+func summary(results []inventory.Result) []string {
+	var out []string
+	for _, r := range results {
+		ref := r.Name
+		if r.Namespace != "" {
+			ref = r.Namespace + "/" + r.Name
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", r.Decision, r.Kind, ref))
+	}
+	return out
+}
+
+func resourceQuantity(t *testing.T, s string) *resource.Quantity {
+	t.Helper()
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &q
+}

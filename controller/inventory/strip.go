@@ -1,0 +1,180 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Objects returns one empty object of each of Kinds, in that order, for
+// caches and lists.
+func Objects() []client.Object {
+	return []client.Object{
+		&corev1.Pod{}, &corev1.PodTemplate{}, &corev1.ReplicationController{},
+		&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{},
+		&batchv1.Job{}, &batchv1.CronJob{}, &corev1.PersistentVolume{},
+	}
+}
+
+// KindOf returns the entry of Kinds for a typed object of one of them.
+func KindOf(obj client.Object) (Kind, bool) {
+	i := -1
+	switch obj.(type) {
+	case *corev1.Pod:
+		i = 0
+	case *corev1.PodTemplate:
+		i = 1
+	case *corev1.ReplicationController:
+		i = 2
+	case *appsv1.Deployment:
+		i = 3
+	case *appsv1.ReplicaSet:
+		i = 4
+	case *appsv1.StatefulSet:
+		i = 5
+	case *appsv1.DaemonSet:
+		i = 6
+	case *batchv1.Job:
+		i = 7
+	case *batchv1.CronJob:
+		i = 8
+	case *corev1.PersistentVolume:
+		i = 9
+	}
+	if i < 0 {
+		return Kind{}, false
+	}
+	return Kinds[i], true
+}
+
+// Strip returns a copy of obj that keeps only what the admission facts
+// read: name, namespace, UID and resourceVersion; of a pod spec, its host
+// path volumes, each container's name, volume mounts and the
+// privileged and hostProcess settings, the ServiceAccount and the pod's
+// hostProcess setting; of a PersistentVolume, its host path or local path.
+// Everything else (status, annotations, managed fields, images, env,
+// resources) is dropped, so that a cache of every pod in a large cluster
+// stays small. Admission decides the same on the stripped object as on the
+// whole one. It is a controller-runtime cache TransformFunc; objects of
+// other types pass through unchanged.
+func Strip(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return &corev1.Pod{ObjectMeta: stripMeta(o.ObjectMeta), Spec: stripPodSpec(&o.Spec)}, nil
+	case *corev1.PodTemplate:
+		return &corev1.PodTemplate{ObjectMeta: stripMeta(o.ObjectMeta), Template: stripTemplate(&o.Template)}, nil
+	case *corev1.ReplicationController:
+		out := &corev1.ReplicationController{ObjectMeta: stripMeta(o.ObjectMeta)}
+		if o.Spec.Template != nil {
+			t := stripTemplate(o.Spec.Template)
+			out.Spec.Template = &t
+		}
+		return out, nil
+	case *appsv1.Deployment:
+		out := &appsv1.Deployment{ObjectMeta: stripMeta(o.ObjectMeta)}
+		out.Spec.Template = stripTemplate(&o.Spec.Template)
+		return out, nil
+	case *appsv1.ReplicaSet:
+		out := &appsv1.ReplicaSet{ObjectMeta: stripMeta(o.ObjectMeta)}
+		out.Spec.Template = stripTemplate(&o.Spec.Template)
+		return out, nil
+	case *appsv1.StatefulSet:
+		out := &appsv1.StatefulSet{ObjectMeta: stripMeta(o.ObjectMeta)}
+		out.Spec.Template = stripTemplate(&o.Spec.Template)
+		return out, nil
+	case *appsv1.DaemonSet:
+		out := &appsv1.DaemonSet{ObjectMeta: stripMeta(o.ObjectMeta)}
+		out.Spec.Template = stripTemplate(&o.Spec.Template)
+		return out, nil
+	case *batchv1.Job:
+		out := &batchv1.Job{ObjectMeta: stripMeta(o.ObjectMeta)}
+		out.Spec.Template = stripTemplate(&o.Spec.Template)
+		return out, nil
+	case *batchv1.CronJob:
+		out := &batchv1.CronJob{ObjectMeta: stripMeta(o.ObjectMeta)}
+		out.Spec.JobTemplate.Spec.Template = stripTemplate(&o.Spec.JobTemplate.Spec.Template)
+		return out, nil
+	case *corev1.PersistentVolume:
+		out := &corev1.PersistentVolume{ObjectMeta: stripMeta(o.ObjectMeta)}
+		if hp := o.Spec.HostPath; hp != nil {
+			out.Spec.HostPath = &corev1.HostPathVolumeSource{Path: hp.Path}
+		}
+		if l := o.Spec.Local; l != nil {
+			out.Spec.Local = &corev1.LocalVolumeSource{Path: l.Path}
+		}
+		return out, nil
+	}
+	return obj, nil
+}
+
+func stripMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation}
+}
+
+func stripTemplate(t *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: stripPodSpec(&t.Spec)}
+}
+
+func stripPodSpec(s *corev1.PodSpec) corev1.PodSpec {
+	out := corev1.PodSpec{ServiceAccountName: s.ServiceAccountName, DeprecatedServiceAccount: s.DeprecatedServiceAccount}
+	if sc := s.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil {
+		out.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: sc.WindowsOptions.HostProcess}}
+	}
+	for _, v := range s.Volumes {
+		if v.HostPath != nil {
+			out.Volumes = append(out.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v.HostPath.Path}}})
+		}
+	}
+	if len(out.Volumes) == 0 {
+		// No host path volume: no mount to decide on.
+		return out
+	}
+	for i := range s.InitContainers {
+		out.InitContainers = append(out.InitContainers, stripContainer(s.InitContainers[i].Name, s.InitContainers[i].VolumeMounts, s.InitContainers[i].SecurityContext))
+	}
+	for i := range s.Containers {
+		out.Containers = append(out.Containers, stripContainer(s.Containers[i].Name, s.Containers[i].VolumeMounts, s.Containers[i].SecurityContext))
+	}
+	for i := range s.EphemeralContainers {
+		c := &s.EphemeralContainers[i].EphemeralContainerCommon
+		sc := stripContainer(c.Name, c.VolumeMounts, c.SecurityContext)
+		out.EphemeralContainers = append(out.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: sc.Name, VolumeMounts: sc.VolumeMounts, SecurityContext: sc.SecurityContext,
+		}})
+	}
+	return out
+}
+
+func stripContainer(name string, mounts []corev1.VolumeMount, sc *corev1.SecurityContext) corev1.Container {
+	c := corev1.Container{Name: name}
+	for _, m := range mounts {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m.Name, ReadOnly: m.ReadOnly, SubPath: m.SubPath, SubPathExpr: m.SubPathExpr})
+	}
+	if sc != nil && (sc.Privileged != nil || sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil) {
+		c.SecurityContext = &corev1.SecurityContext{Privileged: sc.Privileged}
+		if sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil {
+			c.SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: sc.WindowsOptions.HostProcess}
+		}
+	}
+	return c
+}
+
+// EvaluateObject decides on a typed object of one of Kinds, whole or
+// stripped, as the webhook would on its CREATE.
+func (e *Evaluator) EvaluateObject(ctx context.Context, obj client.Object) (Result, error) {
+	k, ok := KindOf(obj)
+	if !ok {
+		return Result{}, fmt.Errorf("inventory: %T is not a kind the webhook reviews", obj)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return Result{}, fmt.Errorf("inventory: encoding %s %s: %w", k.GVK.Kind, ref(obj.GetNamespace(), obj.GetName()), err)
+	}
+	return e.Evaluate(ctx, k, obj.GetNamespace(), obj.GetName(), raw)
+}
