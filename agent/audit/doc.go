@@ -17,6 +17,13 @@
 // path.
 //
 // Reading (Files, Scan, Verify, Query, Summarize, Follow): the log file and
-// its rotated siblings beside it, a directory of them, or a stream; Verify
-// recomputes the chain and reports the first bad or missing record.
+// its rotated siblings beside it, a directory of them, or a stream of JSON
+// lines or of the EventLists a webhook receiver saved; Verify recomputes the
+// chain and reports the first bad or missing record.
+//
+// The chain alone cannot show records cut from its end, nor a log
+// rewritten and re-chained by someone holding the files: an Anchor, the
+// head published outside the node (package anchor), closes both, and
+// VerifyWith checks the files against it. Records leave the node as
+// written on standard output (StdoutPath) or through the Webhook backend.
 package audit

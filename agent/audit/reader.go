@@ -107,13 +107,21 @@ type Source struct {
 	Name   string
 }
 
-// each calls fn for every record of the source, file after file.
+// each calls fn for every record of the source, file after file. A file
+// or stream holds JSON lines of records, or the EventLists that the
+// webhook backend sends, as a receiver saved them.
 func (s Source) each(fn func(Record) error) error {
 	if s.Reader != nil {
-		return Scan(s.Reader, s.Name, fn)
+		return scanAny(s.Reader, s.Name, fn)
 	}
 	for _, p := range s.Paths {
-		if err := scanFile(p, fn); err != nil {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		err = scanAny(f, p, fn)
+		f.Close()
+		if err != nil {
 			return err
 		}
 	}

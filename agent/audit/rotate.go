@@ -57,11 +57,17 @@ func (l *Log) rotate() error {
 		l.broken = err
 		return err
 	}
+	if err := syncDir(l.o.Path); err != nil {
+		l.broken = err
+		return err
+	}
 	l.size = 0
 	if _, err := l.checkpoint(map[string]string{AnnotationCheckpoint: "rotate", AnnotationPreviousFile: filepath.Base(rotated)}); err != nil {
 		return err
 	}
-	return l.prune()
+	err = l.prune()
+	l.notifyHead()
+	return err
 }
 
 // prune removes the oldest backups beyond MaxBackups, first writing a
@@ -75,6 +81,14 @@ func (l *Log) prune() error {
 	if err != nil {
 		return fmt.Errorf("listing rotated audit files: %w", err)
 	}
+	removed := false
+	defer func() {
+		if removed {
+			if err := syncDir(l.o.Path); err != nil {
+				l.o.Log.Error(err, "a removed rotated audit file may reappear after a power loss")
+			}
+		}
+	}()
 	for len(backups) > l.o.MaxBackups {
 		old := backups[0]
 		backups = backups[1:]
@@ -99,6 +113,8 @@ func (l *Log) prune() error {
 		}
 		if err := os.Remove(old); err != nil {
 			l.o.Log.Error(err, "removing a rotated audit file beyond the backups kept", "file", old, "maxBackups", l.o.MaxBackups)
+		} else {
+			removed = true
 		}
 	}
 	return nil

@@ -37,6 +37,8 @@ type Report struct {
 	Problems []Finding
 	// Notices do not break it: torn final lines, pruned files, empty files.
 	Notices []Finding
+	// Anchor is the anchor verified against, nil without one.
+	Anchor *Anchor
 }
 
 // OK reports whether the whole chain is intact.
@@ -54,6 +56,7 @@ type fileChain struct {
 	firstPrev             Hash
 	lastHash              Hash
 	firstWhere, lastWhere string
+	firstAnn              map[string]string // of the first record
 }
 
 type pruned struct {
@@ -65,9 +68,16 @@ type pruned struct {
 // Verify recomputes the hash chain over every file of src, each file in
 // itself and then file after file in sequence order, and reports the first
 // bad or missing record. An I/O error is returned as an error; everything
-// wrong with the content is in the report.
-func Verify(src Source) (*Report, error) {
-	rep := &Report{}
+// wrong with the content is in the report. Without an anchor, records cut
+// from the end of the log cannot be detected; VerifyWith takes one.
+func Verify(src Source) (*Report, error) { return VerifyWith(src, VerifyOptions{}) }
+
+// VerifyWith is Verify, checking the end of the chain against o.Anchor
+// when it is set.
+func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
+	rep := &Report{Anchor: o.Anchor}
+	var at anchorTrack
+	var torn []Record
 	var files []*fileChain
 	var prunes []pruned
 	var cur *fileChain
@@ -87,8 +97,7 @@ func Verify(src Source) (*Report, error) {
 		flushBad()
 		if r.Torn {
 			cur.TornBytes = len(r.Raw)
-			rep.Notices = append(rep.Notices, Finding{r.Where(), fmt.Sprintf(
-				"torn final line (%d bytes without a newline): a write cut short when the agent stopped; it is not part of the chain and no client was answered for it", len(r.Raw))})
+			torn = append(torn, r)
 			return nil
 		}
 		if r.Err != nil {
@@ -99,9 +108,11 @@ func Verify(src Source) (*Report, error) {
 		h := Link(r.Prev, r.Raw)
 		if cur.Records == 0 {
 			cur.First, cur.firstPrev, cur.firstWhere = r.Seq, r.Prev, r.Where()
+			cur.firstAnn = r.Event.Annotations
 		} else {
 			checkLink(rep, r, cur.Last, cur.lastHash, cur.lastWhere)
 		}
+		at.see(o.Anchor, r, h)
 		cur.Records++
 		cur.Last, cur.lastHash, cur.lastWhere = r.Seq, h, r.Where()
 		rep.Records++
@@ -131,6 +142,9 @@ func Verify(src Source) (*Report, error) {
 	}
 	if len(chained) == 0 {
 		rep.problem(src.name(), "no audit records found")
+		if o.Anchor != nil {
+			rep.problem(src.name(), "the anchor names record seq %d, but the files hold no record at all: the log was deleted or emptied (%s)", o.Anchor.Seq, o.Anchor)
+		}
 		return rep, nil
 	}
 	sort.SliceStable(chained, func(i, j int) bool { return chained[i].First < chained[j].First })
@@ -148,8 +162,11 @@ func Verify(src Source) (*Report, error) {
 		}
 	}
 	first := chained[0]
-	rep.First, rep.Last = first.First, chained[len(chained)-1].Last
+	last := chained[len(chained)-1]
+	rep.First, rep.Last = first.First, last.Last
 	checkStart(rep, first, prunes)
+	checkTorn(rep, o.Anchor, torn, chained)
+	checkAnchor(rep, o.Anchor, &at, last)
 	return rep, nil
 }
 

@@ -50,6 +50,15 @@ type Options struct {
 	OpenFile func(path string) (File, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnHead, when set, is called after a rotation and its pruning, with
+	// the log's lock held: it must not block or call the Log (an anchor
+	// publisher signals itself and reads Head later).
+	OnHead func()
+	// OnRecord, when set, is called with every record written, in chain
+	// order, with the log's lock held: line (newline included) is reused
+	// once it returns, so it must copy it, and it must not block (the
+	// webhook backend queues it).
+	OnRecord func(seq uint64, line []byte)
 }
 
 // AgentFlags maps the fields of Options that this package's messages name
@@ -93,6 +102,9 @@ func openAppend(path string) (File, error) {
 func Open(o Options) (*Log, error) {
 	if o.Path == "" {
 		return nil, errors.New("no audit log path: set Options.Path")
+	}
+	if o.Path == StdoutPath {
+		return openStdout(o)
 	}
 	if !filepath.IsAbs(o.Path) {
 		return nil, fmt.Errorf("audit log path %q is not absolute: give an absolute path such as /var/log/pipeguard/audit.log", o.Path)
@@ -163,6 +175,10 @@ func Open(o Options) (*Log, error) {
 		l.prunedThrough = findPrunedThrough(o.Path)
 	}
 	if err := l.openCurrent(); err != nil {
+		return nil, err
+	}
+	if err := syncDir(o.Path); err != nil {
+		_ = l.f.Close()
 		return nil, err
 	}
 	l.size = t.size
@@ -248,6 +264,9 @@ func (l *Log) appendLocked(ev *Event) (uint64, error) {
 	l.size += int64(n)
 	l.seq++
 	l.prev = Link(l.prev, line[:len(line)-1])
+	if l.o.OnRecord != nil {
+		l.o.OnRecord(l.seq, line)
+	}
 	return l.seq, nil
 }
 

@@ -1,0 +1,68 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+)
+
+// eventListStart recognises a stream of audit.k8s.io/v1 EventLists (what
+// a webhook receiver saves) rather than JSON lines of Events.
+var eventListStart = regexp.MustCompile(`^\s*\{[^{]*"kind"\s*:\s*"EventList"`)
+
+// scanAny reads JSON lines of records, or EventLists whose items are the
+// records, byte for byte as the agent wrote them. An item's position is
+// its number in the stream, counted from 1.
+func scanAny(r io.Reader, name string, fn func(Record) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(4096)
+	if !eventListStart.Match(head) {
+		return Scan(br, name, fn)
+	}
+	dec := json.NewDecoder(br)
+	n := 0
+	for list := 1; ; list++ {
+		var l struct {
+			Kind       string            `json:"kind"`
+			APIVersion string            `json:"apiVersion"`
+			Items      []json.RawMessage `json:"items"`
+		}
+		err := dec.Decode(&l)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			// A cut or garbled list: report it as a bad record where it is.
+			rec := Record{File: name, Line: n + 1, Err: fmt.Errorf("EventList %d is not valid JSON (%w)", list, err)}
+			if ferr := fn(rec); ferr != nil && ferr != errStop {
+				return ferr
+			}
+			return nil
+		}
+		if l.Kind != "EventList" || l.APIVersion != APIVersion {
+			rec := Record{File: name, Line: n + 1, Err: fmt.Errorf("object %d is not an %s EventList (kind %q, apiVersion %q)", list, APIVersion, l.Kind, l.APIVersion)}
+			if ferr := fn(rec); ferr != nil {
+				if ferr == errStop {
+					return nil
+				}
+				return ferr
+			}
+			continue
+		}
+		for _, item := range l.Items {
+			n++
+			rec := Record{File: name, Line: n, Raw: bytes.Clone(item)}
+			parse(&rec)
+			if ferr := fn(rec); ferr != nil {
+				if ferr == errStop {
+					return nil
+				}
+				return ferr
+			}
+		}
+	}
+}

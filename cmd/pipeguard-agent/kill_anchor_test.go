@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/guard"
+	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/internal/testenv"
+)
+
+// TestKill9UnderLoadAnchored kills an agent that anchors its chain in a
+// real kube-apiserver with SIGKILL under concurrent load, restarts it and
+// stops it: every call a client saw succeed has its records, and the log
+// verifies against the anchor each time.
+func TestKill9UnderLoadAnchored(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("unix sockets and SIGKILL")
+	}
+	env := testenv.Start(t, testenv.Options{})
+	c := kubernetes.NewForConfigOrDie(env.Config)
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: anchor.DefaultNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const node = "win-node-1"
+	sockets, kubelet, auditPath := filepath.Join(dir, "sockets"), filepath.Join(dir, "kubelet"), filepath.Join(dir, "audit", "audit.log")
+	os.MkdirAll(kubelet, 0o755)
+	args := []string{"--socket-dir", sockets, "--kubelet-path", kubelet, "--metrics-bind-address", "0",
+		"--audit-log-path", auditPath, "--audit-log-maxsize", "1",
+		"--kubeconfig", kubeconfig, "--node-name", node, "--audit-anchor-interval", "50ms"}
+	cmd, exited, stderr := agentProcess(t, args...)
+
+	var (
+		mu        sync.Mutex
+		succeeded = map[string]string{} // audit ID -> method
+		failed    int
+		wg        sync.WaitGroup
+	)
+	enough := make(chan struct{})
+	var enoughOnce sync.Once
+	for w := range 8 {
+		wg.Go(func() {
+			conn, err := grpc.NewClient("unix://"+server.SocketPath(sockets, "filesystem", "v1"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			fc := fsv1.NewFilesystemClient(conn)
+			for i := 0; ; i++ {
+				var md metadata.MD
+				var err error
+				method := "Mkdir"
+				if i%2 == 0 {
+					_, err = fc.Mkdir(context.Background(), &fsv1.MkdirRequest{Path: fmt.Sprintf("%s/pods/w%d/%d", kubelet, w, i)}, grpc.Header(&md))
+				} else {
+					method = "PathExists"
+					_, err = fc.PathExists(context.Background(), &fsv1.PathExistsRequest{Path: kubelet}, grpc.Header(&md))
+				}
+				mu.Lock()
+				if err != nil {
+					failed++
+				} else if ids := md.Get(guard.AuditIDHeader); len(ids) == 1 {
+					succeeded[ids[0]] = method
+				}
+				n, f := len(succeeded), failed
+				mu.Unlock()
+				if n >= 3000 {
+					enoughOnce.Do(func() { close(enough) })
+				}
+				if f > 0 {
+					return // the agent is gone
+				}
+			}
+		})
+	}
+	<-enough
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	wg.Wait()
+	if len(succeeded) == 0 {
+		t.Fatalf("no call succeeded\n%s", stderr.String())
+	}
+
+	files, err := audit.Files(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]map[audit.Stage]int{}
+	for _, f := range files {
+		fh, _ := os.Open(f)
+		audit.Scan(fh, f, func(r audit.Record) error {
+			if r.Err == nil && !r.Event.IsCheckpoint() {
+				if stages[r.Event.AuditID] == nil {
+					stages[r.Event.AuditID] = map[audit.Stage]int{}
+				}
+				stages[r.Event.AuditID][r.Event.Stage]++
+			}
+			return nil
+		})
+		fh.Close()
+	}
+	for id, method := range succeeded {
+		s := stages[id]
+		if s[audit.StageResponseComplete] != 1 || method == "Mkdir" && s[audit.StageRequestReceived] != 1 {
+			t.Fatalf("%s %s succeeded but its records are %v", method, id, s)
+		}
+	}
+	rep := verifyAnchored(t, kubeconfig, node, auditPath)
+	if !rep.OK() {
+		t.Fatalf("anchored verify after kill -9: %v\n%s", rep.Problems, stderr.String())
+	}
+	t.Logf("kill -9 after %d successful calls (%d files, %d records, anchored at seq %d); notices: %v",
+		len(succeeded), len(rep.Files), rep.Records, rep.Anchor.Seq, rep.Notices)
+
+	// The restarted agent continues the chain and, once stopped, anchors
+	// its stop checkpoint: the chain then ends exactly at the anchor.
+	cmd, exited, stderr = agentProcess(t, args...)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-exited; err != nil {
+		t.Fatalf("restarted agent: %v\n%s", err, stderr.String())
+	}
+	rep = verifyAnchored(t, kubeconfig, node, auditPath)
+	if !rep.OK() {
+		t.Fatalf("anchored verify after restart: %v", rep.Problems)
+	}
+	if last := rep.Notices[len(rep.Notices)-1].Msg; rep.Anchor.Seq != rep.Last || !strings.Contains(last, "the chain reaches the anchor") {
+		t.Fatalf("after a clean stop the anchor is at seq %d, the chain ends at %d; last notice %q", rep.Anchor.Seq, rep.Last, last)
+	}
+}
+
+func verifyAnchored(t *testing.T, kubeconfig, node, path string) *audit.Report {
+	t.Helper()
+	a, err := anchor.ReadKubeconfig(context.Background(), kubeconfig, "", node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := audit.Files(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.VerifyWith(audit.Source{Paths: files}, audit.VerifyOptions{Anchor: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
