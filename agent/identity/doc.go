@@ -14,6 +14,11 @@
 //     token or, for clients that dial at anonymous impersonation level, of its
 //     process token, with a note saying which.
 //
+// A caller the platform did not map to a pod (every Windows caller) is
+// mapped through the node's CRI runtime (CRIResolver, WithCRI): the caller or
+// its nearest ancestor that is a container's process names the container and
+// its sandbox the pod. Unresolved callers keep empty pod fields and a note.
+//
 // Existing CSI drivers send nothing more, so peer identity stands on its own.
 // A driver may add a projected ServiceAccount token (WithServiceAccountToken);
 // TokenVerifier checks it with a TokenReview and against the peer's pod and

@@ -63,6 +63,7 @@ func windowsCaller(api WinAPI, pipe uintptr) (*Caller, func(), error) {
 			c.Notes = append(c.Notes, "the client's process token could not be read ("+err.Error()+"): no SID")
 		}
 	}
-	c.Notes = append(c.Notes, "mapping Windows processes to containers and pods is not implemented: pod fields stay empty")
+	// WithCRI replaces this note with the CRI mapping or why it failed.
+	c.Notes = append(c.Notes, NoteNoCRI)
 	return c, release, nil
 }
