@@ -55,6 +55,9 @@ func (c *Confiner) Open(p string, mode Mode) (*Handle, error) {
 	}
 	h := &Handle{c: c, root: r, rootPath: c.roots[i], rootReal: c.resolved[i], path: clean}
 	h.name, err = h.resolve(c.below(clean, c.roots[i]), mode == ResolveAll)
+	if err == nil {
+		err = h.checkFinal()
+	}
 	if err != nil {
 		_ = r.Close()
 		return nil, err

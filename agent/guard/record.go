@@ -81,7 +81,13 @@ func userInfo(c *identity.Caller) audit.UserInfo {
 	set(audit.ExtraPodName, c.PodName)
 	set(audit.ExtraNamespace, c.Namespace)
 	set(audit.ExtraServiceAccount, c.ServiceAccount)
-	set(audit.ExtraSource, c.Source)
+	if c.SIDSource != "" {
+		// Which token the SID was read from: the pipe client's
+		// impersonation token, or its process token.
+		set(audit.ExtraSource, c.Source+"; sid: "+c.SIDSource)
+	} else {
+		set(audit.ExtraSource, c.Source)
+	}
 	if len(c.Notes) > 0 {
 		extra[audit.ExtraNote] = append([]string(nil), c.Notes...)
 	}

@@ -34,6 +34,7 @@ func fsEndpoint(needsWindows bool) Endpoint {
 
 func serve(t *testing.T, o Options) (fsv1.FilesystemClient, func()) {
 	t.Helper()
+	skipInProcessPipes(t)
 	o.Log = logr.Discard()
 	o.Listen = ListenOptions{SocketDir: filepath.Join(t.TempDir(), "s")}
 	s, err := New(o)
@@ -46,7 +47,7 @@ func serve(t *testing.T, o Options) (fsv1.FilesystemClient, func()) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
-	conn, err := grpc.NewClient("unix://"+s.Addresses()[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(dialTarget(s.Addresses()[0]), append(dialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +92,8 @@ func TestInterceptorChain(t *testing.T) {
 		t.Fatalf("code %v, want PermissionDenied", status.Code(err))
 	}
 	want := []string{
-		"inner filesystem v1 csi-proxy-filesystem-v1.sock /v1.Filesystem/PathExists PermissionDenied",
-		"outer filesystem v1 csi-proxy-filesystem-v1.sock /v1.Filesystem/PathExists PermissionDenied",
+		"inner filesystem v1 " + fsv1Address + " /v1.Filesystem/PathExists PermissionDenied",
+		"outer filesystem v1 " + fsv1Address + " /v1.Filesystem/PathExists PermissionDenied",
 	}
 	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("interceptors saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))

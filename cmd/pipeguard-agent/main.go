@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -21,6 +22,15 @@ func run(args []string, stderr io.Writer) int {
 	cfg, code, ok := parseFlags(args, stderr)
 	if !ok {
 		return code
+	}
+	if cfg.logFile != "" {
+		f, err := os.OpenFile(cfg.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err != nil {
+			fmt.Fprintf(stderr, "--log-file: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		stderr = f
 	}
 	if cfg.windowsService {
 		return runAsService(cfg.serviceName, func(ctx context.Context) int { return serve(ctx, cfg, stderr, nil) }, stderr)

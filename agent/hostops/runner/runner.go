@@ -25,8 +25,11 @@ type Runner interface {
 	Run(ctx context.Context, cmd Command) ([]byte, error)
 }
 
-// PowerShellProgram is the PowerShell executable of Windows Server.
-const PowerShellProgram = "powershell.exe"
+// PowerShellProgram is the PowerShell executable of Windows Server. On
+// Windows it is the full path below the system directory
+// (C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe), so that no
+// directory on the agent's PATH can put another program in its place.
+var PowerShellProgram = powerShellProgram()
 
 // PowerShell returns the Command that runs a constant script with the given
 // environment. script must be a constant: request values go in env only.

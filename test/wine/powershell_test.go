@@ -1,0 +1,112 @@
+//go:build wine && linux
+
+package wine
+
+import (
+	"strings"
+	"testing"
+)
+
+// Request values the host operations below send, each distinctive enough to
+// be found in a command line or an environment.
+const (
+	markVolume  = `\\?\Volume{7e57da7a-0b0e-4c0d-9e11-00000000c0de}\`
+	markShare   = `\\pgmark-fileserver\pgmark-share`
+	markUser    = `PGMARK\smb-user`
+	markSecret  = `pgmark-Secret;$(calc)`
+	markService = `pgmark-svc`
+	markPortal  = `pgmark-portal.example`
+	markIQN     = `iqn.2026-11.example.pgmark:target`
+	markCHAP    = `pgmark-chap-secret`
+	markDisk    = 4242
+	markSize    = 987654321
+)
+
+// TestPowerShellThroughWindowsProcesses runs every kind of host operation
+// through real Windows process creation of the PowerShell stand-in: the
+// scripts find every variable they read, and no request value ever appears
+// in a command line, only in the environment.
+func TestPowerShellThroughWindowsProcesses(t *testing.T) {
+	p := need(t)
+	a := startAgent(t, p, "--allowed-service", markService)
+	a.answers(t,
+		"Get-Disk | Select-Object Number, Location", `[{"Number":4242,"Location":"PCIROOT(0)"}]`,
+		"Get-Disk | Select-Object Number, UniqueId", `[{"Number":4242,"UniqueId":"pgmark","SerialNumber":"s"}]`,
+		"Win32_BIOS", "SN-0001",
+		"FileSystemType", "NTFS",
+		"Get-Service", `{"DisplayName":"pgmark","StartType":2,"Status":4}`,
+	)
+	target, _ := kubelet(p, `pods\0b6c\volumes\kubernetes.io~csi\pv\mount`)
+	portal := map[string]any{"targetAddress": markPortal, "targetPort": 3260}
+	vol := map[string]any{"volumeId": markVolume}
+	disk := map[string]any{"diskNumber": markDisk}
+	cs := []call{
+		{"disk/v1", "ListDiskLocations", nil},
+		{"disk/v1", "ListDiskIDs", nil},
+		{"disk/v1", "PartitionDisk", disk},
+		{"disk/v1", "Rescan", nil},
+		{"disk/v1", "GetDiskStats", disk},
+		{"disk/v1", "SetDiskState", map[string]any{"diskNumber": markDisk, "isOnline": true}},
+		{"disk/v1", "GetDiskState", disk},
+		{"volume/v1", "ListVolumesOnDisk", map[string]any{"diskNumber": markDisk}},
+		{"volume/v1", "MountVolume", map[string]any{"volumeId": markVolume, "targetPath": target}},
+		{"volume/v1", "IsVolumeFormatted", vol},
+		{"volume/v1", "FormatVolume", vol},
+		{"volume/v1", "ResizeVolume", map[string]any{"volumeId": markVolume, "sizeBytes": markSize}},
+		{"volume/v1", "GetVolumeStats", vol},
+		{"volume/v1", "GetDiskNumberFromVolumeID", vol},
+		{"volume/v1", "WriteVolumeCache", vol},
+		{"volume/v1", "UnmountVolume", map[string]any{"volumeId": markVolume, "targetPath": target}},
+		{"smb/v1", "NewSmbGlobalMapping", map[string]any{"remotePath": markShare, "username": markUser, "password": markSecret}},
+		{"smb/v1", "RemoveSmbGlobalMapping", map[string]any{"remotePath": markShare}},
+		{"iscsi/v1alpha2", "AddTargetPortal", map[string]any{"targetPortal": portal}},
+		{"iscsi/v1alpha2", "DiscoverTargetPortal", map[string]any{"targetPortal": portal}},
+		{"iscsi/v1alpha2", "ConnectTarget", map[string]any{"targetPortal": portal, "iqn": markIQN, "authType": "ONE_WAY_CHAP", "chapUsername": markUser, "chapSecret": markCHAP}},
+		{"iscsi/v1alpha2", "GetTargetDisks", map[string]any{"targetPortal": portal, "iqn": markIQN}},
+		{"iscsi/v1alpha2", "DisconnectTarget", map[string]any{"targetPortal": portal, "iqn": markIQN}},
+		{"iscsi/v1alpha2", "RemoveTargetPortal", map[string]any{"targetPortal": portal}},
+		{"iscsi/v1alpha2", "SetMutualChapSecret", map[string]any{"MutualChapSecret": markCHAP}},
+		{"system/v1alpha1", "GetBIOSSerialNumber", nil},
+		{"system/v1alpha1", "GetService", map[string]any{"name": markService}},
+		{"system/v1alpha1", "StartService", map[string]any{"name": markService}},
+		{"system/v1alpha1", "StopService", map[string]any{"name": markService}},
+	}
+	results := calls(t, p, cs...)
+	for i, r := range results {
+		switch r.Code {
+		case "Dial", "BadInput", "Unimplemented", "Unavailable", "InvalidArgument", "PermissionDenied":
+			t.Errorf("%s: %s %q: the call did not reach its host operation", cs[i], r.Code, r.Message)
+		}
+	}
+	runs := a.powershellRuns(t)
+	if len(runs) < len(cs) {
+		t.Fatalf("the stand-in ran %d times for %d host operations", len(runs), len(cs))
+	}
+	marks := []string{markVolume, markShare, markUser, markSecret, markService, markPortal, markIQN, markCHAP, "4242", "987654321"}
+	inEnv := map[string]bool{}
+	for _, run := range runs {
+		if len(run.Missing) > 0 {
+			t.Errorf("script %q reads unset variables %v", run.Script, run.Missing)
+		}
+		for _, m := range marks {
+			if strings.Contains(run.CommandLine, m) {
+				t.Errorf("request value %q appears in the command line %q", m, run.CommandLine)
+			}
+			for _, v := range run.Env {
+				if strings.Contains(v, m) {
+					inEnv[m] = true
+				}
+			}
+		}
+		if !strings.HasPrefix(strings.ToLower(run.CommandLine), `"c:\windows\system32\windowspowershell\v1.0\powershell.exe"`) &&
+			!strings.HasPrefix(strings.ToLower(run.CommandLine), `c:\windows\system32\windowspowershell\v1.0\powershell.exe`) {
+			t.Errorf("PowerShell started as %q, want the full path in the system directory", run.CommandLine)
+		}
+	}
+	for _, m := range marks {
+		if !inEnv[m] {
+			t.Errorf("request value %q reached no script through the environment", m)
+		}
+	}
+	t.Logf("%d host operations, %d PowerShell runs", len(cs), len(runs))
+}
