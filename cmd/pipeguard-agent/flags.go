@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
@@ -22,6 +23,7 @@ type config struct {
 	verbosity      int
 	windowsService bool
 	serviceName    string
+	logFile        string
 }
 
 // stringList is a repeatable string flag.
@@ -72,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.StringVar(&o.PipeSDDL, "pipe-sddl", server.DefaultSDDL, "security descriptor (SDDL) of the named pipes (Windows)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long shutdown waits for in-flight calls")
 	fs.StringVar(&cfg.serviceName, "service-name", "pipeguard-agent", "Windows service name, with --windows-service")
+	fs.StringVar(&cfg.logFile, "log-file", "", "append the log to this file instead of writing it to stderr (a Windows service has no stderr)")
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")
 
 	// Gate and identity.
@@ -79,15 +82,24 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.StringVar(&cfg.Guard.Kubeconfig, "kubeconfig", "", `kubeconfig for the node-scoped pod watch and TokenReview ("in-cluster" for the pod's service account); empty: pods are known by UID only and tokens are not verified`)
 	fs.StringVar(&cfg.Guard.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name, for the pod watch and token checks (default $NODE_NAME)")
 	fs.StringVar(&cfg.Guard.TokenAudience, "token-audience", identity.DefaultTokenAudience, "audience ServiceAccount tokens sent to the agent must be issued for")
+	fs.DurationVar(&cfg.Guard.CRITimeout, "cri-timeout", identity.DefaultCRITimeout, "how long the CRI lookups of one caller may take; on timeout its pod fields stay empty")
+	fs.StringVar(&cfg.Guard.CRIEndpoint, "cri-endpoint", identity.DefaultCRIEndpoint, `the container runtime's CRI endpoint, through which callers (on Windows every caller) are mapped to their container and pod; "none" or empty disables the mapping`)
 
 	// Audit, after kube-apiserver's flags.
 	var maxSizeMB int64
 	var level, failure string
-	fs.StringVar(&cfg.Guard.Audit.Path, "audit-log-path", defaultAuditLogPath(), "audit log file; rotated files are kept beside it")
+	fs.StringVar(&cfg.Guard.Audit.Path, "audit-log-path", defaultAuditLogPath(), `audit log file; rotated files are kept beside it; "-" writes the records to standard output`)
 	fs.Int64Var(&maxSizeMB, "audit-log-maxsize", 100, "megabytes after which the audit log is rotated; 0 never rotates")
 	fs.IntVar(&cfg.Guard.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit files to keep; older ones are removed after a prune checkpoint records them; 0 keeps every file")
 	fs.StringVar(&level, "audit-level", string(audit.LevelMetadata), "Metadata (who called what, decision, outcome) or Request (also the request body, secrets redacted)")
 	fs.StringVar(&failure, "audit-failure", string(guard.FailDeny), "when a record cannot be written: deny the request, or allow it with a loud log and the metric pipeguard_agent_audit_write_failures_total")
+	fs.StringVar(&cfg.Guard.AuditAnchor.Namespace, "audit-anchor-namespace", anchor.DefaultNamespace, "namespace of the Lease pipeguard-audit-<node> to which the agent publishes the head of its audit chain, with --kubeconfig and --node-name (see docs/audit.md)")
+	fs.DurationVar(&cfg.Guard.AuditAnchor.Interval, "audit-anchor-interval", audit.DefaultAnchorInterval, "how often the audit chain head is published; also at every rotation and prune, and at shutdown")
+	fs.StringVar(&cfg.Guard.AuditWebhook.ConfigFile, "audit-webhook-config-file", "", "kubeconfig naming a receiver to which every audit record is also POSTed, in audit.k8s.io/v1 EventList batches, as kube-apiserver's flag of that name")
+	fs.IntVar(&cfg.Guard.AuditWebhook.BatchMaxSize, "audit-webhook-batch-max-size", audit.DefaultWebhookBatchMaxSize, "records at most in one webhook request")
+	fs.DurationVar(&cfg.Guard.AuditWebhook.BatchMaxWait, "audit-webhook-batch-max-wait", audit.DefaultWebhookBatchMaxWait, "how long a record waits for its webhook batch to fill")
+	fs.IntVar(&cfg.Guard.AuditWebhook.BufferSize, "audit-webhook-batch-buffer-size", audit.DefaultWebhookBufferSize, "records waiting for the webhook at most; beyond it they are dropped from the webhook (the log file keeps them), counted in pipeguard_agent_audit_webhook_overflow_total and logged")
+	fs.DurationVar(&cfg.Guard.AuditWebhook.InitialBackoff, "audit-webhook-initial-backoff", audit.DefaultWebhookInitialBackoff, "wait before retrying a failed webhook request; doubles for each retry")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -97,6 +109,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pipeguard-agent takes no arguments, got %q\n", fs.Args())
+		return cfg, 2, false
+	}
+	if _, _, err := identity.ParseCRIEndpoint(cfg.Guard.CRIEndpoint); err != nil {
+		fmt.Fprintf(stderr, "--cri-endpoint: %v\n", err)
 		return cfg, 2, false
 	}
 	o.WorkingDirs = workingDirs
@@ -114,6 +130,25 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	}
 	if maxSizeMB < 0 || cfg.Guard.Audit.MaxBackups < 0 {
 		fmt.Fprintln(stderr, "--audit-log-maxsize and --audit-log-maxbackup must not be negative")
+		return cfg, 2, false
+	}
+	if cfg.Guard.Audit.Path == audit.StdoutPath {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) {
+			explicit = explicit || f.Name == "audit-log-maxsize" || f.Name == "audit-log-maxbackup"
+		})
+		if explicit {
+			fmt.Fprintln(stderr, "--audit-log-path -: standard output is not rotated; drop --audit-log-maxsize and --audit-log-maxbackup")
+			return cfg, 2, false
+		}
+		maxSizeMB = 0
+	}
+	if cfg.Guard.AuditWebhook.BatchMaxSize <= 0 || cfg.Guard.AuditWebhook.BatchMaxWait <= 0 || cfg.Guard.AuditWebhook.BufferSize <= 0 || cfg.Guard.AuditWebhook.InitialBackoff <= 0 {
+		fmt.Fprintln(stderr, "--audit-webhook-batch-max-size, --audit-webhook-batch-max-wait, --audit-webhook-batch-buffer-size and --audit-webhook-initial-backoff must be positive")
+		return cfg, 2, false
+	}
+	if cfg.Guard.AuditAnchor.Interval <= 0 {
+		fmt.Fprintln(stderr, "--audit-anchor-interval must be positive, e.g. 10s")
 		return cfg, 2, false
 	}
 	cfg.Guard.Audit.MaxSize = maxSizeMB << 20

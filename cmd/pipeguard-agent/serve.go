@@ -27,6 +27,8 @@ var flagOf = func() map[string]string {
 		"Guard.NodeName":      "--node-name",
 		"Guard.TokenAudience": "--token-audience",
 		"Guard.Audit.Path":    "--audit-log-path",
+		"Guard.CRIEndpoint":   "--cri-endpoint",
+		"Guard.CRITimeout":    "--cri-timeout",
 
 		"ListenOptions.SocketDir": "--socket-dir",
 		"Options.PolicyDir":       "--policy-dir",

@@ -17,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/controller/inventory"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -52,14 +54,27 @@ func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&nsLabels, "namespace-labels", "labels of a namespace, NS=key=value[,key2=value2] (repeatable); a namespace not given has no labels")
 	defaultNS := fs.String("namespace", "default", "namespace of objects that name none")
 	output := fs.String("o", "text", "output format: text, json, or input (the rego input document of each reviewed object, for writing rules)")
+	cluster := fs.Bool("cluster", false, "evaluate the live Pods, workloads and PersistentVolumes of the cluster, with its namespace labels and the policies in force, instead of manifests")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster, with --cluster (default: $KUBECONFIG or ~/.kube/config)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pipeguard policy eval -f FILE [flags]\n\nEvaluates every object against pipe access policies, offline.\nExit code: 0 nothing denied, 1 something denied, 2 bad input.\n\nFlags:\n")
+		fmt.Fprint(stderr, "Usage: pipeguard policy eval -f FILE [flags]\n       pipeguard policy eval --cluster [--kubeconfig FILE] [-o text|json]\n\nEvaluates every object against pipe access policies: manifests offline,\nor with --cluster what runs in a cluster, as admission would decide it now.\nExit code: 0 nothing denied, 1 something denied, 2 bad input.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		return exitBadInput
+	}
+	if *cluster {
+		if len(files) > 0 || len(policies) > 0 || len(nsLabels) > 0 || fs.NArg() > 0 || *output == "input" {
+			fmt.Fprintln(stderr, "pipeguard policy eval: --cluster reads the objects, namespace labels and policies from the cluster: leave out -f, --policy, --namespace-labels and -o input")
+			return exitBadInput
+		}
+		return evalCluster(*kubeconfig, *output, stdout, stderr)
+	}
+	if *kubeconfig != "" {
+		fmt.Fprintln(stderr, "pipeguard policy eval: --kubeconfig is for --cluster")
 		return exitBadInput
 	}
 	if len(files) == 0 || fs.NArg() > 0 {
@@ -122,6 +137,45 @@ func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if results == nil {
 			results = []evalResult{}
 		}
+		_ = enc.Encode(results)
+	} else {
+		printText(stdout, results)
+	}
+	if denied {
+		return exitDenied
+	}
+	return exitOK
+}
+
+// evalCluster evaluates what runs in the cluster of kubeconfig with its
+// policies in force, and prints it as the offline evaluation does.
+func evalCluster(kubeconfig, output string, stdout, stderr io.Writer) int {
+	if output != "text" && output != "json" {
+		fmt.Fprintf(stderr, "pipeguard policy eval: -o %q: want text or json with --cluster\n", output)
+		return exitBadInput
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "pipeguard policy eval: reading the kubeconfig: %v\n", err)
+		return exitBadInput
+	}
+	found, err := inventory.EvaluateCluster(context.Background(), cfg, inventory.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
+		return exitBadInput
+	}
+	results := make([]evalResult, 0, len(found))
+	denied := false
+	for _, r := range found {
+		denied = denied || r.Decision == "DENY"
+		results = append(results, evalResult{Source: "cluster", APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+			Decision: r.Decision, Deny: r.Deny, Warn: r.Warn, DryRun: r.DryRun, Generation: r.Generation})
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
 		_ = enc.Encode(results)
 	} else {
 		printText(stdout, results)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,6 +32,13 @@ type Config struct {
 type GuardConfig struct {
 	// PolicyDir holds admin agent policies; empty: the shipped rules alone.
 	PolicyDir string
+	// CRIEndpoint is the container runtime's CRI socket or pipe, through
+	// which callers that their platform did not map to a pod (every
+	// Windows caller) are mapped; empty or "none": not mapped.
+	CRIEndpoint string
+	// CRITimeout bounds the CRI lookups of one connection's caller; 0:
+	// identity.DefaultCRITimeout.
+	CRITimeout time.Duration
 	// Kubeconfig is a kubeconfig file or "in-cluster"; empty: callers are
 	// not mapped to pods and tokens are not verified.
 	Kubeconfig    string
@@ -39,6 +47,12 @@ type GuardConfig struct {
 	Audit         audit.Options
 	AuditLevel    audit.Level
 	AuditFailure  guard.FailureMode
+	// AuditAnchor configures the publication of the audit chain head to
+	// the cluster, which happens when Kubeconfig and NodeName are set.
+	AuditAnchor AnchorConfig
+	// AuditWebhook sends every record to a receiver when its ConfigFile
+	// is set.
+	AuditWebhook audit.WebhookOptions
 }
 
 // OptionError is a configuration value the agent cannot start with. Option
@@ -60,15 +74,23 @@ func Run(ctx context.Context, cfg Config, ready func(addresses []string)) (err e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	g, err := NewGuard(ctx, cfg.Guard, cfg.Agent)
+	g, outs, err := NewGuard(ctx, cfg.Guard, cfg.Agent)
 	if err != nil {
 		return err
 	}
 	defer func() {
+		outs.Stop()
 		if cerr := g.Audit.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing the audit log: %w", cerr))
 		}
+		outs.Final(context.WithoutCancel(ctx))
 	}()
+	if cfg.Agent.Registry == nil {
+		cfg.Agent.Registry = prometheus.NewRegistry()
+	}
+	if err := outs.Start(ctx, cfg.Agent.Registry); err != nil {
+		return err
+	}
 	go func() {
 		if err := g.Gate.Watch(ctx, gate.DefaultRescan); err != nil {
 			log.Error(err, "agent policies are not watched; restart the agent to load changes", "dir", cfg.Guard.PolicyDir)
@@ -76,6 +98,14 @@ func Run(ctx context.Context, cfg Config, ready func(addresses []string)) (err e
 	}()
 
 	cfg.Agent.Guard = g
+	cri, err := criPeer(cfg.Guard.CRIEndpoint, cfg.Guard.CRITimeout)
+	if err != nil {
+		return err
+	}
+	if cri != nil {
+		defer func() { _ = cri.Close() }()
+		cfg.Agent.Peer = identity.WithCRI(cfg.Agent.Peer, cri)
+	}
 	a, err := New(cfg.Agent)
 	if err != nil {
 		return &OptionError{Option: "Agent", Err: err}
@@ -94,39 +124,64 @@ func Run(ctx context.Context, cfg Config, ready func(addresses []string)) (err e
 	return nil
 }
 
-// NewGuard builds the gate, the audit log and, with a kubeconfig, the pod
-// watch and token verifier. The caller closes the audit log.
-func NewGuard(ctx context.Context, c GuardConfig, o Options) (*guard.Options, error) {
+// NewGuard builds the gate, the audit log and its outputs (the anchor
+// publisher with a kubeconfig, the webhook backend with a webhook config)
+// and, with a kubeconfig, the pod watch and token verifier. The caller
+// closes the audit log.
+func NewGuard(ctx context.Context, c GuardConfig, o Options) (*guard.Options, *auditOutputs, error) {
 	engine, err := gate.New(ctx, gate.Options{PolicyDir: c.PolicyDir, Log: o.Log.WithName("gate")})
 	if err != nil {
-		return nil, &OptionError{Option: "Guard.PolicyDir", Err: err}
+		return nil, nil, &OptionError{Option: "Guard.PolicyDir", Err: err}
 	}
 	g := &guard.Options{Gate: engine, Level: c.AuditLevel, Failure: c.AuditFailure}
+	ao := c.Audit
+	var client kubernetes.Interface
 	if c.Kubeconfig != "" {
-		client, err := kubeClient(c.Kubeconfig)
-		if err != nil {
-			return nil, &OptionError{Option: "Guard.Kubeconfig", Err: err}
+		if client, err = kubeClient(c.Kubeconfig); err != nil {
+			return nil, nil, &OptionError{Option: "Guard.Kubeconfig", Err: err}
 		}
 		pods, err := identity.NewPodIndex(client, c.NodeName)
 		if err != nil {
-			return nil, &OptionError{Option: "Guard.NodeName", Err: err}
+			return nil, nil, &OptionError{Option: "Guard.NodeName", Err: err}
 		}
 		if err := pods.Start(ctx, podSyncTimeout); err != nil {
-			return nil, fmt.Errorf("watching the node's pods (Guard.Kubeconfig %s): %w", c.Kubeconfig, err)
+			return nil, nil, fmt.Errorf("watching the node's pods (Guard.Kubeconfig %s): %w", c.Kubeconfig, err)
 		}
 		tokens, err := identity.NewTokenVerifier(identity.TokenOptions{
 			Reviewer: client.AuthenticationV1().TokenReviews(), Audience: c.TokenAudience, NodeName: c.NodeName})
 		if err != nil {
-			return nil, &OptionError{Option: "Guard.TokenAudience", Err: err}
+			return nil, nil, &OptionError{Option: "Guard.TokenAudience", Err: err}
 		}
 		g.Pods, g.Tokens = pods, tokens
 	}
-	ao := c.Audit
+	outs, err := newAuditOutputs(client, c, o.Log, &ao, func() (audit.Head, error) { return g.Audit.Head() })
+	if err != nil {
+		return nil, nil, err
+	}
 	ao.Log = o.Log.WithName("audit")
 	if g.Audit, err = audit.Open(ao); err != nil {
-		return nil, &OptionError{Option: "Guard.Audit.Path", Err: err}
+		return nil, nil, &OptionError{Option: "Guard.Audit.Path", Err: err}
 	}
-	return g, nil
+	return g, outs, nil
+}
+
+// criPeer connects to the CRI endpoint; nil when the mapping is disabled.
+func criPeer(endpoint string, timeout time.Duration) (*identity.CRIResolver, error) {
+	ep, ok, err := identity.ParseCRIEndpoint(endpoint)
+	if err != nil {
+		return nil, &OptionError{Option: "Guard.CRIEndpoint", Err: err}
+	}
+	if !ok {
+		return nil, nil
+	}
+	if timeout < 0 {
+		return nil, &OptionError{Option: "Guard.CRITimeout", Err: fmt.Errorf("%s is negative", timeout)}
+	}
+	r, err := identity.NewCRIResolver(identity.CRIOptions{Endpoint: ep, Timeout: timeout})
+	if err != nil {
+		return nil, &OptionError{Option: "Guard.CRIEndpoint", Err: err}
+	}
+	return r, nil
 }
 
 func kubeClient(kubeconfig string) (kubernetes.Interface, error) {

@@ -1,0 +1,158 @@
+// Command kustomization writes the kustomization.yaml that `make render` and
+// `make deploy` build: one overlay of config/ with the images set from IMG
+// and AGENT_IMG. Each image reference is parsed as docker reads it
+// (internal/imageref), so a registry port is never taken for a tag, a
+// digest pins the image, and a malformed reference stops make with an error
+// that says what is wrong with which variable.
+//
+//	go run ./hack/kustomization --overlay default --out bin/deploy \
+//	    --img localhost:5000/pipeguard:v1 --agent-img localhost:5000/pipeguard-agent:v1
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/pipeguard/pipeguard/internal/imageref"
+)
+
+// The image names the manifests in config/ use; the images entries replace them.
+const (
+	webhookImage = "ghcr.io/pipeguard/pipeguard"
+	agentImage   = "ghcr.io/pipeguard/pipeguard-agent"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("kustomization", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.Config, "config", "config", "the kustomize tree")
+	fs.StringVar(&o.Overlay, "overlay", "default", "the directory of --config to install (make's OVERLAY)")
+	fs.StringVar(&o.Out, "out", "bin/deploy", "the directory to write kustomization.yaml into")
+	fs.StringVar(&o.Img, "img", "", "the webhook and CLI image (make's IMG)")
+	fs.StringVar(&o.AgentImg, "agent-img", "", "the agent image (make's AGENT_IMG)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "kustomization: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := write(o); err != nil {
+		fmt.Fprintf(os.Stderr, "kustomization: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type options struct {
+	Config, Overlay, Out, Img, AgentImg string
+}
+
+// image is one kustomize images entry.
+type image struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+}
+
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Images     []image  `json:"images"`
+}
+
+// write writes o.Out/kustomization.yaml, or nothing when an input is wrong.
+func write(o options) error {
+	overlay, err := overlayDir(o.Config, o.Overlay)
+	if err != nil {
+		return err
+	}
+	var images []image
+	for _, in := range []struct{ variable, ref, name string }{
+		{"IMG", o.Img, webhookImage},
+		{"AGENT_IMG", o.AgentImg, agentImage},
+	} {
+		img, err := imageEntry(in.name, in.ref)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.variable, err)
+		}
+		images = append(images, img)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	out, err := filepath.Abs(o.Out)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(out, overlay)
+	if err != nil {
+		return fmt.Errorf("config/%s cannot be reached from %s: %w", o.Overlay, o.Out, err)
+	}
+	b, err := yaml.Marshal(kustomization{
+		APIVersion: "kustomize.config.k8s.io/v1beta1", Kind: "Kustomization",
+		Resources: []string{filepath.ToSlash(rel)}, Images: images,
+	})
+	if err != nil {
+		return err
+	}
+	b = append([]byte("# Written by hack/kustomization (make render, make deploy); changes are overwritten.\n"), b...)
+	return os.WriteFile(filepath.Join(o.Out, "kustomization.yaml"), b, 0o644)
+}
+
+// imageEntry replaces name with ref. A reference with neither tag nor
+// digest means :latest, as it does for docker pull and the kubelet; it is
+// written out because kustomize would otherwise keep the manifests' tag.
+func imageEntry(name, ref string) (image, error) {
+	r, err := imageref.Parse(ref)
+	if err != nil {
+		return image{}, err
+	}
+	img := image{Name: name, NewName: r.Name, NewTag: r.Tag, Digest: r.Digest}
+	if r.Tag == "" && r.Digest == "" {
+		img.NewTag = "latest"
+	}
+	return img, nil
+}
+
+// overlayDir returns the absolute directory of config/overlay, or an error
+// that lists the overlays there are.
+func overlayDir(config, overlay string) (string, error) {
+	dir, err := filepath.Abs(filepath.Join(config, overlay))
+	if err != nil {
+		return "", err
+	}
+	if overlay == "" || strings.Contains(overlay, "..") {
+		return "", fmt.Errorf("OVERLAY=%q is not a directory of %s; choose one of: %s", overlay, config, strings.Join(overlays(config), ", "))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
+		return "", fmt.Errorf("OVERLAY=%s: %s/%s has no kustomization.yaml; choose one of: %s", overlay, config, overlay, strings.Join(overlays(config), ", "))
+	}
+	return dir, nil
+}
+
+// overlays lists the directories of config with a kustomization.yaml.
+func overlays(config string) []string {
+	var out []string
+	_ = filepath.WalkDir(config, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "kustomization.yaml" && filepath.Dir(path) != config {
+			rel, _ := filepath.Rel(config, filepath.Dir(path))
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
