@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pipeguard/pipeguard/internal/version"
 	"github.com/pipeguard/pipeguard/policy"
 )
 
@@ -48,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: fmt.Sprintf("CSI Proxy pipes (of the %d CSI Proxy serves) that only the built-in default policy protects.", len(policy.CSIProxyPipes())),
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes} {
+	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes, version.Collector()} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

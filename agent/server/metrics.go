@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeguard/pipeguard/internal/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -35,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 15, 60},
 		}, []string{"group", "version", "method"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, version.Collector()} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering agent metrics: %w", err)
 		}

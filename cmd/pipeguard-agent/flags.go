@@ -24,6 +24,7 @@ type config struct {
 	windowsService bool
 	serviceName    string
 	logFile        string
+	showVersion    bool
 }
 
 // stringList is a repeatable string flag.
@@ -76,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.StringVar(&cfg.serviceName, "service-name", "pipeguard-agent", "Windows service name, with --windows-service")
 	fs.StringVar(&cfg.logFile, "log-file", "", "append the log to this file instead of writing it to stderr (a Windows service has no stderr)")
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")
+	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 
 	// Gate and identity.
 	fs.StringVar(&cfg.Guard.PolicyDir, "policy-dir", "", "directory of admin agent policies (*.rego in packages below pipeguard.agent.policy), reloaded on change; empty: the shipped rules alone, which allow what passes confinement")

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/pipeguard/pipeguard/internal/version"
 )
 
 func main() {
@@ -22,6 +24,10 @@ func run(args []string, stderr io.Writer) int {
 	cfg, code, ok := parseFlags(args, stderr)
 	if !ok {
 		return code
+	}
+	if cfg.showVersion {
+		fmt.Fprintln(os.Stdout, "pipeguard-agent", version.Get())
+		return 0
 	}
 	if cfg.logFile != "" {
 		f, err := os.OpenFile(cfg.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)

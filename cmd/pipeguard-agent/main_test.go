@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	"google.golang.org/grpc"
@@ -43,6 +44,11 @@ func TestParseFlags(t *testing.T) {
 		"defaults": {args: nil, ok: true, check: func(t *testing.T, c config) {
 			if c.Agent.KubeletPath != defaultKubeletPath() || !c.Agent.RequirePrivacy || c.Agent.PipeSDDL != server.DefaultSDDL {
 				t.Errorf("defaults: %+v", c.Agent)
+			}
+		}},
+		"version, log file and CRI timeout": {args: []string{"--version", "--log-file", "/l/agent.log", "--cri-timeout", "2s"}, ok: true, check: func(t *testing.T, c config) {
+			if !c.showVersion || c.logFile != "/l/agent.log" || c.Guard.CRITimeout != 2*time.Second {
+				t.Errorf("parsed version %v, log file %q, CRI timeout %v", c.showVersion, c.logFile, c.Guard.CRITimeout)
 			}
 		}},
 		"repeatable flags": {

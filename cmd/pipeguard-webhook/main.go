@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
+	"github.com/pipeguard/pipeguard/internal/version"
 )
 
 func main() {
@@ -42,6 +43,7 @@ func run() int {
 	fs.StringVar(&rotation.Namespace, "namespace", "", "namespace of the certificate Secret and the webhook Service, with --cert-rotation (the pod's namespace when empty)")
 	fs.StringVar(&rotation.ServiceName, "service-name", "pipeguard-webhook", "Service the API server calls, with --cert-rotation: the certificate is for <service-name>.<namespace>.svc")
 	fs.StringVar(&rotation.WebhookConfigName, "webhook-config-name", "pipeguard", "ValidatingWebhookConfiguration that receives the CA bundle, with --cert-rotation")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -49,6 +51,10 @@ func run() int {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		fmt.Println("pipeguard-webhook", version.Get())
+		return 0
 	}
 
 	log := zap.New(zap.UseFlagOptions(&zapOpts))

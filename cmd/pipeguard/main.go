@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/pipeguard/pipeguard/internal/version"
 )
 
 // Exit codes shared by every subcommand.
@@ -20,10 +22,12 @@ const usage = `pipeguard: admin CLI for pipeguard.
 
 Usage:
   pipeguard policy eval -f FILE [-f FILE...] [--policy FILE...] [--namespace-labels NS=k=v,...] [--namespace NS] [-o text|json]
+  pipeguard policy eval --cluster [--kubeconfig FILE] [-o text|json]
   pipeguard policy test [DIR...] [-v]
   pipeguard audit query [PATH|-] [--since T] [--until T] [--pod P] [--namespace NS] [--caller C] [--method M] [--decision allow|deny] [-o table|json] [--follow]
   pipeguard audit summary [PATH|-] [filters] [--top N]
-  pipeguard audit verify [PATH|-]
+  pipeguard audit verify [PATH|-] [--kubeconfig FILE --node NODE]
+  pipeguard version
 
 Run "pipeguard <command> <subcommand> -h" for details.
 `
@@ -33,6 +37,14 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(stdout, "pipeguard", version.Get())
+		return exitOK
+	}
+	if len(args) == 2 && (args[0] == "audit" || args[0] == "policy") && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
 	if len(args) >= 2 && args[0] == "audit" {
 		return auditCommand(args[1], args[2:], stdin, stdout, stderr)
 	}

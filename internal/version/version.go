@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Version is the release version. Release builds set it with
@@ -58,4 +60,16 @@ func (i Info) String() string {
 		rev += "-dirty"
 	}
 	return fmt.Sprintf("%s (revision %s, %s, %s)", i.Version, rev, i.GoVersion, i.Platform)
+}
+
+// Collector returns the gauge pipeguard_build_info{version,revision,goversion},
+// always 1, which says on /metrics which build serves.
+func Collector() prometheus.Collector {
+	i := Get()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pipeguard_build_info",
+		Help: "Always 1; its labels name the running build: version, VCS revision and Go version.",
+	}, []string{"version", "revision", "goversion"})
+	g.WithLabelValues(i.Version, i.Revision, i.GoVersion).Set(1)
+	return g
 }
