@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/internal/fakecri"
+	"github.com/pipeguard/pipeguard/internal/platform"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -40,6 +41,9 @@ func criEndpoint(t *testing.T) string {
 }
 
 func startCRI(t *testing.T, st fakecri.State) (*fakecri.Server, string) {
+	if platform.UnderWine() {
+		t.Skip("under Wine, a named pipe served and dialled in one process does not carry data; test/wine runs the CRI mapping across processes")
+	}
 	t.Helper()
 	ep := criEndpoint(t)
 	s, err := fakecri.Start(ep, st)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/Microsoft/go-winio"
+
+	"github.com/pipeguard/pipeguard/internal/platform"
 	"google.golang.org/grpc"
 )
 
@@ -21,7 +23,7 @@ func dialTarget(address string) string { return "passthrough:///" + address }
 // pipes from another process, as drivers do.
 func skipInProcessPipes(t *testing.T) {
 	t.Helper()
-	if underWine() {
+	if platform.UnderWine() {
 		t.Skip("under Wine, a named pipe served and dialled in one process does not carry data; test/wine covers the pipes across processes")
 	}
 }

@@ -11,13 +11,9 @@ import (
 
 	"github.com/Microsoft/go-winio"
 	"golang.org/x/sys/windows"
-)
 
-// underWine reports whether the tests run under Wine, which exports
-// wine_get_version from ntdll.
-func underWine() bool {
-	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
+	"github.com/pipeguard/pipeguard/internal/platform"
+)
 
 // listenTestPipe listens on a pipe of the test's own with sddl and accepts
 // (and drops) connections until the test ends.
@@ -86,7 +82,7 @@ func TestPipeDACLKeepsOthersOut(t *testing.T) {
 	if c != nil {
 		c.Close()
 	}
-	if underWine() {
+	if platform.UnderWine() {
 		if err != nil {
 			t.Fatalf("under Wine, connecting to a pipe outside its DACL failed (%v): Wine now checks pipe DACLs; update docs/windows.md and this test", err)
 		}

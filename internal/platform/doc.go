@@ -1,0 +1,2 @@
+// Package platform tells tests which platform quirks they run under.
+package platform
