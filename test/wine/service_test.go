@@ -53,18 +53,27 @@ func TestServiceMode(t *testing.T) {
 		t.Fatalf("PathExists through the service's pipe: %s %q %s", r[0].Code, r[0].Message, r[0].Response)
 	}
 	wineCmd("net.exe", "stop", "pipeguard-agent")
-	log, err := os.ReadFile(p.path(dir + `\agent.log`))
-	if err != nil {
-		t.Fatal(err)
+	// Wine's net.exe can return while the service is still stopping: wait
+	// for the service's own word that it is done, and its stop checkpoint.
+	var log, data []byte
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var err error
+		if log, err = os.ReadFile(p.path(dir + `\agent.log`)); err != nil {
+			t.Fatal(err)
+		}
+		if data, err = os.ReadFile(p.path(dir + `\audit.log`)); err != nil {
+			t.Fatal(err)
+		}
+		done := strings.Contains(string(log), `"msg":"shut down cleanly"`) && strings.Contains(string(data), `"pipeguard.io/checkpoint":"stop"`)
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	for _, want := range []string{`"msg":"listening"`, `"msg":"shut down cleanly"`} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("the service's log lacks %s:\n%s", want, log)
 		}
-	}
-	data, err := os.ReadFile(p.path(dir + `\audit.log`))
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, want := range []string{`"pipeguard.io/checkpoint":"start"`, `PathExists`, `"pipeguard.io/checkpoint":"stop"`} {
 		if !strings.Contains(string(data), want) {
