@@ -1,19 +1,19 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 )
 
 const auditSourceHelp = `PATH is the agent's --audit-log-path file (its rotated siblings beside it
 are read too), a directory of audit files, or "-" (the default) for
-standard input.
-`
+standard input.`
 
 // agentFlags names the agent's options, where the audit package's messages
 // name them, by the pipeguard-agent flags that set them.
@@ -32,37 +32,40 @@ type agentFlagError struct{ err error }
 func (e agentFlagError) Error() string { return agentFlags.Replace(e.err.Error()) }
 func (e agentFlagError) Unwrap() error { return e.err }
 
-func auditCommand(sub string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	switch sub {
-	case "query":
-		return auditQuery(args, stdin, stdout, stderr)
-	case "summary":
-		return auditSummary(args, stdin, stdout, stderr)
-	case "verify":
-		return auditVerify(args, stdin, stdout, stderr)
+func newAuditCommand(name string, s streams) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "Query, summarize and verify pipeguard-agent audit logs",
+		Long: `Reads the hash-chained audit log of pipeguard-agent: lists its requests,
+counts them, and verifies that no record was edited, deleted, reordered or
+cut off.
+
+` + auditSourceHelp,
+		Example: examples(name, `
+  # The denied requests of a node's log
+  %[1]s audit query /var/log/pipeguard/audit.log --decision deny
+
+  # Who called what, and what was denied most
+  %[1]s audit summary /var/log/pipeguard/audit.log
+
+  # Exit 0 only when the chain is intact
+  %[1]s audit verify /var/log/pipeguard/audit.log`),
+		RunE: groupRun,
 	}
-	fmt.Fprintf(stderr, "pipeguard: unknown command %q\n\n%s", "audit "+sub, usage)
-	return exitBadInput
+	c.AddCommand(newAuditQueryCommand(name, s), newAuditSummaryCommand(name, s), newAuditVerifyCommand(name, s))
+	return c
 }
 
 // auditSource turns the positional argument into a source of records.
-func auditSource(fs *flag.FlagSet, stdin io.Reader) (audit.Source, string, error) {
-	switch fs.NArg() {
-	case 0:
-		return audit.Source{Reader: stdin, Name: "<stdin>"}, "-", nil
-	case 1:
-	default:
-		return audit.Source{}, "", fmt.Errorf("give one PATH, got %q", fs.Args())
+func auditSource(args []string, stdin io.Reader) (audit.Source, error) {
+	if len(args) == 0 || args[0] == "-" {
+		return audit.Source{Reader: stdin, Name: "<stdin>"}, nil
 	}
-	path := fs.Arg(0)
-	if path == "-" {
-		return audit.Source{Reader: stdin, Name: "<stdin>"}, path, nil
-	}
-	files, err := audit.Files(path)
+	files, err := audit.Files(args[0])
 	if err != nil {
-		return audit.Source{}, "", agentFlagError{err}
+		return audit.Source{}, agentFlagError{err}
 	}
-	return audit.Source{Paths: files}, path, nil
+	return audit.Source{Paths: files}, nil
 }
 
 // filterFlags are the filters shared by query and summary.
@@ -70,14 +73,16 @@ type filterFlags struct {
 	since, until, pod, namespace, caller, method, decision string
 }
 
-func (f *filterFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.since, "since", "", "only requests received at or after this time: RFC 3339 (2025-03-01T12:00:00Z) or a duration before now (90m)")
-	fs.StringVar(&f.until, "until", "", "only requests received before this time (same forms as --since)")
-	fs.StringVar(&f.pod, "pod", "", "only requests from this pod: NAME or NAMESPACE/NAME")
-	fs.StringVar(&f.namespace, "namespace", "", "only requests from pods of this namespace")
-	fs.StringVar(&f.caller, "caller", "", "only requests whose caller matches: part of the username, a pid, or a service account (NAME or NAMESPACE:NAME)")
-	fs.StringVar(&f.method, "method", "", "only this method: NAME (Mkdir), GROUP/NAME (filesystem/Mkdir) or the full gRPC method")
-	fs.StringVar(&f.decision, "decision", "", "only allow or deny")
+func (f *filterFlags) register(c *cobra.Command) {
+	fs := c.Flags()
+	fs.StringVar(&f.since, "since", "", "only requests received at or after this `TIME`: RFC 3339 (2025-03-01T12:00:00Z) or a duration before now (90m)")
+	fs.StringVar(&f.until, "until", "", "only requests received before this `TIME` (same forms as --since)")
+	fs.StringVar(&f.pod, "pod", "", "only requests from this `POD`: NAME or NAMESPACE/NAME")
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "only requests from pods of this `NAMESPACE`")
+	fs.StringVar(&f.caller, "caller", "", "only requests whose `CALLER` matches: part of the username, a pid, or a service account (NAME or NAMESPACE:NAME)")
+	fs.StringVar(&f.method, "method", "", "only this `METHOD`: NAME (Mkdir), GROUP/NAME (filesystem/Mkdir) or the full gRPC method")
+	fs.StringVar(&f.decision, "decision", "", "only requests with this `DECISION`: allow or deny")
+	_ = c.RegisterFlagCompletionFunc("decision", cobra.FixedCompletions([]string{audit.DecisionAllow, audit.DecisionDeny}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (f *filterFlags) filter(now time.Time) (audit.Filter, error) {
@@ -106,42 +111,4 @@ func parseTime(flagName, v string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time such as 2025-03-01T12:00:00Z, or a duration before now such as 90m", flagName, v)
-}
-
-func parseFlagSet(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(interleave(args)); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK, false
-		}
-		return exitBadInput, false
-	}
-	return 0, true
-}
-
-// interleave moves flags given after the PATH argument before it, so that
-// "audit query audit.log --decision deny" works as people type it.
-func interleave(args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			pos = append(pos, args[i+1:]...)
-			i = len(args)
-		case a == "-" || !strings.HasPrefix(a, "-"):
-			pos = append(pos, a)
-		default:
-			flags = append(flags, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(a) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-		}
-	}
-	return append(flags, pos...)
-}
-
-func isBoolFlag(a string) bool {
-	name := strings.TrimLeft(a, "-")
-	return name == "follow" || name == "h" || name == "help"
 }

@@ -62,7 +62,7 @@ func TestAuditVerifyAgainstTheClusterAnchor(t *testing.T) {
 
 	run := func(args ...string) (string, int) {
 		var out, errb bytes.Buffer
-		code := auditVerify(args, strings.NewReader(""), &out, &errb)
+		code := run(append([]string{"audit", "verify"}, args...), strings.NewReader(""), &out, &errb)
 		return out.String() + errb.String(), code
 	}
 	out, code := run(path, "--kubeconfig", kubeconfig, "--node", "node-a")

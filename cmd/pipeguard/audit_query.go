@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,76 +9,116 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
 	"github.com/pipeguard/pipeguard/agent/audit"
 )
 
 // followPoll is how often --follow looks for new records.
 const followPoll = 250 * time.Millisecond
 
-func auditQuery(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pipeguard audit query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var ff filterFlags
-	ff.register(fs)
-	output := fs.String("o", "table", "output: table, or json (the records as written, one per line)")
-	follow := fs.Bool("follow", false, "keep printing requests as the agent records them (PATH must be the --audit-log-path file)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pipeguard audit query [PATH|-] [flags]\n\nLists the requests of a pipeguard-agent audit log, one per request:\nits completion, or its write-ahead record marked INCOMPLETE when it never\ncompleted.\n"+auditSourceHelp+"\nFlags:\n")
-		fs.PrintDefaults()
+// queryOptions are the flags of pipeguard audit query.
+type queryOptions struct {
+	filters filterFlags
+	output  string
+	follow  bool
+	args    []string
+}
+
+func newAuditQueryCommand(name string, s streams) *cobra.Command {
+	o := &queryOptions{}
+	c := &cobra.Command{
+		Use:   "query [PATH|-]",
+		Short: "List the requests of an audit log",
+		Long: `Lists the requests of a pipeguard-agent audit log, one per request: its
+completion, or its write-ahead record marked INCOMPLETE when it never
+completed.
+
+` + auditSourceHelp,
+		Example: examples(name, `
+  # Denied requests of the last hour
+  %[1]s audit query /var/log/pipeguard/audit.log --decision deny --since 1h
+
+  # The requests of one pod, as the records were written (one JSON object per line)
+  %[1]s audit query /var/log/pipeguard/audit.log --pod kube-system/csi-node-x -o json
+
+  # Keep printing requests as the agent records them
+  %[1]s audit query /var/log/pipeguard/audit.log --follow`),
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.args = args
+			if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
+				return err
+			}
+			return o.run(s)
+		},
 	}
-	if code, ok := parseFlagSet(fs, args); !ok {
-		return code
-	}
-	filter, err := ff.filter(time.Now())
+	o.filters.register(c)
+	addOutputFlag(c, &o.output, "json is the records as written, one per line; yaml the same, one document each", outputTable, outputJSON, outputYAML)
+	c.Flags().BoolVar(&o.follow, "follow", false, "keep printing requests as the agent records them (PATH must be the --audit-log-path file)")
+	return c
+}
+
+func (o *queryOptions) run(s streams) error {
+	filter, err := o.filters.filter(time.Now())
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard audit query: %v\n", err)
-		return exitBadInput
+		return usageFailure("%v", err)
 	}
-	if *output != "table" && *output != "json" {
-		fmt.Fprintf(stderr, "pipeguard audit query: -o %q: want table or json\n", *output)
-		return exitBadInput
+	if o.follow {
+		if len(o.args) != 1 || o.args[0] == "-" {
+			return usageFailure("--follow needs PATH, the agent's --audit-log-path file")
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		if code := follow(ctx, o.args[0], filter, o.output, s.Out, s.ErrOut); code != exitOK {
+			return exitCode(code)
+		}
+		return nil
 	}
-	if *follow {
-		return queryFollow(fs, filter, *output, stdout, stderr)
-	}
-	src, _, err := auditSource(fs, stdin)
+	src, err := auditSource(o.args, s.In)
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard audit query: %v\n", err)
-		return exitBadInput
+		return inputFailure(err)
 	}
 	reqs, err := audit.Requests(src, filter)
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard audit query: %v\n", err)
-		return exitBadInput
+		return inputFailure(err)
 	}
-	if *output == "json" {
+	switch o.output {
+	case outputJSON, outputYAML:
 		for _, r := range reqs {
-			stdout.Write(append(r.Raw, '\n'))
+			if err := writeRecord(s.Out, o.output, r.Raw); err != nil {
+				return inputFailure(err)
+			}
 		}
-		return exitOK
+		return nil
 	}
-	if err := audit.WriteTable(stdout, reqs); err != nil {
-		fmt.Fprintf(stderr, "pipeguard audit query: %v\n", err)
-		return exitBadInput
+	if err := audit.WriteTable(s.Out, reqs); err != nil {
+		return inputFailure(err)
 	}
-	return exitOK
+	return nil
 }
 
-// queryFollow prints completed requests of the current log file as they
-// are written, until interrupted.
-func queryFollow(fs *flag.FlagSet, filter audit.Filter, output string, stdout, stderr io.Writer) int {
-	if fs.NArg() != 1 || fs.Arg(0) == "-" {
-		fmt.Fprintln(stderr, "pipeguard audit query: --follow needs PATH, the agent's --audit-log-path file")
-		return exitBadInput
+// writeRecord writes one record as written (a JSON line), or as a YAML
+// document.
+func writeRecord(w io.Writer, format string, raw []byte) error {
+	if format == outputJSON {
+		_, err := w.Write(append(raw, '\n'))
+		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return follow(ctx, fs.Arg(0), filter, output, stdout, stderr)
+	b, err := yaml.JSONToYAML(raw)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append([]byte("---\n"), b...))
+	return err
 }
 
+// follow prints completed requests of the current log file as they are
+// written, until ctx ends.
 func follow(ctx context.Context, path string, filter audit.Filter, output string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	if output == "table" {
+	if output == outputTable {
 		fmt.Fprintln(tw, "TIME\tDECISION\tCODE\tMETHOD\tCALLER\tPOD\tDETAIL")
 		tw.Flush()
 	}
@@ -87,9 +126,8 @@ func follow(ctx context.Context, path string, filter audit.Filter, output string
 		if r.Err != nil || r.Torn || r.Event.IsCheckpoint() || r.Event.Stage != audit.StageResponseComplete || !filter.Match(&r.Event) {
 			return nil
 		}
-		if output == "json" {
-			_, err := stdout.Write(append(r.Raw, '\n'))
-			return err
+		if output != outputTable {
+			return writeRecord(stdout, output, r.Raw)
 		}
 		audit.WriteRow(tw, audit.Request{Record: r})
 		return tw.Flush()

@@ -2,65 +2,167 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 )
 
-// auditVerify recomputes the hash chain. Exit 0 only when the whole chain
-// is intact: scripts outside the repository rely on it.
-func auditVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pipeguard audit verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster holding the node's audit anchor (with --node)")
-	node := fs.String("node", "", "node whose agent wrote the log: its anchor must be in the files (with --kubeconfig)")
-	anchorNS := fs.String("anchor-namespace", anchor.DefaultNamespace, "namespace of the agents' anchor Leases")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pipeguard audit verify [PATH|-] [--kubeconfig FILE --node NODE]\n\nRecomputes the SHA-256 chain of a pipeguard-agent audit log across its\nrotated files and reports the first edited, deleted, reordered or missing\nrecord. With --kubeconfig and --node it also reads the chain head the\nnode's agent anchored in the cluster and fails when the files do not hold\nthat record with that hash, end before it, or break after it: without an\nanchor, records cut from the end of the log cannot be detected.\n"+auditSourceHelp+"\nExit code: 0 the whole chain is intact, 1 it is not, 2 the log or the anchor cannot be read.\n\nFlags:\n")
-		fs.PrintDefaults()
+// verifyOptions are the flags of pipeguard audit verify.
+type verifyOptions struct {
+	kubeconfig string
+	node       string
+	anchorNS   string
+	output     string
+	args       []string
+}
+
+func newAuditVerifyCommand(name string, s streams) *cobra.Command {
+	o := &verifyOptions{}
+	c := &cobra.Command{
+		Use:   "verify [PATH|-] [--kubeconfig FILE --node NODE]",
+		Short: "Verify the hash chain of an audit log: exit 0 only when it is intact",
+		Long: `Recomputes the SHA-256 chain of a pipeguard-agent audit log across its
+rotated files and reports the first edited, deleted, reordered or missing
+record. With --kubeconfig and --node it also reads the chain head the
+node's agent anchored in the cluster and fails when the files do not hold
+that record with that hash, end before it, or break after it: without an
+anchor, records cut from the end of the log cannot be detected.
+
+` + auditSourceHelp + `
+
+Exit code: 0 the whole chain is intact, 1 it is not, 2 the log or the
+anchor cannot be read.`,
+		Example: examples(name, `
+  %[1]s audit verify /var/log/pipeguard/audit.log
+
+  # Also against the chain head the node's agent anchored in the cluster
+  %[1]s audit verify /var/log/pipeguard/audit.log --kubeconfig ~/.kube/config --node win-node-1
+
+  # For a script: the findings as JSON, the verdict in the exit code
+  %[1]s audit verify /var/log/pipeguard/audit.log -o json`),
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.args = args
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(c.Context(), s)
+		},
 	}
-	if code, ok := parseFlagSet(fs, args); !ok {
-		return code
+	f := c.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster holding the node's audit anchor (with --node)")
+	f.StringVar(&o.node, "node", "", "`NODE` whose agent wrote the log: its anchor must be in the files (with --kubeconfig)")
+	f.StringVar(&o.anchorNS, "anchor-namespace", anchor.DefaultNamespace, "`NAMESPACE` of the agents' anchor Leases")
+	addOutputFlag(c, &o.output, "json and yaml hold the verdict, the findings and the files", outputTable, outputJSON, outputYAML)
+	_ = c.MarkFlagFilename("kubeconfig")
+	return c
+}
+
+func (o *verifyOptions) validate() error {
+	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
+		return err
 	}
-	if (*kubeconfig == "") != (*node == "") {
-		fmt.Fprintln(stderr, "pipeguard audit verify: give --kubeconfig and --node together: the anchor is read from the cluster for that node")
-		return exitBadInput
+	if (o.kubeconfig == "") != (o.node == "") {
+		return usageFailure("give --kubeconfig and --node together: the anchor is read from the cluster for that node")
 	}
-	src, _, err := auditSource(fs, stdin)
+	return nil
+}
+
+// verifyView is what -o json and -o yaml print.
+type verifyView struct {
+	Intact   bool         `json:"intact"`
+	Records  int          `json:"records"`
+	First    uint64       `json:"firstSeq"`
+	Last     uint64       `json:"lastSeq"`
+	Files    []verifyFile `json:"files"`
+	Problems []finding    `json:"problems,omitempty"`
+	Notices  []finding    `json:"notices,omitempty"`
+	Anchor   string       `json:"anchor,omitempty"`
+}
+
+type verifyFile struct {
+	Path      string `json:"path"`
+	Records   int    `json:"records"`
+	First     uint64 `json:"firstSeq"`
+	Last      uint64 `json:"lastSeq"`
+	TornBytes int    `json:"tornBytes,omitempty"`
+}
+
+type finding struct {
+	Where   string `json:"where"`
+	Message string `json:"message"`
+}
+
+// run recomputes the hash chain. Exit 0 only when the whole chain is
+// intact: scripts outside the repository rely on it.
+func (o *verifyOptions) run(ctx context.Context, s streams) error {
+	src, err := auditSource(o.args, s.In)
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard audit verify: %v\n", err)
-		return exitBadInput
+		return inputFailure(err)
 	}
 	var opts audit.VerifyOptions
-	if *node != "" {
-		if opts.Anchor, err = anchor.ReadKubeconfig(context.Background(), *kubeconfig, *anchorNS, *node); err != nil {
-			fmt.Fprintf(stderr, "pipeguard audit verify: %v\n", err)
-			return exitBadInput
+	if o.node != "" {
+		if opts.Anchor, err = anchor.ReadKubeconfig(ctx, o.kubeconfig, o.anchorNS, o.node); err != nil {
+			return inputFailure(err)
 		}
 	}
 	rep, err := audit.VerifyWith(src, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard audit verify: %v\n", err)
-		return exitBadInput
+		return inputFailure(err)
 	}
-	for _, n := range rep.Notices {
-		fmt.Fprintf(stdout, "notice: %s\n", withFlags(n))
+	if o.output == outputTable {
+		o.printTable(s.Out, rep, opts.Anchor)
+	} else if err := printStructured(s.Out, o.output, view(rep, opts.Anchor)); err != nil {
+		return err
 	}
 	if !rep.OK() {
-		fmt.Fprintf(stdout, "FAIL: %s\n", withFlags(rep.Problems[0]))
-		for _, p := range rep.Problems[1:] {
-			fmt.Fprintf(stdout, "also: %s\n", withFlags(p))
+		return exitCode(exitDenied)
+	}
+	return nil
+}
+
+func (o *verifyOptions) printTable(w io.Writer, rep *audit.Report, a *audit.Anchor) {
+	for _, n := range rep.Notices {
+		fmt.Fprintf(w, "notice: %s\n", withFlags(n))
+	}
+	if !rep.OK() {
+		if len(rep.Problems) == 0 { // no records at all
+			fmt.Fprintln(w, "FAIL: the log holds no records")
+			return
 		}
-		return exitDenied
+		fmt.Fprintf(w, "FAIL: %s\n", withFlags(rep.Problems[0]))
+		for _, p := range rep.Problems[1:] {
+			fmt.Fprintf(w, "also: %s\n", withFlags(p))
+		}
+		return
 	}
-	fmt.Fprintf(stdout, "OK: audit chain intact: %d records, seq %d–%d, in %d %s\n", rep.Records, rep.First, rep.Last, len(rep.Files), plural(len(rep.Files), "file", "files"))
-	if opts.Anchor != nil {
-		fmt.Fprintf(stdout, "OK: the anchor of node %s is in the chain: %s\n", *node, opts.Anchor)
+	fmt.Fprintf(w, "OK: audit chain intact: %d records, seq %d–%d, in %d %s\n", rep.Records, rep.First, rep.Last, len(rep.Files), plural(len(rep.Files), "file", "files"))
+	if a != nil {
+		fmt.Fprintf(w, "OK: the anchor of node %s is in the chain: %s\n", o.node, a)
 	}
-	return exitOK
+}
+
+func view(rep *audit.Report, a *audit.Anchor) verifyView {
+	v := verifyView{Intact: rep.OK(), Records: rep.Records, First: rep.First, Last: rep.Last, Files: []verifyFile{}}
+	for _, f := range rep.Files {
+		v.Files = append(v.Files, verifyFile{Path: f.Path, Records: f.Records, First: f.First, Last: f.Last, TornBytes: f.TornBytes})
+	}
+	for _, p := range rep.Problems {
+		p = withFlags(p)
+		v.Problems = append(v.Problems, finding{Where: p.Where, Message: p.Msg})
+	}
+	for _, n := range rep.Notices {
+		n = withFlags(n)
+		v.Notices = append(v.Notices, finding{Where: n.Where, Message: n.Msg})
+	}
+	if a != nil {
+		v.Anchor = a.String()
+	}
+	return v
 }
 
 // withFlags names the agent's options in a finding by their flags.

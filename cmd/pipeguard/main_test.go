@@ -43,9 +43,11 @@ func TestPolicyEval(t *testing.T) {
 		"mixed manifest": {
 			args:     []string{"policy", "eval", "-f", "testdata/mixed.yaml"},
 			wantCode: 1,
-			wantStdout: "ALLOW Namespace storage\nALLOW Pod storage/driver\n" + deniedSneaky +
+			wantStdout: "SKIP Namespace storage\n    not reviewed: a Namespace mounts no pipe; its labels apply to the objects evaluated in it\n" +
+				"ALLOW Pod storage/driver\n" + deniedSneaky +
 				"DENY PersistentVolume pipe-pv\n    [protected-pipe-pv] PersistentVolume \"pipe-pv\" points at \\\\.\\pipe\\csi-proxy-volume-v1 (local); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead\n" +
-				"ALLOW ConfigMap storage/settings\n",
+				"SKIP ConfigMap storage/settings\n    not reviewed: " + notReviewed + "\n" +
+				"\nSummary: 2 denied, 0 warned, 1 allowed, 2 skipped\n",
 		},
 		"stdin and --namespace": {
 			stdin:    string(mixed),
@@ -65,7 +67,7 @@ func TestPolicyEval(t *testing.T) {
 		"namespace labels from the command line": {
 			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--namespace-labels", "csi-smb=team=storage,pipeguard.io/allow-csi-proxy=true"},
 			wantCode:   0,
-			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n",
+			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n\nSummary: 0 denied, 0 warned, 1 allowed, 0 skipped\n",
 		},
 		"command-line labels replace manifest labels": {
 			args:     []string{"policy", "eval", "-f", "testdata/mixed.yaml", "--namespace-labels", "storage="},
@@ -80,19 +82,20 @@ func TestPolicyEval(t *testing.T) {
 		"sample: allow the CSI driver namespace": {
 			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/allow-csi-driver-namespace.yaml"},
 			wantCode:   0,
-			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n",
+			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n\nSummary: 0 denied, 0 warned, 1 allowed, 0 skipped\n",
 		},
 		"sample: custom rule admits the driver's ServiceAccount": {
 			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/smb-service-account.yaml"},
 			wantCode:   0,
-			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n",
+			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n\nSummary: 0 denied, 0 warned, 1 allowed, 0 skipped\n",
 		},
 		"sample: custom rule denies another ServiceAccount": {
 			stdin:    otherSA,
 			args:     []string{"policy", "eval", "-f", "-", "--policy", "../../config/samples/smb-service-account.yaml"},
 			wantCode: 1,
 			wantStdout: "DENY DaemonSet csi-smb/csi-smb-node-win\n" +
-				"    [smb-sa-only] container \"smb\" mounts \\\\.\\pipe\\csi-proxy-smb-v1 but the pod runs as ServiceAccount \"builder\"; only csi-smb-node-sa may\n",
+				"    [smb-sa-only] container \"smb\" mounts \\\\.\\pipe\\csi-proxy-smb-v1 but the pod runs as ServiceAccount \"builder\"; only csi-smb-node-sa may\n" +
+				"\nSummary: 1 denied, 0 warned, 0 allowed, 0 skipped\n",
 		},
 		"sample: warn rollout": {
 			args:     []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/warn-rollout.yaml"},
@@ -120,11 +123,11 @@ func TestPolicyEval(t *testing.T) {
 			wantCode:   2,
 			wantStderr: "<stdin>: document 2: invalid YAML or JSON",
 		},
-		"not an object": {
+		"a YAML sequence is no object: SKIP, not ALLOW": {
 			stdin:      "- a\n- b\n",
 			args:       []string{"policy", "eval", "-f", "-"},
-			wantCode:   2,
-			wantStderr: "<stdin>: document 1: not a Kubernetes object",
+			wantCode:   0,
+			wantStdout: "SKIP (<stdin>: document 1)\n    not a Kubernetes object: a YAML sequence, not a mapping with apiVersion and kind\n\nSummary: 0 denied, 0 warned, 0 allowed, 1 skipped\n",
 		},
 		"missing kind": {
 			stdin:      "apiVersion: v1\nmetadata: {name: a}\n",
@@ -162,7 +165,7 @@ func TestPolicyEval(t *testing.T) {
 		"unknown command": {
 			args:       []string{"policy", "frobnicate"},
 			wantCode:   2,
-			wantStderr: `unknown command "policy frobnicate"`,
+			wantStderr: "pipeguard policy: unknown command \"frobnicate\"\nSee 'pipeguard policy --help' for usage.\n",
 		},
 	}
 	for name, tc := range cases {
@@ -216,7 +219,7 @@ func TestPolicyTest(t *testing.T) {
 		"admin rules pass":    {args: []string{"policy", "test", "testdata/regotests/pass"}, wantCode: 0, wantStdout: "PASS: 2/2"},
 		"admin rules fail":    {args: []string{"policy", "test", "testdata/regotests/fail"}, wantCode: 1, wantStdout: "data.pipeguard.admission.smbonly_test.test_expects_the_wrong_thing: FAIL"},
 		"rego does not parse": {args: []string{"policy", "test", "testdata/regotests/broken"}, wantCode: 2, wantStderr: "testdata/regotests/broken/broken_test.rego:5: rego_parse_error"},
-		"no such directory":   {args: []string{"policy", "test", "testdata/none"}, wantCode: 2, wantStderr: "cannot read rego from testdata/none"},
+		"no such directory":   {args: []string{"policy", "test", "testdata/none"}, wantCode: 2, wantStderr: "pipeguard policy test: cannot read testdata/none: "},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -279,7 +282,7 @@ func TestPolicyEvalDuplicateKeys(t *testing.T) {
 		"second document of a stream, inside a List": {
 			stdin: "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n---\napiVersion: v1\nkind: List\nitems:\n- " +
 				strings.ReplaceAll(strings.TrimSuffix(pod(harmless, pipe), "\n"), "\n", "\n  ") + "\n",
-			wantCode: 1, wantStdout: "ALLOW Namespace team-a\n" + deny,
+			wantCode: 1, wantStdout: "SKIP Namespace team-a\n    not reviewed: a Namespace mounts no pipe; its labels apply to the objects evaluated in it\n" + deny,
 			wantStderr: `<stdin>: document 2: line 18: key "path" is given more than once`,
 		},
 		"JSON": {
@@ -290,16 +293,7 @@ func TestPolicyEvalDuplicateKeys(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			code, out, errOut := runCLI(t, tc.stdin, "policy", "eval", "-f", "-")
-			if code != tc.wantCode {
-				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
-			}
-			if !strings.HasPrefix(out, tc.wantStdout) {
-				t.Errorf("stdout:\n%s\nwant it to start with:\n%s", out, tc.wantStdout)
-			}
-			if !strings.Contains(errOut, tc.wantStderr) {
-				t.Errorf("stderr:\n%s\nwant it to contain:\n%s", errOut, tc.wantStderr)
-			}
+			wantEval(t, tc.stdin, tc.wantCode, tc.wantStdout, tc.wantStderr)
 		})
 	}
 

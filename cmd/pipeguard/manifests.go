@@ -22,6 +22,9 @@ type document struct {
 	source string // "file: document N" or "file: document N, item M"
 	raw    []byte // JSON
 	meta   objectHeader
+	// skip says why a document that is YAML but no Kubernetes object is
+	// not reviewed; empty for an object.
+	skip string
 }
 
 type objectHeader struct {
@@ -34,13 +37,9 @@ type objectHeader struct {
 	} `json:"metadata"`
 }
 
-// inputError is bad input: the CLI exits 2 with its message.
-type inputError struct{ msg string }
-
-func (e *inputError) Error() string { return e.msg }
-
+// badInput is bad input: the CLI exits 2 with its message.
 func badInput(format string, args ...any) error {
-	return &inputError{msg: fmt.Sprintf(format, args...)}
+	return inputFailure(fmt.Errorf(format, args...))
 }
 
 // readManifests reads objects from files, directories (their .yaml, .yml
@@ -151,9 +150,18 @@ func splitDocuments(name string, data []byte, warn func(string)) ([]document, er
 
 // objects turns one document into objects, expanding lists.
 func objects(where string, raw []byte) ([]document, error) {
+	// YAML that is no Kubernetes object at all (a values file, a list of
+	// strings) is not reviewed, and says so. A mapping with one of
+	// apiVersion and kind is an object with a mistake, which is bad input.
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] != '{' {
+		return []document{{source: where, raw: raw, skip: "not a Kubernetes object: a YAML " + shape(trimmed[0]) + ", not a mapping with apiVersion and kind"}}, nil
+	}
 	var h objectHeader
 	if err := json.Unmarshal(raw, &h); err != nil {
 		return nil, badInput("%s: not a Kubernetes object: %v", where, err)
+	}
+	if h.Kind == "" && h.APIVersion == "" {
+		return []document{{source: where, raw: raw, skip: "not a Kubernetes object: it has no apiVersion and kind"}}, nil
 	}
 	if h.Kind == "" || h.APIVersion == "" {
 		return nil, badInput("%s: not a Kubernetes object: apiVersion and kind are required", where)
@@ -176,6 +184,17 @@ func objects(where string, raw []byte) ([]document, error) {
 		out = append(out, more...)
 	}
 	return out, nil
+}
+
+// shape names the JSON value that starts with c.
+func shape(c byte) string {
+	switch c {
+	case '[':
+		return "sequence"
+	case '"':
+		return "string"
+	}
+	return "scalar"
 }
 
 func stripComments(chunk []byte) []byte {

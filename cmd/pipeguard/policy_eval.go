@@ -2,328 +2,196 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	authnv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	kjson "sigs.k8s.io/json"
 
-	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller/inventory"
-	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/webhook"
 )
 
-// clusterScoped lists the kinds evaluated without a namespace.
-var clusterScoped = map[string]bool{"PersistentVolume": true, "Namespace": true, "PipeAccessPolicy": true}
+// outputInput is policy eval's -o input: the rego input document of each
+// reviewed object.
+const outputInput = "input"
 
-// evalResult is one object's outcome, as -o json prints it.
-type evalResult struct {
-	Source     string             `json:"source"`
-	APIVersion string             `json:"apiVersion"`
-	Kind       string             `json:"kind"`
-	Namespace  string             `json:"namespace,omitempty"`
-	Name       string             `json:"name"`
-	Decision   string             `json:"decision"` // ALLOW, WARN or DENY
-	Deny       []policy.Violation `json:"deny,omitempty"`
-	Warn       []policy.Violation `json:"warn,omitempty"`
-	DryRun     []policy.Violation `json:"dryrun,omitempty"`
-	Generation int64              `json:"policyGeneration,omitempty"`
+// evalOptions are the flags of pipeguard policy eval.
+type evalOptions struct {
+	files           []string
+	policies        []string
+	namespaceLabels []string
+	namespace       string
+	output          string
+	cluster         bool
+	kubeconfig      string
+
+	cmdPath string // as the messages name the command
 }
 
-func policyEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pipeguard policy eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var files, policies, nsLabels repeated
-	fs.Var(&files, "f", "manifest file, directory or - for stdin (repeatable); multi-document YAML, JSON and kind: List")
-	fs.Var(&files, "filename", "same as -f")
-	fs.Var(&policies, "policy", "PipeAccessPolicy YAML file (repeatable); without it the default policy is used")
-	fs.Var(&nsLabels, "namespace-labels", "labels of a namespace, NS=key=value[,key2=value2] (repeatable); a namespace not given has no labels")
-	defaultNS := fs.String("namespace", "default", "namespace of objects that name none")
-	output := fs.String("o", "text", "output format: text, json, or input (the rego input document of each reviewed object, for writing rules)")
-	cluster := fs.Bool("cluster", false, "evaluate the live Pods, workloads and PersistentVolumes of the cluster, with its namespace labels and the policies in force, instead of manifests")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster, with --cluster (default: $KUBECONFIG or ~/.kube/config)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: pipeguard policy eval -f FILE [flags]\n       pipeguard policy eval --cluster [--kubeconfig FILE] [-o text|json]\n\nEvaluates every object against pipe access policies: manifests offline,\nor with --cluster what runs in a cluster, as admission would decide it now.\nExit code: 0 nothing denied, 1 something denied, 2 bad input.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitBadInput
-	}
-	if *cluster {
-		if len(files) > 0 || len(policies) > 0 || len(nsLabels) > 0 || fs.NArg() > 0 || *output == "input" {
-			fmt.Fprintln(stderr, "pipeguard policy eval: --cluster reads the objects, namespace labels and policies from the cluster: leave out -f, --policy, --namespace-labels and -o input")
-			return exitBadInput
-		}
-		return evalCluster(*kubeconfig, *output, stdout, stderr)
-	}
-	if *kubeconfig != "" {
-		fmt.Fprintln(stderr, "pipeguard policy eval: --kubeconfig is for --cluster")
-		return exitBadInput
-	}
-	if len(files) == 0 || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "pipeguard policy eval: give the manifests with -f FILE (or -f - for stdin)")
-		return exitBadInput
-	}
-	if *output != "text" && *output != "json" && *output != "input" {
-		fmt.Fprintf(stderr, "pipeguard policy eval: -o %q: want text, json or input\n", *output)
-		return exitBadInput
-	}
-	labels, err := namespaceLabels(nsLabels)
-	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
-		return exitBadInput
-	}
+func newPolicyEvalCommand(name string, s streams) *cobra.Command {
+	o := &evalOptions{}
+	c := &cobra.Command{
+		Use:   "eval -f FILE [-f FILE...] [--policy FILE...] [--namespace-labels NS=k=v,...]",
+		Short: "Evaluate manifests (or a cluster) against pipe access policies",
+		Long: `Evaluates every object against pipe access policies, as admission would
+decide on it when it is created: manifests offline, or with --cluster what
+runs in a cluster now.
 
-	ctx := context.Background()
-	warn := func(msg string) { fmt.Fprintf(stderr, "pipeguard policy eval: warning: %s\n", msg) }
-	engine, err := loadEngine(ctx, policies, stdin, warn)
-	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
-		return exitBadInput
+Each object gets one line, DECISION KIND NAMESPACE/NAME (cluster-scoped
+objects have no namespace), with its messages below it:
+  DENY   admission would reject it
+  WARN   admission would admit it with warnings
+  ALLOW  admission would admit it
+  SKIP   admission does not review it, with the reason: pipeguard reviews
+         Pod, PodTemplate, ReplicationController, PersistentVolume, apps
+         Deployment, ReplicaSet, StatefulSet and DaemonSet, and batch Job and
+         CronJob objects; Namespaces supply labels; a kustomization or YAML
+         that is no Kubernetes object is not reviewed either.
+A summary line ends the list: N denied, N warned, N allowed, N skipped.
+
+Manifests may be multi-document YAML, JSON or kind: List; a key given
+twice in one mapping takes its last value, as kubectl and the API server
+read it, with a warning. Without --policy the built-in default policy is
+in force. Namespace objects in the manifests supply their labels, unless
+--namespace-labels gives that namespace's.
+
+Exit code: 0 nothing denied, 1 something denied, 2 bad input.`,
+		Example: examples(name, `
+  # A DaemonSet against the default policy, its namespace labelled
+  %[1]s policy eval -f daemonset.yaml --namespace-labels csi-smb=pipeguard.io/allow-csi-proxy=true
+
+  # Rendered manifests from stdin, against your policies
+  kubectl kustomize ./deploy | %[1]s policy eval -f - --policy policies/
+
+  # What your rego rules will see for a pod
+  %[1]s policy eval -f pod.yaml -o input
+
+  # What runs in the cluster, against the policies in force there
+  %[1]s policy eval --cluster`),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.cmdPath = c.CommandPath()
+			if len(args) > 0 {
+				return usageFailure("unexpected argument %q: give the manifests with -f FILE (or -f - for stdin)", args[0])
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(c.Context(), s)
+		},
 	}
-	docs, err := readManifests(files, stdin, warn)
-	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
-		return exitBadInput
+	f := c.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest `FILE`, directory (its .yaml, .yml and .json files) or - for stdin (repeatable)")
+	f.StringArrayVar(&o.policies, "policy", nil, "PipeAccessPolicy `FILE` or directory (repeatable); without it the built-in default policy is in force")
+	f.StringArrayVar(&o.namespaceLabels, "namespace-labels", nil, "labels of a namespace, `NS=K=V`[,K2=V2] (repeatable); a namespace given nowhere has no labels")
+	f.StringVarP(&o.namespace, "namespace", "n", "default", "`NAMESPACE` of the objects that name none")
+	addOutputFlag(c, &o.output, "input prints the rego input document of each reviewed object, for writing rules", outputTable, outputJSON, outputYAML, outputInput)
+	f.BoolVar(&o.cluster, "cluster", false, "evaluate the live Pods, workloads and PersistentVolumes of the cluster, with its namespace labels and the policies in force, instead of manifests")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster, with --cluster (default: $KUBECONFIG or ~/.kube/config)")
+	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = c.MarkFlagFilename("policy", "yaml", "yml", "json")
+	_ = c.MarkFlagFilename("kubeconfig")
+	return c
+}
+
+func (o *evalOptions) validate() error {
+	if o.output == "text" { // the name of the table format before -o table
+		o.output = outputTable
 	}
-	// Namespaces in the manifests supply labels, unless given on the command line.
-	namespaces := webhook.StaticNamespaces{}
-	for _, d := range docs {
-		if d.meta.Kind == "Namespace" && d.meta.APIVersion == "v1" {
-			namespaces[d.meta.Metadata.Name] = d.meta.Metadata.Labels
+	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML, outputInput); err != nil {
+		return err
+	}
+	if o.cluster {
+		if len(o.files) > 0 || len(o.policies) > 0 || len(o.namespaceLabels) > 0 || o.output == outputInput {
+			return usageFailure("--cluster reads the objects, namespace labels and policies from the cluster: leave out -f, --policy, --namespace-labels and -o input")
+		}
+		return nil
+	}
+	if o.kubeconfig != "" {
+		return usageFailure("--kubeconfig is for --cluster")
+	}
+	if len(o.files) == 0 {
+		return usageFailure("give the manifests with -f FILE (or -f - for stdin)")
+	}
+	return nil
+}
+
+func (o *evalOptions) run(ctx context.Context, s streams) error {
+	if o.cluster {
+		return o.runCluster(ctx, s)
+	}
+	labels, err := namespaceLabels(o.namespaceLabels)
+	if err != nil {
+		return usageFailure("%v", err)
+	}
+	warn := func(msg string) { fmt.Fprintf(s.ErrOut, "%s: warning: %s\n", o.cmdPath, msg) }
+	var policyDocs []document
+	if len(o.policies) > 0 {
+		if policyDocs, err = readManifests(o.policies, s.In, warn); err != nil {
+			return err
+		}
+		if len(policyDocs) == 0 {
+			return badInput("--policy files hold no PipeAccessPolicy")
 		}
 	}
-	for ns, l := range labels {
-		namespaces[ns] = l
+	pols, err := policiesFrom(policyDocs, "--policy")
+	if err != nil {
+		return err
 	}
-	last := &lastReview{}
-	handler := webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: last})
-
-	if *output == "input" {
-		return printInputs(ctx, stdout, stderr, handler, engine, docs, *defaultNS)
+	engine, err := newEngine(ctx, pols)
+	if err != nil {
+		return err
 	}
-
-	var results []evalResult
-	denied := false
-	for i, d := range docs {
-		r, err := evaluate(ctx, handler, last, d, *defaultNS, i)
+	docs, err := readManifests(o.files, s.In, warn)
+	if err != nil {
+		return err
+	}
+	if len(docs) == 0 {
+		warn("the manifests hold no objects")
+	}
+	e := newEvaluator(engine, docs, labels, o.namespace)
+	if o.output == outputInput {
+		inputs, err := e.inputs(ctx, docs)
 		if err != nil {
-			fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
-			return exitBadInput
+			return err
 		}
-		denied = denied || r.Decision == "DENY"
-		results = append(results, r)
+		return printStructured(s.Out, outputJSON, inputs)
 	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if results == nil {
-			results = []evalResult{}
-		}
-		_ = enc.Encode(results)
-	} else {
-		printText(stdout, results)
+	results, err := e.evaluateAll(ctx, docs)
+	if err != nil {
+		return err
 	}
-	if denied {
-		return exitDenied
-	}
-	return exitOK
+	return o.print(s, results)
 }
 
-// evalCluster evaluates what runs in the cluster of kubeconfig with its
+// runCluster evaluates what runs in the cluster of the kubeconfig with its
 // policies in force, and prints it as the offline evaluation does.
-func evalCluster(kubeconfig, output string, stdout, stderr io.Writer) int {
-	if output != "text" && output != "json" {
-		fmt.Fprintf(stderr, "pipeguard policy eval: -o %q: want text or json with --cluster\n", output)
-		return exitBadInput
-	}
+func (o *evalOptions) runCluster(ctx context.Context, s streams) error {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
+	rules.ExplicitPath = o.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard policy eval: reading the kubeconfig: %v\n", err)
-		return exitBadInput
+		return badInput("reading the kubeconfig: %v", err)
 	}
-	found, err := inventory.EvaluateCluster(context.Background(), cfg, inventory.Options{})
+	found, err := inventory.EvaluateCluster(ctx, cfg, inventory.Options{})
 	if err != nil {
-		fmt.Fprintf(stderr, "pipeguard policy eval: %v\n", err)
-		return exitBadInput
+		return badInput("%v", err)
 	}
 	results := make([]evalResult, 0, len(found))
-	denied := false
 	for _, r := range found {
-		denied = denied || r.Decision == "DENY"
 		results = append(results, evalResult{Source: "cluster", APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 			Decision: r.Decision, Deny: r.Deny, Warn: r.Warn, DryRun: r.DryRun, Generation: r.Generation})
 	}
-	if output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(results)
-	} else {
-		printText(stdout, results)
-	}
-	if denied {
-		return exitDenied
-	}
-	return exitOK
+	return o.print(s, results)
 }
 
-// loadEngine compiles the policies from files, or the default policy.
-func loadEngine(ctx context.Context, files []string, stdin io.Reader, warn func(string)) (*policy.Engine, error) {
-	engine, err := policy.NewEngine(ctx, policy.Options{})
-	if err != nil {
-		return nil, err
+// print writes the results and ends with exit code 1 when one is denied.
+func (o *evalOptions) print(s streams, results []evalResult) error {
+	if o.output == outputTable {
+		printResults(s.Out, results)
+	} else if err := printStructured(s.Out, o.output, results); err != nil {
+		return err
 	}
-	if len(files) == 0 {
-		return engine, nil
+	if count(results).denied > 0 {
+		return exitCode(exitDenied)
 	}
-	docs, err := readManifests(files, stdin, warn)
-	if err != nil {
-		return nil, err
-	}
-	var pols []v1alpha1.PipeAccessPolicy
-	for _, d := range docs {
-		if d.meta.Kind != "PipeAccessPolicy" || d.meta.APIVersion != v1alpha1.GroupVersion.String() {
-			return nil, badInput("%s: %s %q is not a PipeAccessPolicy (apiVersion %s); --policy takes only PipeAccessPolicy objects", d.source, d.meta.Kind, d.meta.Metadata.Name, v1alpha1.GroupVersion)
-		}
-		var p v1alpha1.PipeAccessPolicy
-		strictErrs, err := kjson.UnmarshalStrict(d.raw, &p)
-		if err == nil && len(strictErrs) > 0 {
-			err = errors.Join(strictErrs...)
-		}
-		if err != nil {
-			return nil, badInput("%s: invalid PipeAccessPolicy %q: %v", d.source, d.meta.Metadata.Name, err)
-		}
-		if p.Name == "" {
-			return nil, badInput("%s: PipeAccessPolicy has no metadata.name", d.source)
-		}
-		pols = append(pols, p)
-	}
-	if len(pols) == 0 {
-		return nil, badInput("--policy files hold no PipeAccessPolicy")
-	}
-	if _, err := engine.Load(ctx, pols); err != nil {
-		return nil, badInput("invalid policy: %v", err)
-	}
-	return engine, nil
+	return nil
 }
-
-// evaluate runs one object through the same handler the webhook serves, as
-// a CREATE.
-func evaluate(ctx context.Context, h *webhook.Handler, last *lastReview, d document, defaultNS string, i int) (evalResult, error) {
-	req, err := admissionRequest(d, defaultNS, i)
-	if err != nil {
-		return evalResult{}, err
-	}
-	ns := req.Namespace
-	last.review = webhook.Review{}
-	resp := h.Handle(ctx, req)
-	r := evalResult{Source: d.source, APIVersion: d.meta.APIVersion, Kind: d.meta.Kind, Namespace: ns, Name: d.meta.Metadata.Name, Decision: "ALLOW"}
-	if resp.Result != nil && resp.Result.Code != http.StatusForbidden && !resp.Allowed {
-		return r, badInput("%s: %s %q: %s", d.source, d.meta.Kind, d.meta.Metadata.Name, resp.Result.Message)
-	}
-	if dec := last.review.Decided; dec != nil {
-		r.Deny, r.Warn, r.DryRun, r.Generation = dec.Deny, dec.Warn, dec.DryRun, dec.Generation
-	}
-	switch {
-	case !resp.Allowed:
-		r.Decision = "DENY"
-	case len(resp.Warnings) > 0:
-		r.Decision = "WARN"
-	}
-	return r, nil
-}
-
-// admissionRequest wraps a manifest object in the CREATE request the API
-// server would send.
-func admissionRequest(d document, defaultNS string, i int) (admission.Request, error) {
-	gv, err := schema.ParseGroupVersion(d.meta.APIVersion)
-	if err != nil {
-		return admission.Request{}, badInput("%s: apiVersion %q: %v", d.source, d.meta.APIVersion, err)
-	}
-	plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(d.meta.Kind))
-	ns := d.meta.Metadata.Namespace
-	if clusterScoped[d.meta.Kind] {
-		ns = ""
-	} else if ns == "" {
-		ns = defaultNS
-	}
-	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID:       types.UID(fmt.Sprintf("pipeguard-cli-%d", i)),
-		Kind:      metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: d.meta.Kind},
-		Resource:  metav1.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: plural.Resource},
-		Namespace: ns,
-		Name:      d.meta.Metadata.Name,
-		Operation: admissionv1.Create,
-		UserInfo:  authnv1.UserInfo{Username: "pipeguard-cli"},
-		Object:    runtime.RawExtension{Raw: d.raw},
-	}}, nil
-}
-
-// printInputs prints the rego input of every reviewed object as a JSON
-// array.
-func printInputs(ctx context.Context, stdout, stderr io.Writer, h *webhook.Handler, engine *policy.Engine, docs []document, defaultNS string) int {
-	inputs := []*policy.Input{}
-	for i, d := range docs {
-		req, err := admissionRequest(d, defaultNS, i)
-		if err == nil {
-			var in *policy.Input
-			if in, err = h.Input(ctx, req); in != nil {
-				inputs = append(inputs, engine.Current().Document(in))
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "pipeguard policy eval: %s: %v\n", d.source, err)
-			return exitBadInput
-		}
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(inputs)
-	return exitOK
-}
-
-// lastReview keeps the structured outcome of the latest review, which the
-// admission response carries only as text.
-type lastReview struct{ review webhook.Review }
-
-func (l *lastReview) ObserveReview(_ context.Context, r webhook.Review) { l.review = r }
-
-func printText(w io.Writer, results []evalResult) {
-	for _, r := range results {
-		ref := r.Name
-		if r.Namespace != "" {
-			ref = r.Namespace + "/" + r.Name
-		}
-		fmt.Fprintf(w, "%s %s %s\n", r.Decision, r.Kind, ref)
-		for _, m := range policy.Messages(r.Deny) {
-			fmt.Fprintf(w, "    %s\n", indent(m))
-		}
-		for _, m := range policy.Messages(r.Warn) {
-			fmt.Fprintf(w, "    warning: %s\n", indent(m))
-		}
-		for _, m := range policy.Messages(r.DryRun) {
-			fmt.Fprintf(w, "    dryrun: %s\n", indent(m))
-		}
-	}
-}
-
-func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }

@@ -63,7 +63,7 @@ func TestPolicyEvalCluster(t *testing.T) {
 	}
 	run := func() (string, int) {
 		var out, errb bytes.Buffer
-		code := policyEval([]string{"--cluster", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errb)
+		code := run([]string{"policy", "eval", "--cluster", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errb)
 		return out.String() + errb.String(), code
 	}
 	out, code := run()

@@ -1,24 +1,46 @@
 package main
 
 import (
-	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/pipeguard/pipeguard/internal/version"
 )
 
-// TestVersionAndGroupHelp: the version and the help of each command group
-// answer with exit 0, as kubectl's do.
-func TestVersionAndGroupHelp(t *testing.T) {
-	for _, args := range [][]string{{"version"}, {"--version"}} {
-		var out, errb bytes.Buffer
-		if code := run(args, strings.NewReader(""), &out, &errb); code != exitOK || !strings.HasPrefix(out.String(), "pipeguard ") || !strings.Contains(out.String(), "(revision ") {
-			t.Errorf("%v: exit %d, %q %q", args, code, out.String(), errb.String())
+// TestVersion: pipeguard version and pipeguard --version print the one
+// line every pipeguard binary prints, and exit 0, as kubectl's do; -o
+// json and yaml carry the same fields for scripts.
+func TestVersion(t *testing.T) {
+	want := "pipeguard " + version.Get().String() + "\n"
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		code, out, errOut := runCLI(t, "", args...)
+		if code != exitOK || out != want || !strings.Contains(out, "(revision ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 0 and %q", args, code, out, errOut, want)
 		}
 	}
-	for _, args := range [][]string{{"policy", "-h"}, {"audit", "--help"}} {
-		var out, errb bytes.Buffer
-		if code := run(args, strings.NewReader(""), &out, &errb); code != exitOK || !strings.Contains(out.String(), "pipeguard audit verify [PATH|-] [--kubeconfig FILE --node NODE]") {
-			t.Errorf("%v: exit %d, %q %q", args, code, out.String(), errb.String())
+
+	for _, format := range []string{"json", "yaml"} {
+		code, out, errOut := runCLI(t, "", "version", "-o", format)
+		if code != exitOK {
+			t.Fatalf("version -o %s: exit %d: %s", format, code, errOut)
 		}
+		var got version.Info
+		if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("version -o %s: %v\n%s", format, err, out)
+		}
+		if got != version.Get() {
+			t.Errorf("version -o %s: %+v, want %+v", format, got, version.Get())
+		}
+		if format == "json" && !json.Valid([]byte(out)) {
+			t.Errorf("version -o json is not JSON: %s", out)
+		}
+	}
+
+	code, _, errOut := runCLI(t, "", "version", "-o", "xml")
+	if want := "pipeguard version: --output \"xml\": want table, json or yaml\nSee 'pipeguard version --help' for usage.\n"; code != exitBadInput || errOut != want {
+		t.Errorf("version -o xml: exit %d, stderr %q; want 2 and %q", code, errOut, want)
 	}
 }

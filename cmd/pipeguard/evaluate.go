@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook"
+)
+
+// Decisions, as policy eval prints them.
+const (
+	decisionAllow = "ALLOW"
+	decisionWarn  = "WARN"
+	decisionDeny  = "DENY"
+	decisionSkip  = "SKIP" // not reviewed: the reason says why
+)
+
+// evalResult is one object's outcome, as -o json prints it.
+type evalResult struct {
+	Source     string             `json:"source"`
+	APIVersion string             `json:"apiVersion,omitempty"`
+	Kind       string             `json:"kind,omitempty"`
+	Namespace  string             `json:"namespace,omitempty"`
+	Name       string             `json:"name,omitempty"`
+	Decision   string             `json:"decision"` // ALLOW, WARN, DENY or SKIP
+	Reason     string             `json:"reason,omitempty"`
+	Deny       []policy.Violation `json:"deny,omitempty"`
+	Warn       []policy.Violation `json:"warn,omitempty"`
+	DryRun     []policy.Violation `json:"dryrun,omitempty"`
+	Generation int64              `json:"policyGeneration,omitempty"`
+}
+
+// reviewedKinds are the kinds admission reviews for pipe mounts, as the
+// skip reason names them (webhook.Supported decides).
+var reviewedKinds = []schema.GroupKind{
+	{Kind: "Pod"}, {Kind: "PodTemplate"}, {Kind: "ReplicationController"}, {Kind: "PersistentVolume"},
+	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "ReplicaSet"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"},
+	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
+}
+
+// notReviewed is the reason given for an object of a kind admission does
+// not review.
+const notReviewed = "pipeguard reviews only Pod, PodTemplate, ReplicationController, PersistentVolume, " +
+	"apps Deployment, ReplicaSet, StatefulSet and DaemonSet, and batch Job and CronJob objects; " +
+	"the pods any other object makes are reviewed when they are created"
+
+// clusterScoped are the built-in kinds that have no namespace.
+var clusterScoped = map[schema.GroupKind]bool{
+	{Kind: "Namespace"}: true, {Kind: "Node"}: true, {Kind: "PersistentVolume"}: true, {Kind: "ComponentStatus"}: true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}: true, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}: true, {Group: "storage.k8s.io", Kind: "CSIDriver"}: true,
+	{Group: "storage.k8s.io", Kind: "CSINode"}: true, {Group: "storage.k8s.io", Kind: "VolumeAttachment"}: true,
+	{Group: "storage.k8s.io", Kind: "VolumeAttributesClass"}:                          true,
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:                 true,
+	{Group: "apiregistration.k8s.io", Kind: "APIService"}:                             true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}:   true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:     true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicy"}:          true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicyBinding"}:   true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                               true,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                                      true,
+	{Group: "networking.k8s.io", Kind: "IngressClass"}:                                true, {Group: "networking.k8s.io", Kind: "IPAddress"}: true,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                           true,
+	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}:           true,
+	{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}:                  true,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}:                 true,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}: true,
+	{Group: "resource.k8s.io", Kind: "DeviceClass"}:                             true, {Group: "resource.k8s.io", Kind: "ResourceSlice"}: true,
+	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}: true,
+	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:        true,
+	{Group: "wgpolicyk8s.io", Kind: "ClusterPolicyReport"}:              true,
+	{Group: v1alpha1.GroupVersion.Group, Kind: "PipeAccessPolicy"}:      true,
+}
+
+// groupKind is the group and kind of a document; the zero value for one
+// that is not an object.
+func groupKind(d document) schema.GroupKind {
+	gv, err := schema.ParseGroupVersion(d.meta.APIVersion)
+	if err != nil {
+		return schema.GroupKind{Kind: d.meta.Kind}
+	}
+	return schema.GroupKind{Group: gv.Group, Kind: d.meta.Kind}
+}
+
+// skipReason says why admission would not review d, or "" when it would.
+func skipReason(d document) string {
+	if d.skip != "" {
+		return d.skip
+	}
+	gk := groupKind(d)
+	switch {
+	case gk.Group == "kustomize.config.k8s.io":
+		return "not reviewed: a kustomize file, not an object the API server receives; evaluate what it builds (kubectl kustomize DIR) with -f -"
+	case gk == schema.GroupKind{Kind: "Namespace"}:
+		return "not reviewed: a Namespace mounts no pipe; its labels apply to the objects evaluated in it"
+	case gk == schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "PipeAccessPolicy"}:
+		return "not reviewed: a policy, not a workload; to evaluate with it, give it as a policy"
+	case !webhook.Supported(gk):
+		return fmt.Sprintf("not reviewed: %s", notReviewed)
+	}
+	return ""
+}
+
+// evaluator decides on manifest objects with the handler the webhook
+// serves, each as a CREATE.
+type evaluator struct {
+	handler   *webhook.Handler
+	engine    *policy.Engine
+	last      *lastReview
+	namespace string // of objects that name none
+}
+
+// newEvaluator evaluates against engine, with the labels of the Namespaces
+// among docs, replaced per namespace by labels.
+func newEvaluator(engine *policy.Engine, docs []document, labels map[string]map[string]string, defaultNS string) *evaluator {
+	namespaces := webhook.StaticNamespaces{}
+	for _, d := range docs {
+		if d.skip == "" && d.meta.Kind == "Namespace" && d.meta.APIVersion == "v1" {
+			namespaces[d.meta.Metadata.Name] = d.meta.Metadata.Labels
+		}
+	}
+	for ns, l := range labels {
+		namespaces[ns] = l
+	}
+	last := &lastReview{}
+	return &evaluator{
+		handler:   webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: last}),
+		engine:    engine,
+		last:      last,
+		namespace: defaultNS,
+	}
+}
+
+// evaluateAll evaluates every document, in order.
+func (e *evaluator) evaluateAll(ctx context.Context, docs []document) ([]evalResult, error) {
+	results := make([]evalResult, 0, len(docs))
+	for i, d := range docs {
+		r, err := e.evaluate(ctx, d, i)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+// evaluate decides on one document.
+func (e *evaluator) evaluate(ctx context.Context, d document, i int) (evalResult, error) {
+	r := evalResult{Source: d.source, APIVersion: d.meta.APIVersion, Kind: d.meta.Kind, Name: d.meta.Metadata.Name}
+	if reason := skipReason(d); reason != "" {
+		r.Decision, r.Reason = decisionSkip, reason
+		if d.skip == "" {
+			r.Namespace = e.namespaceOf(d)
+		}
+		return r, nil
+	}
+	req, err := e.request(d, i)
+	if err != nil {
+		return r, err
+	}
+	r.Namespace, r.Decision = req.Namespace, decisionAllow
+	e.last.review = webhook.Review{}
+	resp := e.handler.Handle(ctx, req)
+	if resp.Result != nil && resp.Result.Code != http.StatusForbidden && !resp.Allowed {
+		return r, badInput("%s: %s %q: %s", d.source, d.meta.Kind, d.meta.Metadata.Name, resp.Result.Message)
+	}
+	if dec := e.last.review.Decided; dec != nil {
+		r.Deny, r.Warn, r.DryRun, r.Generation = dec.Deny, dec.Warn, dec.DryRun, dec.Generation
+	}
+	switch {
+	case !resp.Allowed:
+		r.Decision = decisionDeny
+	case len(resp.Warnings) > 0:
+		r.Decision = decisionWarn
+	}
+	return r, nil
+}
+
+// namespaceOf is the namespace the object would be created in.
+func (e *evaluator) namespaceOf(d document) string {
+	if clusterScoped[groupKind(d)] {
+		return ""
+	}
+	if d.meta.Metadata.Namespace != "" {
+		return d.meta.Metadata.Namespace
+	}
+	return e.namespace
+}
+
+// request wraps a manifest object in the CREATE request the API server
+// would send.
+func (e *evaluator) request(d document, i int) (admission.Request, error) {
+	gv, err := schema.ParseGroupVersion(d.meta.APIVersion)
+	if err != nil {
+		return admission.Request{}, badInput("%s: apiVersion %q: %v", d.source, d.meta.APIVersion, err)
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(d.meta.Kind))
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID:       types.UID(fmt.Sprintf("pipeguard-cli-%d", i)),
+		Kind:      metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: d.meta.Kind},
+		Resource:  metav1.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: plural.Resource},
+		Namespace: e.namespaceOf(d),
+		Name:      d.meta.Metadata.Name,
+		Operation: admissionv1.Create,
+		UserInfo:  authnv1.UserInfo{Username: "pipeguard-cli"},
+		Object:    runtime.RawExtension{Raw: d.raw},
+	}}, nil
+}
+
+// inputs returns the rego input of every reviewed object.
+func (e *evaluator) inputs(ctx context.Context, docs []document) ([]*policy.Input, error) {
+	inputs := []*policy.Input{}
+	for i, d := range docs {
+		if skipReason(d) != "" {
+			continue
+		}
+		req, err := e.request(d, i)
+		if err != nil {
+			return nil, err
+		}
+		in, err := e.handler.Input(ctx, req)
+		if err != nil {
+			return nil, badInput("%s: %v", d.source, err)
+		}
+		if in != nil {
+			inputs = append(inputs, e.engine.Current().Document(in))
+		}
+	}
+	return inputs, nil
+}
+
+// lastReview keeps the structured outcome of the latest review, which the
+// admission response carries only as text.
+type lastReview struct{ review webhook.Review }
+
+func (l *lastReview) ObserveReview(_ context.Context, r webhook.Review) { l.review = r }
+
+// newEngine compiles policies, or the default policy when there are none.
+func newEngine(ctx context.Context, policies []v1alpha1.PipeAccessPolicy) (*policy.Engine, error) {
+	engine, err := policy.NewEngine(ctx, policy.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("internal error: %w", err)
+	}
+	if len(policies) == 0 {
+		return engine, nil
+	}
+	if _, err := engine.Load(ctx, policies); err != nil {
+		return nil, badInput("invalid policy: %v", err)
+	}
+	return engine, nil
+}
+
+// policiesFrom decodes PipeAccessPolicies, strictly: an unknown field is an
+// error, so a misspelt allowance never silently widens nothing. what names
+// where policies come from in the message for anything else.
+func policiesFrom(docs []document, what string) ([]v1alpha1.PipeAccessPolicy, error) {
+	var pols []v1alpha1.PipeAccessPolicy
+	for _, d := range docs {
+		if d.skip != "" {
+			return nil, badInput("%s: %s; %s takes only PipeAccessPolicy objects", d.source, d.skip, what)
+		}
+		if d.meta.Kind != "PipeAccessPolicy" || d.meta.APIVersion != v1alpha1.GroupVersion.String() {
+			return nil, badInput("%s: %s %q is not a PipeAccessPolicy (apiVersion %s); %s takes only PipeAccessPolicy objects", d.source, d.meta.Kind, d.meta.Metadata.Name, v1alpha1.GroupVersion, what)
+		}
+		var p v1alpha1.PipeAccessPolicy
+		strictErrs, err := kjson.UnmarshalStrict(d.raw, &p)
+		if err == nil && len(strictErrs) > 0 {
+			err = errors.Join(strictErrs...)
+		}
+		if err != nil {
+			return nil, badInput("%s: invalid PipeAccessPolicy %q: %v", d.source, d.meta.Metadata.Name, err)
+		}
+		if p.Name == "" {
+			return nil, badInput("%s: PipeAccessPolicy has no metadata.name", d.source)
+		}
+		pols = append(pols, p)
+	}
+	return pols, nil
+}
+
+// tally counts the decisions.
+type tally struct{ denied, warned, allowed, skipped int }
+
+func count(results []evalResult) tally {
+	var t tally
+	for _, r := range results {
+		switch r.Decision {
+		case decisionDeny:
+			t.denied++
+		case decisionWarn:
+			t.warned++
+		case decisionAllow:
+			t.allowed++
+		default:
+			t.skipped++
+		}
+	}
+	return t
+}
+
+func (t tally) String() string {
+	return fmt.Sprintf("%d denied, %d warned, %d allowed, %d skipped", t.denied, t.warned, t.allowed, t.skipped)
+}
+
+// printResults prints one block per object, then the summary line.
+func printResults(w io.Writer, results []evalResult) {
+	for _, r := range results {
+		ref := r.Name
+		if r.Namespace != "" && ref != "" {
+			ref = r.Namespace + "/" + ref
+		}
+		if ref == "" {
+			ref = "(" + r.Source + ")"
+		}
+		if r.Kind == "" {
+			fmt.Fprintf(w, "%s %s\n", r.Decision, ref)
+		} else {
+			fmt.Fprintf(w, "%s %s %s\n", r.Decision, r.Kind, ref)
+		}
+		if r.Reason != "" {
+			fmt.Fprintf(w, "    %s\n", r.Reason)
+		}
+		for _, m := range policy.Messages(r.Deny) {
+			fmt.Fprintf(w, "    %s\n", indent(m))
+		}
+		for _, m := range policy.Messages(r.Warn) {
+			fmt.Fprintf(w, "    warning: %s\n", indent(m))
+		}
+		for _, m := range policy.Messages(r.DryRun) {
+			fmt.Fprintf(w, "    dryrun: %s\n", indent(m))
+		}
+	}
+	fmt.Fprintf(w, "\nSummary: %s\n", count(results))
+}
+
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
