@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/controller/policyreport"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -52,6 +53,16 @@ type AuditorOptions struct {
 	// EventInterval defaults to one hour.
 	EventInterval time.Duration
 	Metrics       *AuditMetrics
+	// Reports, if set, receives every violation of each pass, the
+	// built-in default's included; a policyreport.Writer writes them as
+	// PolicyReports.
+	Reports ReportWriter
+}
+
+// ReportWriter records the violations of one audit pass, found at the
+// time at.
+type ReportWriter interface {
+	Write(ctx context.Context, violations []policyreport.Violation, at time.Time) error
 }
 
 // Auditor runs the background audit on the leader: at start, on every
@@ -157,7 +168,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 }
 
 // RunOnce runs one pass over the objects src holds and records its
-// results: policy status, metrics and events.
+// results: policy status, metrics, PolicyReports and events.
 func (a *Auditor) RunOnce(ctx context.Context, src client.Reader) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("audit")
 	rep, err := Audit(ctx, src, a.opts.Engine, webhook.CachedNamespaces{Reader: src}, nil)
@@ -170,6 +181,11 @@ func (a *Auditor) RunOnce(ctx context.Context, src client.Reader) error {
 	policies := a.opts.Engine.Current().Policies
 	a.opts.Metrics.observe(rep, policies)
 	a.writeStatus(ctx, rep)
+	if a.opts.Reports != nil {
+		if err := a.opts.Reports.Write(ctx, ReportViolations(rep), rep.Time); err != nil {
+			log.Error(err, "audit: cannot write PolicyReports")
+		}
+	}
 	a.recordEvents(rep)
 	log.Info("audit pass", "generation", rep.Generation, "objects", rep.Objects, "violating", len(rep.Results), "duration", rep.Duration.String())
 	return nil
@@ -225,4 +241,26 @@ func (a *Auditor) recordEvents(rep *AuditReport) {
 			"%s %s: admission would %s this object: %s", r.Kind, r.Name, map[string]string{"DENY": "reject", "WARN": "warn about", "ALLOW": "record (dryrun)"}[r.Decision], fmt.Sprint(msgs))
 	}
 	a.events = seen
+}
+
+// ReportViolations lists the violations of rep for PolicyReports: one per
+// violation and policy, a violation that names no policy (an admin rule's)
+// under the built-in default, in the order of rep.Results.
+func ReportViolations(rep *AuditReport) []policyreport.Violation {
+	var out []policyreport.Violation
+	for _, r := range rep.Results {
+		for _, v := range r.Violations() {
+			pols := v.Policies
+			if len(pols) == 0 {
+				pols = []string{policy.DefaultPolicyName}
+			}
+			for _, p := range pols {
+				out = append(out, policyreport.Violation{
+					APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.Object.GetUID(),
+					Policy: p, Rule: v.Rule, Action: v.Action, Message: v.Message, Container: v.Container, Pipe: v.Pipe,
+				})
+			}
+		}
+	}
+	return out
 }

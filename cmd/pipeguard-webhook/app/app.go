@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller"
+	"github.com/pipeguard/pipeguard/controller/policyreport"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -138,6 +140,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		// leader at once.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 server,
+		// Runnables that log through their context, such as the
+		// background audit, log through opts.Logger.
+		BaseContext: func() context.Context { return logr.NewContext(context.Background(), opts.Logger) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -167,9 +172,20 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if opts.LeaderElect {
 		elected = mgr.Elected()
 	}
+	// PolicyReports are always on: without their CRDs the writer finds
+	// them missing on each pass and writes nothing.
+	disco, err := discovery.NewDiscoveryClientForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("the PolicyReport writer's discovery client: %w", err)
+	}
+	reports, err := policyreport.NewWriter(policyreport.Options{Client: mgr.GetClient(), Discovery: disco})
+	if err != nil {
+		return nil, err
+	}
 	auditor, err := controller.NewAuditor(controller.AuditorOptions{
 		Config: opts.Config, Scheme: scheme, Client: mgr.GetClient(), Engine: engine,
 		Interval: opts.AuditInterval, Recorder: mgr.GetEventRecorder("pipeguard-audit"), Metrics: controllerMetrics.Audit(),
+		Reports: reports,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the background audit: %w", err)

@@ -1,0 +1,74 @@
+// Package policyreport writes the background audit's violations as
+// wgpolicyk8s.io/v1alpha2 PolicyReports, the format that Kyverno, Policy
+// Reporter and other tools of the Kubernetes Policy Working Group read.
+//
+// # Objects
+//
+// Each pass of the audit leaves, for the violations it found:
+//
+//   - one PolicyReport named [ReportName] ("pipeguard") in every namespace
+//     that holds at least one violating object;
+//   - one ClusterPolicyReport named [ReportName] for violating
+//     cluster-scoped objects (PersistentVolumes).
+//
+// Each carries the label app.kubernetes.io/managed-by=pipeguard. Reports
+// with that label are pipeguard's: a report whose namespace has no
+// violation any more is deleted, found by the label across namespaces, and
+// so is the ClusterPolicyReport once no cluster-scoped object violates.
+// Only violations are reported: an object that admission would admit
+// without a message has no result (no "pass" results), so a report lists
+// what needs attention and its size follows the violations, not the
+// cluster.
+//
+// # Results
+//
+// One result per violation and policy:
+//
+//	source:    pipeguard
+//	policy:    the PipeAccessPolicy's name, or pipeguard-default for the
+//	           built-in default and for admin rules that name no policy
+//	rule:      the rule id, e.g. protected-pipe-mount
+//	result:    fail for deny, warn for warn and dryrun
+//	severity:  high
+//	category:  Pipe access
+//	message:   the rule's message (what mounts what, why it is not allowed,
+//	           how to allow it)
+//	resources: the violating object (apiVersion, kind, namespace, name, uid)
+//	properties: container, pipe, action (deny, warn or dryrun)
+//	timestamp: when the audit first found this violation
+//
+// Result mapping: "fail" means that admission would reject the object if
+// it were created now, so the fail count is what breaks on the next
+// rollout or re-creation. A policy in warn or dryrun admits the object:
+// the object violates the policy, so "pass" would hide it, and "skip"
+// would say the policy did not apply, but nothing is refused, so both are
+// "warn"; the action property tells the two apart. Severity is high for
+// every result: a container that reaches a protected pipe can act as the
+// node's administrator, whatever the policy's enforcement action.
+//
+// # Writes
+//
+// A report is written only when its content changed: a result keeps the
+// timestamp of the report already stored for the same violation, so a pass
+// that finds the same violations issues no write. Reports are created and
+// updated with optimistic concurrency; labels and annotations that others
+// add are kept.
+//
+// # Size
+//
+// A report lists at most [MaxResults] results and at most [MaxResultBytes]
+// of encoded results, and each message is cut at [MaxMessageLength], so
+// the API server never refuses a report for its size. The summary counts
+// every violation found, listed or not; the annotation
+// pipeguard.io/omitted-results says how many results were left out.
+//
+// # When the CRDs are missing
+//
+// The Writer asks the API server's discovery on each pass whether
+// wgpolicyk8s.io/v1alpha2 serves both kinds (one small request; the
+// discovery of a group needs no RBAC). When it does not, the pass writes
+// nothing and the Writer says so once in its log, until the CRDs appear.
+// The CRDs and the RBAC come from config/policyreport, or the RBAC alone
+// from config/policyreport/rbac where Kyverno or Policy Reporter installed
+// the CRDs.
+package policyreport

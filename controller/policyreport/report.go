@@ -1,0 +1,349 @@
+package policyreport
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const (
+	// ReportName names every report pipeguard writes: the PolicyReport in
+	// each namespace and the ClusterPolicyReport.
+	ReportName = "pipeguard"
+	// Source is the source of every result.
+	Source = "pipeguard"
+	// Category is the category of every result.
+	Category = "Pipe access"
+	// ManagedByLabel and ManagedBy mark pipeguard's reports; reports with
+	// this label and no violations left are deleted.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "pipeguard"
+	// OmittedAnnotation holds, on a report that had to leave results out,
+	// how many it left out.
+	OmittedAnnotation = "pipeguard.io/omitted-results"
+
+	// MaxResults is how many results one report lists at most.
+	MaxResults = 1000
+	// MaxResultBytes bounds the encoded results of one report, well under
+	// the API server's and etcd's limits on an object's size.
+	MaxResultBytes = 1 << 20
+	// MaxMessageLength is where a result's message is cut.
+	MaxMessageLength = 4096
+)
+
+// Result values of the v1alpha2 format that pipeguard writes.
+const (
+	ResultFail = "fail"
+	ResultWarn = "warn"
+)
+
+// GroupVersion is the API of the reports.
+var GroupVersion = schema.GroupVersion{Group: "wgpolicyk8s.io", Version: "v1alpha2"}
+
+// Kinds of the reports.
+const (
+	KindPolicyReport        = "PolicyReport"
+	KindClusterPolicyReport = "ClusterPolicyReport"
+)
+
+// Violation is one violation the audit found on one object under one
+// policy.
+type Violation struct {
+	// The violating object.
+	APIVersion, Kind, Namespace, Name string
+	UID                               types.UID
+	// Policy names the PipeAccessPolicy, or the built-in default.
+	Policy string
+	// Rule is the rule id, e.g. protected-pipe-mount.
+	Rule string
+	// Action is the policy's enforcement action: deny, warn or dryrun.
+	Action string
+	// Message is the rule's message, without the rule id.
+	Message string
+	// Container and Pipe are empty for admin rules that name neither.
+	Container, Pipe string
+}
+
+// Summary counts a report's results by result value.
+type Summary struct {
+	Pass  int `json:"pass"`
+	Fail  int `json:"fail"`
+	Warn  int `json:"warn"`
+	Error int `json:"error"`
+	Skip  int `json:"skip"`
+}
+
+// ObjectReference names a violating object.
+type ObjectReference struct {
+	APIVersion string    `json:"apiVersion,omitempty"`
+	Kind       string    `json:"kind,omitempty"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name,omitempty"`
+	UID        types.UID `json:"uid,omitempty"`
+}
+
+// Timestamp is the v1alpha2 result timestamp.
+type Timestamp struct {
+	Seconds int64 `json:"seconds"`
+	Nanos   int32 `json:"nanos"`
+}
+
+// Result is one entry of a report's results.
+type Result struct {
+	Source     string            `json:"source,omitempty"`
+	Policy     string            `json:"policy"`
+	Rule       string            `json:"rule,omitempty"`
+	Result     string            `json:"result,omitempty"`
+	Severity   string            `json:"severity,omitempty"`
+	Category   string            `json:"category,omitempty"`
+	Message    string            `json:"message,omitempty"`
+	Resources  []ObjectReference `json:"resources,omitempty"`
+	Properties map[string]string `json:"properties,omitempty"`
+	Timestamp  Timestamp         `json:"timestamp"`
+}
+
+// Report is the content of one PolicyReport (Namespace set) or of the
+// ClusterPolicyReport (Namespace empty).
+type Report struct {
+	Namespace string
+	Summary   Summary
+	Results   []Result
+	// Omitted is how many results the bounds left out; Summary counts
+	// them.
+	Omitted int
+}
+
+// Kind returns the report's kind.
+func (r *Report) Kind() string {
+	if r.Namespace == "" {
+		return KindClusterPolicyReport
+	}
+	return KindPolicyReport
+}
+
+// Limits bound one report; zero fields take MaxResults and MaxResultBytes.
+type Limits struct {
+	Results int
+	Bytes   int
+}
+
+func (l Limits) orDefault() Limits {
+	if l.Results <= 0 {
+		l.Results = MaxResults
+	}
+	if l.Bytes <= 0 {
+		l.Bytes = MaxResultBytes
+	}
+	return l
+}
+
+// ResultOf maps an enforcement action to a result value: deny is fail,
+// anything else (warn, dryrun) is warn.
+func ResultOf(action string) string {
+	if action == "deny" {
+		return ResultFail
+	}
+	return ResultWarn
+}
+
+// result maps one violation to a result stamped at.
+func result(v Violation, at Timestamp) Result {
+	props := map[string]string{"action": v.Action}
+	if v.Container != "" {
+		props["container"] = v.Container
+	}
+	if v.Pipe != "" {
+		props["pipe"] = v.Pipe
+	}
+	return Result{
+		Source:   Source,
+		Policy:   v.Policy,
+		Rule:     v.Rule,
+		Result:   ResultOf(v.Action),
+		Severity: "high",
+		Category: Category,
+		Message:  truncate(v.Message, MaxMessageLength),
+		Resources: []ObjectReference{{
+			APIVersion: v.APIVersion, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name, UID: v.UID,
+		}},
+		Properties: props,
+		Timestamp:  at,
+	}
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// identity is what makes two results the same violation: everything but
+// the timestamp.
+func identity(r Result) string {
+	r.Timestamp = Timestamp{}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// Stamps remembers when each violation was first reported, from the
+// reports already stored, so that an unchanged violation keeps its
+// timestamp and its report is not rewritten.
+type Stamps map[string]Timestamp
+
+// Remember records the timestamps of rs.
+func (s Stamps) Remember(rs []Result) {
+	for _, r := range rs {
+		s[identity(r)] = r.Timestamp
+	}
+}
+
+// Build groups violations into reports by namespace ("" for the cluster
+// report), in the order given, one result per violation; duplicates are
+// dropped. A result takes its timestamp from stamps when an identical
+// result is stored already, else now (in whole seconds). Each report
+// keeps at most limits' results; its summary counts all.
+func Build(violations []Violation, now time.Time, stamps Stamps, limits Limits) map[string]*Report {
+	limits = limits.orDefault()
+	nowTS := Timestamp{Seconds: now.Unix()}
+	out := map[string]*Report{}
+	size := map[string]int{}
+	seen := map[string]bool{}
+	for _, v := range violations {
+		r := result(v, nowTS)
+		id := identity(r)
+		key := v.Namespace + "\x00" + id
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if ts, ok := stamps[id]; ok {
+			r.Timestamp = ts
+		}
+		rep := out[v.Namespace]
+		if rep == nil {
+			rep = &Report{Namespace: v.Namespace}
+			out[v.Namespace] = rep
+		}
+		switch r.Result {
+		case ResultFail:
+			rep.Summary.Fail++
+		default:
+			rep.Summary.Warn++
+		}
+		n := len(id) + 64 // the timestamp and separators
+		if rep.Omitted > 0 || len(rep.Results) >= limits.Results || size[v.Namespace]+n > limits.Bytes {
+			rep.Omitted++
+			continue
+		}
+		size[v.Namespace] += n
+		rep.Results = append(rep.Results, r)
+	}
+	return out
+}
+
+// Key names one stored report.
+type Key struct {
+	Kind, Namespace, Name string
+}
+
+// Stored is what the writer needs of a stored report.
+type Stored struct {
+	Key
+	Summary Summary
+	Results []Result
+	// Omitted is the value of OmittedAnnotation, empty when absent.
+	Omitted string
+}
+
+// Plan is what one pass writes: reports to create, to update (with the
+// stored version they replace) and to delete.
+type Plan struct {
+	Create []*Report
+	Update []Update
+	Delete []Key
+}
+
+// Update replaces a stored report with a new content.
+type Update struct {
+	Report *Report
+	Stored Key
+}
+
+// MakePlan compares the wanted reports with the stored ones (pipeguard's,
+// found by their label): a wanted report that is not stored is created; a
+// stored one whose content differs is updated; an identical one is left
+// alone; every stored report that is not wanted (its namespace has no
+// violation left, or it bears another name) is deleted.
+func MakePlan(want map[string]*Report, stored []Stored) Plan {
+	var p Plan
+	have := map[string]*Stored{}
+	for i := range stored {
+		s := &stored[i]
+		w, ok := want[s.Namespace]
+		if !ok || s.Name != ReportName || s.Kind != w.Kind() {
+			p.Delete = append(p.Delete, s.Key)
+			continue
+		}
+		have[s.Namespace] = s
+	}
+	namespaces := make([]string, 0, len(want))
+	for ns := range want {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		w := want[ns]
+		s, ok := have[ns]
+		switch {
+		case !ok:
+			p.Create = append(p.Create, w)
+		case !same(w, s):
+			p.Update = append(p.Update, Update{Report: w, Stored: s.Key})
+		}
+	}
+	sort.Slice(p.Delete, func(i, j int) bool {
+		a, b := p.Delete[i], p.Delete[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Name < b.Name
+	})
+	return p
+}
+
+// same reports whether a stored report already holds w's content.
+func same(w *Report, s *Stored) bool {
+	if w.Summary != s.Summary || omitted(w.Omitted) != s.Omitted || len(w.Results) != len(s.Results) {
+		return false
+	}
+	for i := range w.Results {
+		if identity(w.Results[i]) != identity(s.Results[i]) || w.Results[i].Timestamp != s.Results[i].Timestamp {
+			return false
+		}
+	}
+	return true
+}
+
+// omitted renders the value of OmittedAnnotation; "" when nothing was left
+// out (no annotation).
+func omitted(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
