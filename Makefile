@@ -131,8 +131,8 @@ render: ## Print the manifests of config/OVERLAY (default: default) with the IMG
 	@$(call kustomization) && $(kubectl) kustomize $(DEPLOY_DIR)
 
 .PHONY: deploy
-deploy: ## Install config/OVERLAY with the IMG and AGENT_IMG images into the current kubectl context.
-	@$(call kustomization) && $(kubectl) apply --server-side -k $(DEPLOY_DIR)
+deploy: ## Install config/OVERLAY with the IMG and AGENT_IMG images into the current kubectl context (first checking the CRDs it needs).
+	@k=$(kubectl) && $(call kustomization,--preflight-kubectl "$$k") && "$$k" apply --server-side -k $(DEPLOY_DIR)
 
 .PHONY: undeploy
 undeploy: ## Remove config/OVERLAY; the webhook configuration goes first, so nothing is rejected meanwhile.
@@ -143,11 +143,14 @@ undeploy: ## Remove config/OVERLAY; the webhook configuration goes first, so not
 # with the images set from IMG and AGENT_IMG, which hack/kustomization
 # parses as docker does: name, name:tag, registry:5000/name:tag,
 # name@sha256:..., name:tag@sha256:... (no tag and no digest means :latest).
-# A malformed reference stops make with an error naming the variable.
+# A malformed reference stops make with an error naming the variable. For
+# deploy it first checks with kubectl that the cluster has the CRDs the
+# overlay needs from other projects (Prometheus Operator, cert-manager) and
+# stops before anything is applied when one is missing.
 DEPLOY_DIR ?= $(BIN)/deploy
 kubectl = "$${KUBECTL:-$$(hack/control-plane.sh | tail -n 1)/kubectl}"
 define kustomization
-$(GO) run ./hack/kustomization --overlay '$(OVERLAY)' --img '$(IMG)' --agent-img '$(AGENT_IMG)' --out '$(DEPLOY_DIR)'
+$(GO) run ./hack/kustomization --overlay '$(OVERLAY)' --img '$(IMG)' --agent-img '$(AGENT_IMG)' --out '$(DEPLOY_DIR)' $(1)
 endef
 
 ##@ Images

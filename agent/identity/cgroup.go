@@ -32,18 +32,33 @@ var (
 	conmon = regexp.MustCompile(`^crio-conmon-[0-9a-f]{64}(?:\.scope)?$`)
 )
 
-// ParseCgroup reads /proc/PID/cgroup (cgroup v1 or v2) and returns the
-// container and pod of a Kubernetes container, for the cgroupfs and systemd
-// cgroup drivers and the containerd, cri-o and docker naming forms. ok is
-// false when the process is not in a pod's cgroup.
+// ParseCgroup reads the content of /proc/PID/cgroup (cgroup v1 or v2) and
+// returns the container and pod of a Kubernetes container, for the
+// cgroupfs and systemd cgroup drivers and the containerd, cri-o and docker
+// naming forms. ok is false when the process is not in a pod's cgroup.
+//
+// Proc reads the file through procfs (procfs.Proc.Cgroups), which splits
+// its lines; this function splits them itself for content already in hand,
+// since procfs parses the file only from a procfs mount. Recognising a
+// pod's and a container's cgroup in the paths is Kubernetes' naming, which
+// procfs does not know: containerOf does it for both.
 func ParseCgroup(content string) (c Container, ok bool) {
+	var paths []string
 	for _, line := range strings.Split(content, "\n") {
 		// hierarchy-ID:controllers:path; the path may itself contain ':'.
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(parts) != 3 {
-			continue
+		if len(parts) == 3 {
+			paths = append(paths, parts[2])
 		}
-		if c, ok := parsePath(parts[2]); ok {
+	}
+	return containerOf(paths)
+}
+
+// containerOf returns the container and pod of the first cgroup path that
+// lies in a pod's cgroup.
+func containerOf(paths []string) (Container, bool) {
+	for _, p := range paths {
+		if c, ok := parsePath(p); ok {
 			return c, true
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -297,7 +299,9 @@ func (r *CRIResolver) refresh(ctx context.Context) (bool, error) {
 // container it does not know yet.
 func (r *CRIResolver) list(ctx context.Context, known map[string]link) (map[int][]criContainer, map[string]link, error) {
 	timeout := func(op string, err error) error {
-		if ctx.Err() != nil {
+		// The server may end the call on the deadline it was sent a moment
+		// before ctx itself expires here.
+		if ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded {
 			return fmt.Errorf("the runtime did not answer %s within %s", op, r.o.Timeout)
 		}
 		return fmt.Errorf("%s at %s: %w", op, r.o.Endpoint, err)

@@ -19,8 +19,8 @@
 //	identity, audit) ─▶ needs-Windows stop ─▶ error shape ─▶ handler
 //
 // Metrics count requests by API group, version, method and gRPC code, record
-// their latency, and are served for Prometheus (ServeMetrics). They register
-// on a registry they are given, never the global one.
+// their latency. They register on a registry they are given, never the
+// global one; pipeguard-agent serves that registry (cmd/pipeguard-agent/app).
 //
 // Shutdown is graceful: listeners close, in-flight calls finish, then Serve
 // returns; after Options.ShutdownTimeout the remaining calls are cut.

@@ -2,20 +2,15 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"path"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pipeguard/pipeguard/internal/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+
+	"github.com/pipeguard/pipeguard/internal/version"
 )
 
 // Metrics holds the request counters and latency histogram.
@@ -71,31 +66,4 @@ func (m *Metrics) observe(group, version, fullMethod string, start time.Time, er
 	method := path.Base(fullMethod)
 	m.requests.WithLabelValues(group, version, method, status.Code(err).String()).Inc()
 	m.latency.WithLabelValues(group, version, method).Observe(time.Since(start).Seconds())
-}
-
-// ServeMetrics serves g on addr at /metrics until ctx is done. An empty addr
-// or "0" disables it.
-func ServeMetrics(ctx context.Context, log logr.Logger, addr string, g prometheus.Gatherer) error {
-	if addr == "" || addr == "0" {
-		return nil
-	}
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics: listening on %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
-	log.Info("serving metrics", "address", l.Addr().String())
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	return nil
 }

@@ -66,6 +66,8 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.StringVar(&o.KubeletPath, "kubelet-path", defaultKubeletPath(), "kubelet root directory; every path must lie inside it or a --working-dir")
 	fs.Var(&workingDirs, "working-dir", "further directory paths may lie in (repeatable)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8888", `address serving Prometheus /metrics; "0" disables`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS only to callers whose token the API server authenticates and authorizes for get on /metrics (needs --kubeconfig); default true with --kubeconfig=in-cluster, false otherwise (plain HTTP, no authentication: local runs only)")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure, reloaded when they change; empty: a self-signed certificate made at start")
 	fs.BoolVar(&cfg.windowsService, "windows-service", false, "run as a Windows service")
 	fs.BoolVar(&o.RequirePrivacy, "require-privacy", true, "SMB global mappings require encryption (New-SmbGlobalMapping -RequirePrivacy)")
 
@@ -117,6 +119,17 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 		fmt.Fprintf(stderr, "--cri-endpoint: %v\n", err)
 		return cfg, 2, false
 	}
+	if !explicitFlag(fs, "metrics-secure") {
+		o.MetricsSecure = cfg.Guard.Kubeconfig == "in-cluster"
+	}
+	if metricsOn := o.MetricsBindAddress != "" && o.MetricsBindAddress != "0"; metricsOn && o.MetricsSecure && cfg.Guard.Kubeconfig == "" {
+		fmt.Fprintln(stderr, "--metrics-secure needs --kubeconfig: the API server reviews the token of every scrape; set --kubeconfig, or --metrics-secure=false to serve plain HTTP for a local run")
+		return cfg, 2, false
+	}
+	if o.MetricsCertDir != "" && !o.MetricsSecure {
+		fmt.Fprintln(stderr, "--metrics-cert-dir is used only with --metrics-secure; add --metrics-secure or drop --metrics-cert-dir")
+		return cfg, 2, false
+	}
 	o.WorkingDirs = workingDirs
 	o.AllowedServices = allowedServices
 	var valid bool
@@ -135,11 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 		return cfg, 2, false
 	}
 	if cfg.Guard.Audit.Path == audit.StdoutPath {
-		explicit := false
-		fs.Visit(func(f *flag.Flag) {
-			explicit = explicit || f.Name == "audit-log-maxsize" || f.Name == "audit-log-maxbackup"
-		})
-		if explicit {
+		if explicitFlag(fs, "audit-log-maxsize") || explicitFlag(fs, "audit-log-maxbackup") {
 			fmt.Fprintln(stderr, "--audit-log-path -: standard output is not rotated; drop --audit-log-maxsize and --audit-log-maxbackup")
 			return cfg, 2, false
 		}
@@ -155,4 +164,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	}
 	cfg.Guard.Audit.MaxSize = maxSizeMB << 20
 	return cfg, 0, true
+}
+
+// explicitFlag reports whether the command line set the flag name.
+func explicitFlag(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -5,6 +5,12 @@
 // digest pins the image, and a malformed reference stops make with an error
 // that says what is wrong with which variable.
 //
+// For make deploy, --preflight-kubectl first checks that the cluster has
+// the CRDs of other projects the overlay needs (the Prometheus Operator's
+// for config/prometheus, cert-manager's for config/cert-manager); when one
+// is missing it writes nothing and says what installs it and what to apply
+// instead, so that kubectl never half-applies the overlay.
+//
 //	go run ./hack/kustomization --overlay default --out bin/deploy \
 //	    --img localhost:5000/pipeguard:v1 --agent-img localhost:5000/pipeguard-agent:v1
 package main
@@ -40,6 +46,7 @@ func run(args []string) int {
 	fs.StringVar(&o.Out, "out", "bin/deploy", "the directory to write kustomization.yaml into")
 	fs.StringVar(&o.Img, "img", "", "the webhook and CLI image (make's IMG)")
 	fs.StringVar(&o.AgentImg, "agent-img", "", "the agent image (make's AGENT_IMG)")
+	fs.StringVar(&o.PreflightKubectl, "preflight-kubectl", "", "before writing, check with this kubectl that the cluster of its current context has the CRDs the overlay needs from other projects (make deploy); empty: no check (make render)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,6 +63,9 @@ func run(args []string) int {
 
 type options struct {
 	Config, Overlay, Out, Img, AgentImg string
+	// PreflightKubectl, when set, is the kubectl with which the cluster is
+	// checked for the overlay's prerequisites before anything is written.
+	PreflightKubectl string
 }
 
 // image is one kustomize images entry.
@@ -89,6 +99,11 @@ func write(o options) error {
 			return fmt.Errorf("%s: %w", in.variable, err)
 		}
 		images = append(images, img)
+	}
+	if o.PreflightKubectl != "" {
+		if err := preflight(o.PreflightKubectl, o.Overlay); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err

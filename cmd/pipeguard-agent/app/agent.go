@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"k8s.io/client-go/rest"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	diskgroup "github.com/pipeguard/pipeguard/agent/groups/disk"
@@ -51,6 +52,19 @@ type Options struct {
 	RequirePrivacy bool
 	// MetricsBindAddress serves /metrics; empty or "0" disables it.
 	MetricsBindAddress string
+	// MetricsSecure serves /metrics over HTTPS to callers the API server
+	// authenticates (TokenReview) and authorizes for get on the
+	// non-resource URL /metrics (SubjectAccessReview); it needs
+	// MetricsAuth. Without it /metrics is plain HTTP with no
+	// authentication, for local runs.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for MetricsSecure, reloaded
+	// when they change; empty means a self-signed certificate made at start.
+	MetricsCertDir string
+	// MetricsAuth reaches the API server for the reviews of MetricsSecure;
+	// the agent's identity there needs create on tokenreviews and
+	// subjectaccessreviews.
+	MetricsAuth *rest.Config
 	// Registry receives the metrics; nil means a new registry.
 	Registry *prometheus.Registry
 	// ShutdownTimeout bounds graceful shutdown; 0 means the server default.
@@ -82,6 +96,7 @@ type Agent struct {
 	opts     Options
 	server   *server.Server
 	registry *prometheus.Registry
+	metrics  *metricsEndpoint // nil: not served
 }
 
 // New assembles the agent: confinement, host operations, API servers,
@@ -94,6 +109,9 @@ func New(o Options) (*Agent, error) {
 		return nil, errors.New("no kubelet path: set --kubelet-path")
 	}
 	if err := server.ValidateSDDL(o.PipeSDDL); err != nil {
+		return nil, err
+	}
+	if err := validateMetrics(o); err != nil {
 		return nil, err
 	}
 	flavour := confine.Linux
@@ -208,21 +226,46 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	return eps, nil
 }
 
-// Listen opens every pipe or socket.
-func (a *Agent) Listen(ctx context.Context) error { return a.server.Listen(ctx) }
+// Listen opens every pipe or socket, and the metrics endpoint. Metrics are
+// not essential: if their endpoint cannot be opened the error is logged and
+// the API is served without it.
+func (a *Agent) Listen(ctx context.Context) error {
+	if err := a.server.Listen(ctx); err != nil {
+		return err
+	}
+	if metricsEnabled(a.opts.MetricsBindAddress) {
+		m, err := listenMetrics(ctx, a.opts, a.registry)
+		if err != nil {
+			a.opts.Log.Error(err, "metrics are not served")
+		}
+		a.metrics = m
+	}
+	return nil
+}
 
 // Addresses returns the pipes or sockets listened on.
 func (a *Agent) Addresses() []string { return a.server.Addresses() }
+
+// MetricsAddress returns where /metrics is served (host:port), or "" when
+// it is not.
+func (a *Agent) MetricsAddress() string {
+	if a.metrics == nil {
+		return ""
+	}
+	return a.metrics.Addr()
+}
 
 // Serve serves the API and the metrics until ctx is done, then shuts down
 // gracefully. Metrics are not essential: if they cannot be served the error
 // is logged and the API keeps serving.
 func (a *Agent) Serve(ctx context.Context) error {
-	go func() {
-		if err := server.ServeMetrics(ctx, a.opts.Log, a.opts.MetricsBindAddress, a.registry); err != nil {
-			a.opts.Log.Error(err, "metrics are not served")
-		}
-	}()
+	if a.metrics != nil {
+		go func() {
+			if err := a.metrics.serve(ctx, a.opts.Log.WithName("metrics")); err != nil {
+				a.opts.Log.Error(err, "metrics are not served")
+			}
+		}()
+	}
 	return a.server.Serve(ctx)
 }
 

@@ -98,6 +98,12 @@ func Run(ctx context.Context, cfg Config, ready func(addresses []string)) (err e
 	}()
 
 	cfg.Agent.Guard = g
+	if cfg.Agent.MetricsSecure && cfg.Agent.MetricsAuth == nil && cfg.Guard.Kubeconfig != "" {
+		// Scrapers' tokens are reviewed by the cluster the agent watches.
+		if cfg.Agent.MetricsAuth, err = restConfig(cfg.Guard.Kubeconfig); err != nil {
+			return &OptionError{Option: "Guard.Kubeconfig", Err: err}
+		}
+	}
 	cri, err := criPeer(cfg.Guard.CRIEndpoint, cfg.Guard.CRITimeout)
 	if err != nil {
 		return err
@@ -185,6 +191,15 @@ func criPeer(endpoint string, timeout time.Duration) (*identity.CRIResolver, err
 }
 
 func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// restConfig reads kubeconfig, a file or "in-cluster".
+func restConfig(kubeconfig string) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
 	if kubeconfig == "in-cluster" {
@@ -196,5 +211,5 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("%s: %w", kubeconfig, err)
 	}
 	rc.UserAgent = "pipeguard-agent"
-	return kubernetes.NewForConfig(rc)
+	return rc, nil
 }

@@ -5,14 +5,14 @@
 package sysinfo
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Machine describes where benchmarks ran.
@@ -72,51 +72,46 @@ const Self = "self"
 // Memory reads VmRSS and VmHWM (peak RSS) of process pid (Self: this one)
 // from /proc/<pid>/status; it returns zeros where there is no such file.
 func Memory(pid string) (rss, hwm int64) {
-	f, err := os.Open("/proc/" + pid + "/status")
+	p, err := proc(pid)
 	if err != nil {
 		return 0, 0
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		name, value, ok := strings.Cut(s.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		if name == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
+	s, err := p.NewStatus()
+	if err != nil {
+		return 0, 0
 	}
-	return rss, hwm
+	return int64(s.VmRSS), int64(s.VmHWM)
 }
 
 // CPUTime is the user and system CPU time of process pid (Self: this one)
 // so far, from /proc/<pid>/stat, or zero where there is no such file.
 func CPUTime(pid string) time.Duration {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	p, err := proc(pid)
 	if err != nil {
 		return 0
 	}
-	// Fields after the command name, which is in parentheses and may
-	// contain spaces: utime and stime are the 12th and 13th, in ticks of
-	// 1/100 s (USER_HZ).
-	_, rest, ok := bytes.Cut(b, []byte(") "))
-	f := strings.Fields(string(rest))
-	if !ok || len(f) < 13 {
+	s, err := p.Stat()
+	if err != nil {
 		return 0
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
+	// utime and stime are in ticks of 1/100 s (USER_HZ).
+	return time.Duration(s.UTime+s.STime) * 10 * time.Millisecond
+}
+
+// proc opens process pid (Self: this one) of /proc.
+func proc(pid string) (procfs.Proc, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return procfs.Proc{}, err
 	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	if pid == Self {
+		return fs.Self()
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return procfs.Proc{}, err
+	}
+	return fs.Proc(n)
 }
 
 // Filesystem is the type of the file system holding path (ext4, tmpfs…),

@@ -1,0 +1,194 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+)
+
+// The files MetricsCertDir may hold, as cert-manager and kubebuilder name them.
+const (
+	metricsCertFile = "tls.crt"
+	metricsKeyFile  = "tls.key"
+)
+
+// metricsShutdownTimeout bounds the end of a scrape in flight at shutdown.
+const metricsShutdownTimeout = 5 * time.Second
+
+// metricsEnabled reports whether addr asks for a metrics endpoint.
+func metricsEnabled(addr string) bool { return addr != "" && addr != "0" }
+
+// validateMetrics checks the metrics options New can check without
+// listening.
+func validateMetrics(o Options) error {
+	if !metricsEnabled(o.MetricsBindAddress) {
+		return nil
+	}
+	if o.MetricsSecure && o.MetricsAuth == nil {
+		return errors.New("secure metrics (MetricsSecure) need a connection to the API server (MetricsAuth), which reviews each scraper's token; " +
+			"give the agent a kubeconfig, or turn secure metrics off for local use only")
+	}
+	if !o.MetricsSecure && o.MetricsCertDir != "" {
+		return errors.New("MetricsCertDir is set but MetricsSecure is not: the certificate is used only with secure metrics")
+	}
+	return nil
+}
+
+// metricsEndpoint is the agent's /metrics: the listener, opened by Listen,
+// and the handler that Serve serves on it.
+type metricsEndpoint struct {
+	listener net.Listener
+	server   *http.Server
+	watcher  *certwatcher.CertWatcher
+	secure   bool
+}
+
+// listenMetrics opens the metrics endpoint of o, serving g. With
+// MetricsSecure it serves HTTPS and passes every request through
+// controller-runtime's authentication and authorization filter: the bearer
+// token must pass a TokenReview and its user a SubjectAccessReview for get
+// on the non-resource URL of the request (/metrics), as kubebuilder projects
+// serve their metrics.
+func listenMetrics(ctx context.Context, o Options, g prometheus.Gatherer) (*metricsEndpoint, error) {
+	log := o.Log.WithName("metrics")
+	var handler http.Handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+	e := &metricsEndpoint{secure: o.MetricsSecure}
+	var tlsConfig *tls.Config
+	if o.MetricsSecure {
+		httpClient, err := rest.HTTPClientFor(o.MetricsAuth)
+		if err != nil {
+			return nil, fmt.Errorf("secure metrics: the API server connection for token and access reviews: %w", err)
+		}
+		filter, err := filters.WithAuthenticationAndAuthorization(o.MetricsAuth, httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("secure metrics: building the authentication and authorization filter: %w", err)
+		}
+		if handler, err = filter(log, handler); err != nil {
+			return nil, fmt.Errorf("secure metrics: applying the authentication and authorization filter: %w", err)
+		}
+		if tlsConfig, e.watcher, err = metricsTLS(o.MetricsCertDir); err != nil {
+			return nil, err
+		}
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", o.MetricsBindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listening on %s: %w", o.MetricsBindAddress, err)
+	}
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", handler)
+	e.listener = l
+	// The server's own errors (TLS handshakes that fail, as a plain HTTP
+	// request or a port scan makes them) go to the agent's log, verbose.
+	e.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.New(logWriter{log}, "", 0)}
+	return e, nil
+}
+
+// metricsTLS returns the TLS configuration of the secure endpoint: the
+// certificate in certDir (tls.crt, tls.key), reloaded when it changes, or
+// a self-signed one made now when certDir is empty. HTTP/2 is off, as in
+// kubebuilder's scaffold, against its stream-reset attacks; a scrape needs
+// no more than HTTP/1.1.
+func metricsTLS(certDir string) (*tls.Config, *certwatcher.CertWatcher, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	if certDir != "" {
+		cert, key := filepath.Join(certDir, metricsCertFile), filepath.Join(certDir, metricsKeyFile)
+		for _, f := range []string{cert, key} {
+			if _, err := os.Stat(f); err != nil {
+				return nil, nil, fmt.Errorf("secure metrics: the metrics certificate directory %s must hold %s and %s: %w", certDir, metricsCertFile, metricsKeyFile, err)
+			}
+		}
+		w, err := certwatcher.New(cert, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("secure metrics: loading the certificate in %s: %w", certDir, err)
+		}
+		cfg.GetCertificate = w.GetCertificate
+		return cfg, w, nil
+	}
+	// A self-signed certificate encrypts the scrape, as kube-controller-manager's
+	// and controller-runtime's metrics endpoints do by default; the scraper
+	// is authenticated by its token, not the agent by its certificate.
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKeyWithFixtures("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil, "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("secure metrics: generating a self-signed certificate: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("secure metrics: loading the self-signed certificate: %w", err)
+	}
+	cfg.Certificates = []tls.Certificate{pair}
+	return cfg, nil, nil
+}
+
+// logWriter writes the lines of a standard library logger to log at V(1).
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.V(1).Info("metrics server", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// Addr is where the endpoint listens.
+func (e *metricsEndpoint) Addr() string { return e.listener.Addr().String() }
+
+// serve serves until ctx is done, then lets a scrape in flight finish.
+func (e *metricsEndpoint) serve(ctx context.Context, log logr.Logger) error {
+	if e.watcher != nil {
+		go func() {
+			if err := e.watcher.Start(ctx); err != nil {
+				log.Error(err, "the metrics certificate is no longer reloaded when it changes; restart the agent after replacing it")
+			}
+		}()
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), metricsShutdownTimeout)
+		defer cancel()
+		_ = e.server.Shutdown(sctx)
+	}()
+	scheme := "http"
+	if e.secure {
+		scheme = "https"
+	}
+	log.Info("serving metrics", "url", scheme+"://"+e.Addr()+"/metrics", "authenticated", e.secure)
+	if !e.secure && !loopback(e.Addr()) {
+		log.Info("WARNING: metrics are served in plain HTTP without authentication on a non-loopback address; anyone who reaches it can read them. Use --metrics-secure outside local runs")
+	}
+	err := e.server.Serve(e.listener)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-stopped
+		return nil
+	}
+	return fmt.Errorf("metrics: %w", err)
+}
+
+// loopback reports whether addr (host:port) is on a loopback address only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
