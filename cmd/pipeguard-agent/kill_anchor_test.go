@@ -2,27 +2,19 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
-	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
-	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -53,84 +45,8 @@ func TestKill9UnderLoadAnchored(t *testing.T) {
 		"--kubeconfig", kubeconfig, "--node-name", node, "--audit-anchor-interval", "50ms"}
 	cmd, exited, stderr := agentProcess(t, args...)
 
-	var (
-		mu        sync.Mutex
-		succeeded = map[string]string{} // audit ID -> method
-		failed    int
-		wg        sync.WaitGroup
-	)
-	enough := make(chan struct{})
-	var enoughOnce sync.Once
-	for w := range 8 {
-		wg.Go(func() {
-			conn, err := grpc.NewClient("unix://"+server.SocketPath(sockets, "filesystem", "v1"), grpc.WithTransportCredentials(insecure.NewCredentials()))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close()
-			fc := fsv1.NewFilesystemClient(conn)
-			for i := 0; ; i++ {
-				var md metadata.MD
-				var err error
-				method := "Mkdir"
-				if i%2 == 0 {
-					_, err = fc.Mkdir(context.Background(), &fsv1.MkdirRequest{Path: fmt.Sprintf("%s/pods/w%d/%d", kubelet, w, i)}, grpc.Header(&md))
-				} else {
-					method = "PathExists"
-					_, err = fc.PathExists(context.Background(), &fsv1.PathExistsRequest{Path: kubelet}, grpc.Header(&md))
-				}
-				mu.Lock()
-				if err != nil {
-					failed++
-				} else if ids := md.Get(guard.AuditIDHeader); len(ids) == 1 {
-					succeeded[ids[0]] = method
-				}
-				n, f := len(succeeded), failed
-				mu.Unlock()
-				if n >= 3000 {
-					enoughOnce.Do(func() { close(enough) })
-				}
-				if f > 0 {
-					return // the agent is gone
-				}
-			}
-		})
-	}
-	<-enough
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
-	wg.Wait()
-	if len(succeeded) == 0 {
-		t.Fatalf("no call succeeded\n%s", stderr.String())
-	}
-
-	files, err := audit.Files(auditPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stages := map[string]map[audit.Stage]int{}
-	for _, f := range files {
-		fh, _ := os.Open(f)
-		audit.Scan(fh, f, func(r audit.Record) error {
-			if r.Err == nil && !r.Event.IsCheckpoint() {
-				if stages[r.Event.AuditID] == nil {
-					stages[r.Event.AuditID] = map[audit.Stage]int{}
-				}
-				stages[r.Event.AuditID][r.Event.Stage]++
-			}
-			return nil
-		})
-		fh.Close()
-	}
-	for id, method := range succeeded {
-		s := stages[id]
-		if s[audit.StageResponseComplete] != 1 || method == "Mkdir" && s[audit.StageRequestReceived] != 1 {
-			t.Fatalf("%s %s succeeded but its records are %v", method, id, s)
-		}
-	}
+	succeeded, _ := killUnderLoad(t, cmd, exited, sockets, kubelet)
+	checkRecords(t, auditPath, succeeded)
 	rep := verifyAnchored(t, kubeconfig, node, auditPath)
 	if !rep.OK() {
 		t.Fatalf("anchored verify after kill -9: %v\n%s", rep.Problems, stderr.String())

@@ -79,7 +79,37 @@ func TestKill9UnderLoad(t *testing.T) {
 		"--audit-log-path", auditPath, "--audit-log-maxsize", "1"}
 	cmd, exited, stderr := agentProcess(t, args...)
 
-	const clients = 8
+	succeeded, failed := killUnderLoad(t, cmd, exited, sockets, kubelet)
+	files := checkRecords(t, auditPath, succeeded)
+	rep, err := audit.Verify(audit.Source{Paths: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("verify after kill -9: %v", rep.Problems)
+	}
+	t.Logf("kill -9 after %d successful calls (%d files, %d records, %d calls failed as the agent died); notices: %v",
+		len(succeeded), len(rep.Files), rep.Records, failed, rep.Notices)
+
+	// A restarted agent continues the chain.
+	cmd, exited, stderr = agentProcess(t, args...)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-exited; err != nil {
+		t.Fatalf("restarted agent: %v\n%s", err, stderr.String())
+	}
+	files, _ = audit.Files(auditPath)
+	rep, _ = audit.Verify(audit.Source{Paths: files})
+	if !rep.OK() {
+		t.Fatalf("verify after restart: %v", rep.Problems)
+	}
+}
+
+// killUnderLoad runs 8 clients that alternate Mkdir and PathExists against
+// the agent, kills it with SIGKILL once 3000 calls have succeeded, and
+// returns the audit ID and method of every call a client saw succeed and
+// the number of calls that failed as the agent died.
+func killUnderLoad(t *testing.T, cmd *exec.Cmd, exited <-chan error, sockets, kubelet string) (map[string]string, int) {
+	t.Helper()
 	var (
 		mu        sync.Mutex
 		succeeded = map[string]string{} // audit ID -> method
@@ -88,7 +118,7 @@ func TestKill9UnderLoad(t *testing.T) {
 	)
 	enough := make(chan struct{})
 	var enoughOnce sync.Once
-	for w := range clients {
+	for w := range 8 {
 		wg.Go(func() {
 			conn, err := grpc.NewClient("unix://"+server.SocketPath(sockets, "filesystem", "v1"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
@@ -124,20 +154,37 @@ func TestKill9UnderLoad(t *testing.T) {
 			}
 		})
 	}
-	<-enough
+	select {
+	case <-enough:
+	case err := <-exited:
+		t.Fatalf("the agent exited under load: %v", err)
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-exited
 	wg.Wait()
+	if len(succeeded) == 0 {
+		t.Fatal("no call succeeded")
+	}
+	return succeeded, failed
+}
 
+// checkRecords checks that every call in succeeded (audit ID -> method)
+// has exactly one completed record in the log at auditPath, and a mutating
+// call also its write-ahead record; it returns the log's files.
+func checkRecords(t *testing.T, auditPath string, succeeded map[string]string) []string {
+	t.Helper()
 	files, err := audit.Files(auditPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stages := map[string]map[audit.Stage]int{}
 	for _, f := range files {
-		fh, _ := os.Open(f)
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
 		audit.Scan(fh, f, func(r audit.Record) error {
 			if r.Err == nil && !r.Event.IsCheckpoint() {
 				if stages[r.Event.AuditID] == nil {
@@ -155,25 +202,5 @@ func TestKill9UnderLoad(t *testing.T) {
 			t.Fatalf("%s %s succeeded but its records are %v", method, id, s)
 		}
 	}
-	rep, err := audit.Verify(audit.Source{Paths: files})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() {
-		t.Fatalf("verify after kill -9: %v", rep.Problems)
-	}
-	t.Logf("kill -9 after %d successful calls (%d files, %d records, %d calls failed as the agent died); notices: %v",
-		len(succeeded), len(rep.Files), rep.Records, failed, rep.Notices)
-
-	// A restarted agent continues the chain.
-	cmd, exited, stderr = agentProcess(t, args...)
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-exited; err != nil {
-		t.Fatalf("restarted agent: %v\n%s", err, stderr.String())
-	}
-	files, _ = audit.Files(auditPath)
-	rep, _ = audit.Verify(audit.Source{Paths: files})
-	if !rep.OK() {
-		t.Fatalf("verify after restart: %v", rep.Problems)
-	}
+	return files
 }
