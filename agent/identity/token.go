@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 )
 
 // Extra keys the API server sets on bound ServiceAccount tokens.
@@ -50,16 +50,23 @@ type TokenOptions struct {
 // TokenVerifier verifies projected ServiceAccount tokens with TokenReview
 // and checks them against the caller's peer identity.
 type TokenVerifier struct {
-	o     TokenOptions
-	mu    sync.Mutex
-	cache map[[32]byte]cached
+	o TokenOptions
+	// cache holds the answers of the last maxCachedTokens tokens, by their
+	// SHA-256, each for CacheTTL: apimachinery's LRUExpireCache, whose
+	// clock is TokenOptions.Now.
+	cache *cache.LRUExpireCache
 }
 
 type cached struct {
-	id      *TokenIdentity
-	err     error
-	expires time.Time
+	id  *TokenIdentity
+	err error
 }
+
+// nowClock is the clock LRUExpireCache reads: TokenOptions.Now.
+type nowClock func() time.Time
+
+func (c nowClock) Now() time.Time                  { return c() }
+func (c nowClock) Since(t time.Time) time.Duration { return c().Sub(t) }
 
 // TokenIdentity is what a verified token says.
 type TokenIdentity struct {
@@ -97,7 +104,7 @@ func NewTokenVerifier(o TokenOptions) (*TokenVerifier, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &TokenVerifier{o: o, cache: map[[32]byte]cached{}}, nil
+	return &TokenVerifier{o: o, cache: cache.NewLRUExpireCacheWithClock(maxCachedTokens, nowClock(o.Now))}, nil
 }
 
 // Review asks the API server about a token, or reuses a recent answer. A
@@ -105,29 +112,17 @@ func NewTokenVerifier(o TokenOptions) (*TokenVerifier, error) {
 // answer was obtained.
 func (v *TokenVerifier) Review(ctx context.Context, token string) (*TokenIdentity, error) {
 	key := sha256.Sum256([]byte(token))
-	now := v.o.Now()
-	v.mu.Lock()
-	if c, ok := v.cache[key]; ok && now.Before(c.expires) {
-		v.mu.Unlock()
+	if c, ok := v.cache.Get(key); ok {
+		c := c.(cached)
 		return c.id, c.err
 	}
-	v.mu.Unlock()
 
 	tr, err := v.o.Reviewer.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{v.o.Audience}}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("TokenReview failed: %w", err)
 	}
 	id, rerr := identityOf(tr, v.o.Audience)
-	v.mu.Lock()
-	if len(v.cache) >= maxCachedTokens {
-		for k, c := range v.cache {
-			if !now.Before(c.expires) || len(v.cache) >= maxCachedTokens {
-				delete(v.cache, k)
-			}
-		}
-	}
-	v.cache[key] = cached{id: id, err: rerr, expires: now.Add(v.o.CacheTTL)}
-	v.mu.Unlock()
+	v.cache.Add(key, cached{id: id, err: rerr}, v.o.CacheTTL)
 	return id, rerr
 }
 
