@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"k8s.io/utils/lru"
 
 	shipped "github.com/pipeguard/pipeguard/rego"
 )
@@ -52,6 +53,9 @@ type generation struct {
 	// produce a denial (the shipped rules alone): requests are then allowed
 	// without evaluating.
 	neverDenies bool
+	// cache remembers this generation's decisions by input (cacheKey); nil
+	// when a rule calls a nondeterministic builtin.
+	cache *lru.Cache
 }
 
 // Decision is the outcome for one request.
@@ -96,11 +100,11 @@ func (e *Engine) Reload(ctx context.Context) (bool, error) {
 	if cur := e.current.Load(); cur != nil && cur.fingerprint == fp {
 		return false, nil
 	}
-	pq, never, err := compile(ctx, files)
+	pq, never, modules, err := compile(ctx, files)
 	if err != nil {
 		return false, err
 	}
-	gen := &generation{number: e.number.Add(1), fingerprint: fp, query: pq, neverDenies: never}
+	gen := &generation{number: e.number.Add(1), fingerprint: fp, query: pq, neverDenies: never, cache: newDecisionCache(modules)}
 	for _, f := range files {
 		gen.files = append(gen.files, f.Name)
 	}
@@ -147,8 +151,9 @@ func readDir(dir string) ([]shipped.File, [32]byte, error) {
 
 // compile parses the admin files, checks their packages, and prepares the
 // decision query over them and the shipped rules. never reports that
-// partial evaluation, with the whole input unknown, found no way to deny.
-func compile(ctx context.Context, files []shipped.File) (pq rego.PreparedEvalQuery, never bool, err error) {
+// partial evaluation, with the whole input unknown, found no way to deny;
+// modules are the parsed shipped and admin modules.
+func compile(ctx context.Context, files []shipped.File) (pq rego.PreparedEvalQuery, never bool, modules []*ast.Module, err error) {
 	opts := []func(*rego.Rego){
 		rego.Query(decisionQuery),
 		rego.SetRegoVersion(ast.RegoV1),
@@ -156,28 +161,34 @@ func compile(ctx context.Context, files []shipped.File) (pq rego.PreparedEvalQue
 		rego.StrictBuiltinErrors(true),
 	}
 	for _, f := range shipped.Agent() {
-		opts = append(opts, rego.Module(f.Name, f.Source))
+		m, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return pq, false, nil, fmt.Errorf("shipped agent rules %s do not parse: %w", f.Name, err)
+		}
+		modules = append(modules, m)
+		opts = append(opts, rego.ParsedModule(m))
 	}
 	for _, f := range files {
 		m, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
-			return pq, false, fmt.Errorf("agent policy does not parse: %w", err)
+			return pq, false, nil, fmt.Errorf("agent policy does not parse: %w", err)
 		}
 		if err := shipped.CheckAdminPackage(f.Name, m, adminRoot, ident(f.Name)); err != nil {
-			return pq, false, err
+			return pq, false, nil, err
 		}
+		modules = append(modules, m)
 		opts = append(opts, rego.ParsedModule(m))
 	}
 	pq, err = rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
-		return pq, false, fmt.Errorf("agent policy does not compile: %w", err)
+		return pq, false, nil, fmt.Errorf("agent policy does not compile: %w", err)
 	}
 	opts[0] = rego.Query("data.pipeguard.agent.deny[_]")
 	partial, err := rego.New(append(opts, rego.Unknowns([]string{"input"}))...).Partial(ctx)
 	if err != nil {
-		return pq, false, fmt.Errorf("agent policy: partial evaluation: %w", err)
+		return pq, false, nil, fmt.Errorf("agent policy: partial evaluation: %w", err)
 	}
-	return pq, len(partial.Queries) == 0, nil
+	return pq, len(partial.Queries) == 0, modules, nil
 }
 
 // NeverDenies reports whether the policies in force can deny at all.
@@ -193,13 +204,32 @@ func ident(file string) string {
 	}, strings.ToLower(base))
 }
 
-// Decide evaluates the policies in force on in. An error means no decision
+// Decide evaluates the policies in force on in, or returns the decision
+// the same generation made on an equal input. An error means no decision
 // was made: callers must deny.
 func (e *Engine) Decide(ctx context.Context, in *Input) (Decision, error) {
 	gen := e.current.Load()
 	if gen.neverDenies {
 		return Decision{Allowed: true, Generation: gen.number}, nil
 	}
+	var key string
+	cacheable := false
+	if gen.cache != nil {
+		if key, cacheable = in.cacheKey(); cacheable {
+			if d, ok := gen.cache.Get(key); ok {
+				return d.(Decision), nil
+			}
+		}
+	}
+	d, err := gen.decide(ctx, in)
+	if err == nil && cacheable {
+		gen.cache.Add(key, d)
+	}
+	return d, err
+}
+
+// decide evaluates the generation's rules on in.
+func (gen *generation) decide(ctx context.Context, in *Input) (Decision, error) {
 	rs, err := gen.query.Eval(ctx, rego.EvalParsedInput(in.value()))
 	if err != nil {
 		return Decision{Generation: gen.number}, fmt.Errorf("evaluating agent policy generation %d: %w", gen.number, err)
