@@ -12,9 +12,15 @@
 // CheckpointEvery records. A durable Append returns only after the record is
 // fsynced; concurrent durable appends share one fsync (group commit): those
 // that arrive while one runs wait for the next, and every waiter is woken
-// when an fsync ends. Records are encoded by hand, byte for byte as
-// encoding/json would write the Event, to keep reflection off the request
-// path.
+// when an fsync ends. Concurrent appends share their write(2) too (group
+// write): whoever holds the log's lock writes every queued record, in
+// order, with one write, and a write that fails fails every append it
+// held, leaving none of their records in the file or the chain. Records
+// are encoded by hand, byte for byte as encoding/json would write the
+// Event, to keep reflection off the request path; a caller's user block,
+// the same on every request of a connection, can be encoded once
+// (EncodeUser, Event.SetUser). Audit IDs come from IDs: UUID-shaped,
+// unique, and drawn from crypto/rand only once per Log.
 //
 // Reading (Files, Scan, Verify, Query, Summarize, Follow): the log file and
 // its rotated siblings beside it, a directory of them, or a stream of JSON

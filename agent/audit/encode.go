@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -14,6 +16,19 @@ import (
 // Records have a fixed shape, so writing them directly avoids reflection;
 // only the request body, at Request level, goes through encoding/json.
 func appendEvent(b []byte, ev *Event) ([]byte, error) {
+	return appendRecord(b, ev, nil)
+}
+
+// chainLink is a record's chain fields, written as its AnnotationSeq and
+// AnnotationPrevHash without being added to its Annotations.
+type chainLink struct {
+	seq  uint64
+	prev Hash
+}
+
+// appendRecord is appendEvent for the event with the annotations of ch
+// (when not nil) set, in place of any the event has under their keys.
+func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
 	b = append(b, `{"kind":`...)
 	b = appendString(b, ev.Kind)
 	b = append(b, `,"apiVersion":`...)
@@ -29,7 +44,11 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	b = append(b, `,"verb":`...)
 	b = appendString(b, ev.Verb)
 	b = append(b, `,"user":`...)
-	b = appendUser(b, &ev.User)
+	if u := ev.user; u != nil && u.describes(&ev.User) {
+		b = append(b, u.json...)
+	} else {
+		b = appendUser(b, &ev.User)
+	}
 	if ev.UserAgent != "" {
 		b = append(b, `,"userAgent":`...)
 		b = appendString(b, ev.UserAgent)
@@ -67,11 +86,45 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	b = ev.RequestReceivedTimestamp.appendJSON(b)
 	b = append(b, `,"stageTimestamp":`...)
 	b = ev.StageTimestamp.appendJSON(b)
-	if len(ev.Annotations) > 0 {
+	if ch != nil {
+		b = append(b, `,"annotations":`...)
+		b = appendAnnotations(b, ev.Annotations, ch)
+	} else if len(ev.Annotations) > 0 {
 		b = append(b, `,"annotations":`...)
 		b = appendMap(b, ev.Annotations, appendString)
 	}
 	return append(b, '}'), nil
+}
+
+// appendAnnotations writes m with the chain fields of ch among them, keys
+// sorted, as appendMap writes m with those two keys set.
+func appendAnnotations(b []byte, m map[string]string, ch *chainLink) []byte {
+	var buf [16]string
+	keys := append(buf[:0], AnnotationSeq, AnnotationPrevHash)
+	for k := range m {
+		if k != AnnotationSeq && k != AnnotationPrevHash {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':', '"')
+		switch k {
+		case AnnotationSeq:
+			b = strconv.AppendUint(b, ch.seq, 10)
+		case AnnotationPrevHash:
+			b = hex.AppendEncode(b, ch.prev[:])
+		default:
+			b = appendStringBody(b, m[k])
+		}
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 func appendUser(b []byte, u *UserInfo) []byte {
@@ -90,6 +143,21 @@ func appendUser(b []byte, u *UserInfo) []byte {
 		b = appendMap(b, u.Extra, appendStrings)
 	}
 	return append(b, '}')
+}
+
+// sameSlice reports whether a and b are the same slice: same length and,
+// unless empty, same first element; nil and empty differ, as they encode
+// differently.
+func sameSlice(a, b []string) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0]
+}
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap(a, b map[string][]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // appendStrings writes a list; nil is null, as encoding/json writes it.
@@ -175,6 +243,12 @@ var safeASCII = func() (t [256]bool) {
 // HTML escaping on.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	b = appendStringBody(b, s)
+	return append(b, '"')
+}
+
+// appendStringBody writes s escaped as appendString does, without quotes.
+func appendStringBody(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		for i < len(s) && safeASCII[s[i]] {
@@ -225,6 +299,5 @@ func appendString(b []byte, s string) []byte {
 		}
 		i += size
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }

@@ -3,7 +3,9 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +175,76 @@ func TestMicroTimeMatchesLayout(t *testing.T) {
 	}
 	if got := (MicroTime{}).appendJSON(nil); string(got) != "null" {
 		t.Errorf("zero time: got %s, want null", got)
+	}
+}
+
+// TestEncodedUserMatchesJSON writes the tricky events with their user
+// encoded beforehand (Event.SetUser): the bytes are still those of
+// encoding/json, and an event whose User was assigned after SetUser is
+// written with the new User, never the stale block.
+func TestEncodedUserMatchesJSON(t *testing.T) {
+	for i, ev := range trickyEvents() {
+		u := EncodeUser(ev.User)
+		if want, _ := json.Marshal(ev.User); !bytes.Equal(u.json, want) {
+			t.Errorf("event %d: user block\n got %s\nwant %s", i, u.json, want)
+		}
+		ev.SetUser(u)
+		want, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := appendEvent(nil, ev); !bytes.Equal(got, want) {
+			t.Errorf("event %d with its user encoded beforehand:\n got %s\nwant %s", i, got, want)
+		}
+		// Replace the user in every way a field can change.
+		for j, nu := range []UserInfo{
+			{Username: "someone else", UID: ev.User.UID, Groups: ev.User.Groups, Extra: ev.User.Extra},
+			{Username: ev.User.Username, UID: "other uid", Groups: ev.User.Groups, Extra: ev.User.Extra},
+			{Username: ev.User.Username, UID: ev.User.UID, Groups: append([]string(nil), ev.User.Groups...), Extra: ev.User.Extra},
+			{Username: ev.User.Username, UID: ev.User.UID, Groups: ev.User.Groups, Extra: map[string][]string{ExtraPodName: {"p"}}},
+			{Username: ev.User.Username, UID: ev.User.UID, Groups: ev.User.Groups},
+			{},
+		} {
+			ev.SetUser(u)
+			ev.User = nu
+			want, _ := json.Marshal(ev)
+			if got, _ := appendEvent(nil, ev); !bytes.Equal(got, want) {
+				t.Errorf("event %d, user replaced (%d) after SetUser:\n got %s\nwant %s", i, j, got, want)
+			}
+		}
+	}
+}
+
+// TestAppendRecordChainMatchesJSON checks the chain annotations written
+// beside an event's own: the bytes are those encoding/json writes once the
+// two annotations are set in the map, whatever the map held under their
+// keys, and the event's map is left as it was.
+func TestAppendRecordChainMatchesJSON(t *testing.T) {
+	prev := Link(Genesis(), []byte("previous record"))
+	for i, ev := range trickyEvents() {
+		for _, seq := range []uint64{1, 7, math.MaxUint64} {
+			before := maps.Clone(ev.Annotations)
+			got, err := appendRecord(nil, ev, &chainLink{seq: seq, prev: prev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(ev.Annotations, before) || (ev.Annotations == nil) != (before == nil) {
+				t.Fatalf("event %d: annotations changed to %v", i, ev.Annotations)
+			}
+			withChain := *ev
+			withChain.Annotations = maps.Clone(ev.Annotations)
+			if withChain.Annotations == nil {
+				withChain.Annotations = map[string]string{}
+			}
+			withChain.Annotations[AnnotationSeq] = strconv.FormatUint(seq, 10)
+			withChain.Annotations[AnnotationPrevHash] = prev.String()
+			want, err := json.Marshal(&withChain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("event %d seq %d:\n got %s\nwant %s", i, seq, got, want)
+			}
+		}
 	}
 }

@@ -105,6 +105,48 @@ type Event struct {
 	RequestReceivedTimestamp MicroTime         `json:"requestReceivedTimestamp"`
 	StageTimestamp           MicroTime         `json:"stageTimestamp"`
 	Annotations              map[string]string `json:"annotations,omitempty"`
+
+	// user, when set by SetUser and still describing User, is written in
+	// place of encoding User.
+	user *EncodedUser
+}
+
+// SetUser sets User to u's UserInfo, whose encoding u already holds: the
+// record is written with those bytes rather than by encoding User again.
+// Assigning User afterwards makes the record encode User as usual. A nil u
+// sets the empty UserInfo.
+func (e *Event) SetUser(u *EncodedUser) {
+	if u == nil {
+		e.User, e.user = UserInfo{}, nil
+		return
+	}
+	e.User, e.user = u.info, u
+}
+
+// EncodedUser is a UserInfo with its JSON encoding, made once for a caller
+// whose records are many (the user block of every request on one
+// connection). Neither it nor the UserInfo it was made from may change
+// once made.
+type EncodedUser struct {
+	info UserInfo
+	json []byte
+}
+
+// EncodeUser encodes u, exactly as encoding/json writes it.
+func EncodeUser(u UserInfo) *EncodedUser {
+	return &EncodedUser{info: u, json: appendUser(nil, &u)}
+}
+
+// Info returns the UserInfo.
+func (u *EncodedUser) Info() UserInfo { return u.info }
+
+// describes reports whether u is what u was encoded from: the same
+// username and UID, and the very same groups list and extra map, which
+// are never changed once encoded.
+func (u *EncodedUser) describes(v *UserInfo) bool {
+	w := &u.info
+	return v.Username == w.Username && v.UID == w.UID &&
+		sameSlice(v.Groups, w.Groups) && sameMap(v.Extra, w.Extra)
 }
 
 // UserInfo is authentication.k8s.io/v1 UserInfo.

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/google/uuid"
 )
 
 // renameAside renames the current file to a free backup name.
@@ -23,18 +21,24 @@ func (l *Log) renameAside() (string, error) {
 
 // checkpoint writes a checkpoint record. l.mu is held.
 func (l *Log) checkpoint(annotations map[string]string) (uint64, error) {
+	return l.appendLocked(l.checkpointEvent(annotations))
+}
+
+// checkpointEvent is a checkpoint record, and restarts the count of records
+// to the next periodic checkpoint. l.mu is held.
+func (l *Log) checkpointEvent(annotations map[string]string) *Event {
 	now := l.o.Now()
 	annotations[AnnotationRecord] = RecordCheckpoint
 	ev := &Event{
 		Kind: Kind, APIVersion: APIVersion, Level: LevelMetadata,
-		AuditID: uuid.NewString(), Stage: StageResponseComplete,
+		AuditID: l.ids.New(), Stage: StageResponseComplete,
 		RequestURI: "pipeguard:checkpoint", Verb: "checkpoint",
 		User:                     UserInfo{Username: "system:pipeguard-agent"},
 		RequestReceivedTimestamp: MicroTime{now}, StageTimestamp: MicroTime{now},
 		Annotations: annotations,
 	}
 	l.sinceCP = 0
-	return l.appendLocked(ev)
+	return ev
 }
 
 // rotate syncs and renames the current file, opens a new one, writes a

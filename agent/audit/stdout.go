@@ -38,7 +38,11 @@ func openStdout(o Options) (*Log, error) {
 	if o.CheckpointEvery <= 0 {
 		o.CheckpointEvery = DefaultCheckpointEvery
 	}
-	l := &Log{o: o, prev: Genesis()}
+	ids, err := NewIDs()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{o: o, prev: Genesis(), ids: ids}
 	l.syncDone = sync.NewCond(&l.syncMu)
 	if err := l.openCurrent(); err != nil {
 		return nil, err

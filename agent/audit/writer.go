@@ -80,14 +80,25 @@ type Log struct {
 	// prunedThrough is the last sequence number of the files removed so
 	// far, when every record from 1 to it was removed by pruning.
 	prunedThrough uint64
-	broken        error  // set when a failed write could not be undone
-	buf           []byte // the line being written; reused
+	broken        error // set when a failed write could not be undone
 	closed        bool
-	syncMu        sync.Mutex
-	syncDone      *sync.Cond // on syncMu, broadcast when an fsync ends
-	syncing       bool       // an fsync is running; syncMu is held to read it
-	synced        atomic.Uint64
-	syncErrs      atomic.Uint64
+	// Records staged for the next write: their lines in wbuf, and the
+	// chain as it will be once they are written (stSeq, stPrev). Nothing
+	// stays staged once l.mu is released.
+	wbuf   []byte
+	staged []staged
+	stSeq  uint64
+	stPrev Hash
+	// Appends waiting to be written, in arrival order (qmu); spare is the
+	// last batch's slice, kept for the next one (l.mu).
+	qmu          sync.Mutex
+	queue, spare []*pending
+	syncMu       sync.Mutex
+	syncDone     *sync.Cond // on syncMu, broadcast when an fsync ends
+	syncing      bool       // an fsync is running; syncMu is held to read it
+	synced       atomic.Uint64
+	syncErrs     atomic.Uint64
+	ids          *IDs
 }
 
 func openAppend(path string) (File, error) {
@@ -124,7 +135,11 @@ func Open(o Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o750); err != nil {
 		return nil, fmt.Errorf("creating the audit log directory: %w", err)
 	}
-	l := &Log{o: o, prev: Genesis()}
+	ids, err := NewIDs()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{o: o, prev: Genesis(), ids: ids}
 	l.syncDone = sync.NewCond(&l.syncMu)
 	start := map[string]string{AnnotationCheckpoint: "start"}
 
@@ -171,6 +186,7 @@ func Open(o Options) (*Log, error) {
 		}
 	}
 	l.synced.Store(l.seq)
+	l.stSeq, l.stPrev = l.seq, l.prev
 	if o.MaxBackups > 0 {
 		l.prunedThrough = findPrunedThrough(o.Path)
 	}
@@ -202,6 +218,10 @@ func (l *Log) openCurrent() error {
 	return nil
 }
 
+// NewAuditID returns a new audit ID, unique among the IDs of every Log
+// (see IDs).
+func (l *Log) NewAuditID() string { return l.ids.New() }
+
 // Seq returns the sequence number of the last record written.
 func (l *Log) Seq() uint64 {
 	l.mu.Lock()
@@ -211,92 +231,194 @@ func (l *Log) Seq() uint64 {
 
 // Append writes ev as the next record. With durable, it returns only once
 // the record is fsynced. On error nothing was added to the chain.
+//
+// Concurrent appends are written together (group write): each queues its
+// record, and whoever holds the log's lock writes every queued record, in
+// queue order, with one write(2); the others find their record written
+// (or the write's error) when they get the lock.
 func (l *Log) Append(ev *Event, durable bool) error {
+	r := &pending{ev: ev}
+	l.qmu.Lock()
+	l.queue = append(l.queue, r)
+	l.qmu.Unlock()
 	l.mu.Lock()
-	seq, err := l.appendLocked(ev)
-	if err == nil {
-		l.sinceCP++
-		if l.sinceCP >= l.o.CheckpointEvery {
-			_, err = l.checkpoint(map[string]string{AnnotationCheckpoint: "periodic"})
-		}
+	if !r.done {
+		l.writeQueued()
 	}
 	l.mu.Unlock()
-	if err != nil {
-		return err
+	if r.err != nil {
+		return r.err
 	}
 	if durable {
-		return l.syncTo(seq)
+		return l.syncTo(r.seq)
 	}
 	return nil
 }
 
-// appendLocked assigns the chain fields, rotates when due and writes one
-// line. l.mu is held.
+// pending is a record on its way to the file.
+type pending struct {
+	ev   *Event
+	seq  uint64 // set once staged
+	err  error
+	done bool // written or failed; l.mu is held to read it
+}
+
+// writeQueued stages every queued record, a periodic checkpoint after
+// every CheckpointEvery of them, and writes them. A record that cannot be
+// staged fails alone; a failed write fails every record it held. l.mu is
+// held.
+func (l *Log) writeQueued() {
+	l.qmu.Lock()
+	batch := l.queue
+	l.queue = l.spare[:0]
+	l.qmu.Unlock()
+	for _, r := range batch {
+		if err := l.stage(r); err != nil {
+			r.err = err
+			continue
+		}
+		l.sinceCP++
+		if l.sinceCP >= l.o.CheckpointEvery {
+			if err := l.stage(&pending{ev: l.checkpointEvent(map[string]string{AnnotationCheckpoint: "periodic"})}); err != nil {
+				r.err = err
+			}
+		}
+	}
+	_ = l.flush() // its error is in every record it failed
+	for _, r := range batch {
+		r.done = true
+	}
+	clear(batch)
+	l.spare = batch[:0]
+}
+
+// appendLocked writes one record at once and returns its sequence number.
+// l.mu is held and nothing is staged.
 func (l *Log) appendLocked(ev *Event) (uint64, error) {
-	if l.broken != nil {
-		return 0, l.broken
-	}
-	if l.closed {
-		return 0, errors.New("audit log is closed")
-	}
-	line, err := l.encode(ev, l.seq+1, l.prev)
-	if err != nil {
+	r := &pending{ev: ev}
+	if err := l.stage(r); err != nil {
 		return 0, err
 	}
-	if l.o.MaxSize > 0 && l.size > 0 && l.size+int64(len(line)) > l.o.MaxSize {
-		if err := l.rotate(); err != nil {
-			return 0, err
+	if err := l.flush(); err != nil {
+		return 0, err
+	}
+	return r.seq, nil
+}
+
+// staged is a record encoded into l.wbuf, not yet written.
+type staged struct {
+	r   *pending
+	end int // where its line ends in l.wbuf
+}
+
+// stage assigns the chain fields of r's record after the records staged
+// so far and encodes it into the write buffer. When the record would take
+// the file past MaxSize, the staged records are written and the file is
+// rotated first. l.mu is held.
+func (l *Log) stage(r *pending) error {
+	if l.broken != nil {
+		return l.broken
+	}
+	if l.closed {
+		return errors.New("audit log is closed")
+	}
+	start := len(l.wbuf)
+	line, err := l.encode(r.ev, l.stSeq+1, l.stPrev)
+	if err != nil {
+		return err
+	}
+	if l.o.MaxSize > 0 && l.size+int64(start) > 0 && l.size+int64(start+len(line)) > l.o.MaxSize {
+		l.wbuf = l.wbuf[:start]
+		if err := l.flush(); err != nil {
+			return err
 		}
-		if line, err = l.encode(ev, l.seq+1, l.prev); err != nil {
-			return 0, err
+		if err := l.rotate(); err != nil {
+			return err
+		}
+		if line, err = l.encode(r.ev, l.stSeq+1, l.stPrev); err != nil {
+			return err
 		}
 	}
-	n, err := l.f.Write(line)
+	l.stSeq++
+	l.stPrev = Link(l.stPrev, line[:len(line)-1])
+	r.seq = l.stSeq
+	l.staged = append(l.staged, staged{r: r, end: len(l.wbuf)})
+	return nil
+}
+
+// flush writes the staged records with one write and adds them to the
+// chain. On error none is added, the file keeps only whole records, and
+// every staged record gets the error. l.mu is held.
+func (l *Log) flush() error {
+	if len(l.staged) == 0 {
+		return nil
+	}
+	buf := l.wbuf
+	n, err := l.f.Write(buf)
 	if err != nil {
 		if n > 0 {
-			// Undo the partial line so the file keeps only whole records.
+			// Undo the partial lines so the file keeps only whole records.
 			if terr := l.f.Truncate(l.size); terr != nil {
 				l.broken = fmt.Errorf("audit log %s holds a partial record that could not be removed (%w); restart the agent to rotate it away", l.o.Path, terr)
 			}
 		}
-		return 0, fmt.Errorf("writing audit record to %s: %w", l.o.Path, err)
+		err = fmt.Errorf("writing audit record to %s: %w", l.o.Path, err)
+		for _, s := range l.staged {
+			s.r.err = err
+		}
+		l.stSeq, l.stPrev = l.seq, l.prev
+		l.resetStaged()
+		return err
 	}
 	l.size += int64(n)
-	l.seq++
-	l.prev = Link(l.prev, line[:len(line)-1])
-	if l.o.OnRecord != nil {
-		l.o.OnRecord(l.seq, line)
+	from := 0
+	for _, s := range l.staged {
+		l.seq++
+		if l.o.OnRecord != nil {
+			l.o.OnRecord(l.seq, buf[from:s.end])
+		}
+		from = s.end
 	}
-	return l.seq, nil
+	l.prev = l.stPrev
+	l.resetStaged()
+	return nil
 }
 
-// maxKeptBuffer bounds the encoding buffer kept between records, so that
-// one large Request-level record does not pin its memory.
+// maxKeptBuffer bounds the write buffer kept between writes, so that one
+// large Request-level record or batch does not pin its memory.
 const maxKeptBuffer = 64 << 10
 
-// encode sets the chain annotations and encodes one line, newline included.
-// The line lives in l.buf until the next encode; l.mu is held.
+func (l *Log) resetStaged() {
+	clear(l.staged)
+	l.staged = l.staged[:0]
+	if cap(l.wbuf) > maxKeptBuffer {
+		l.wbuf = nil
+	}
+	l.wbuf = l.wbuf[:0]
+}
+
+// encode appends one line, newline included, to the write buffer and
+// returns it, with the chain annotations of seq and prev (which are not
+// added to ev.Annotations). On error the buffer is left as it was. l.mu
+// is held.
 func (l *Log) encode(ev *Event, seq uint64, prev Hash) ([]byte, error) {
-	if ev.Annotations == nil {
-		ev.Annotations = map[string]string{}
-	}
-	ev.Annotations[AnnotationSeq] = strconv.FormatUint(seq, 10)
-	ev.Annotations[AnnotationPrevHash] = prev.String()
-	if cap(l.buf) > maxKeptBuffer {
-		l.buf = nil
-	}
-	b, err := appendEvent(l.buf[:0], ev)
+	start := len(l.wbuf)
+	b, err := appendRecord(l.wbuf, ev, &chainLink{seq: seq, prev: prev})
 	if err != nil {
+		l.wbuf = b[:start]
 		return nil, fmt.Errorf("encoding audit record: %w", err)
 	}
-	l.buf = b
-	if len(b) >= MaxRecordBytes && ev.RequestObject != nil {
+	if len(b)-start >= MaxRecordBytes && ev.RequestObject != nil {
+		l.wbuf = b[:start]
 		ev.RequestObject = nil
+		if ev.Annotations == nil {
+			ev.Annotations = map[string]string{}
+		}
 		ev.Annotations[AnnotationTruncated] = "request body over " + strconv.Itoa(MaxRecordBytes) + " bytes left out"
 		return l.encode(ev, seq, prev)
 	}
-	l.buf = append(b, '\n')
-	return l.buf, nil
+	l.wbuf = append(b, '\n')
+	return l.wbuf[start:], nil
 }
 
 // Close writes a stop checkpoint, syncs and closes the file.

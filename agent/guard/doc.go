@@ -18,4 +18,12 @@
 // with the rule and reason, and it is counted as denied by that rule, just
 // like a request the guard refused. A host operation that ran and failed is
 // recorded as allowed, with its gRPC code.
+//
+// What a call costs beyond its handler is kept small: the record's user
+// block is encoded once per connection, and again only when the caller's
+// details change (a pod found, a token verified); the request is rendered
+// in full only when the gate's policies can deny or the audit level is
+// Request, and otherwise only its path and name fields are read; audit
+// IDs take no system randomness per call (audit.IDs); and the records of
+// concurrent calls share their write (audit.Log.Append).
 package guard

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -79,6 +78,8 @@ type Guard struct {
 	auditFailures *prometheus.CounterVec
 	decisions     *prometheus.CounterVec
 	allowed       sync.Map // API group → its allow counter
+	users         *userCache
+	calls         sync.Pool // of *call, reused with their annotations map
 }
 
 // countAllowed counts an allow decision of an API group.
@@ -111,7 +112,7 @@ func New(o Options) (*Guard, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	g := &Guard{o: o,
+	g := &Guard{o: o, users: newUserCache(), calls: sync.Pool{New: func() any { return new(call) }},
 		auditFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "pipeguard", Subsystem: "agent", Name: "audit_write_failures_total",
 			Help: "Audit records that could not be written, by what happened to the request: denied, allowed (under --audit-failure=allow), or completed (a completion record lost after the host operation ran).",
@@ -138,19 +139,30 @@ type call struct {
 	fields   *methods.Method // the method's path and object fields
 	full     string
 	caller   *identity.Caller
-	req      map[string]any
+	conn     *identity.Caller // the connection's caller; nil when it has none
+	req      request
 	token    string // annotation
 	agent    string // user agent
 	received time.Time
 	auditID  string
-	// user is the record's user, built with the first record: by then
+	// user is the record's user, taken with the first record: by then
 	// the caller is final.
-	user *audit.UserInfo
+	user *audit.EncodedUser
+	// name is the record's object name, found with the first record.
+	name  string
+	named bool
+	// The record being written, made again for each stage. Append keeps
+	// no reference to it.
+	ev          audit.Event
+	ref         audit.ObjectReference
+	st          audit.Status
+	annotations map[string]string
 }
 
 // Unary is the interceptor.
 func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	c := g.begin(ctx, info.FullMethod, gate.Redact(req))
+	c := g.begin(ctx, info.FullMethod, req)
+	defer g.end(c)
 	if err := g.authorize(ctx, c); err != nil {
 		return nil, err
 	}
@@ -172,6 +184,7 @@ func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
 	c := g.begin(ctx, info.FullMethod, nil)
+	defer g.end(c)
 	if err := g.authorize(ctx, c); err != nil {
 		return err
 	}
@@ -197,14 +210,17 @@ func (g *Guard) writeAhead(ctx context.Context, c *call) error {
 // A read whose completion cannot be written under FailDeny gets the audit
 // failure instead of its answer: it has no other record.
 func (g *Guard) complete(ctx context.Context, c *call, herr error, mutating bool) error {
-	if rf, ok := apierr.AsRefusal(herr); ok {
-		g.recordDenial(ctx, c, rf.Code(), rf.RefusalRule(), rf.Error())
-		return rf
+	if herr != nil {
+		if rf, ok := apierr.AsRefusal(herr); ok {
+			g.recordDenial(ctx, c, rf.Code(), rf.RefusalRule(), rf.Error())
+			return rf
+		}
 	}
 	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
 	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
 	var code codes.Code
-	ev.ResponseStatus, code = responseStatus(herr)
+	c.st, code = responseStatus(herr)
+	ev.ResponseStatus = &c.st
 	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
 	if !mutating {
 		if err := g.write(ctx, ev, false); err != nil {
@@ -223,15 +239,27 @@ func (g *Guard) complete(ctx context.Context, c *call, herr error, mutating bool
 	return herr
 }
 
-func (g *Guard) begin(ctx context.Context, fullMethod string, req map[string]any) *call {
+func (g *Guard) begin(ctx context.Context, fullMethod string, req any) *call {
 	ep, _ := server.EndpointFromContext(ctx)
-	c := &call{ep: ep, method: path.Base(fullMethod), full: fullMethod, req: req, received: g.o.Now(), auditID: uuid.NewString()}
+	c := g.calls.Get().(*call)
+	*c = call{ep: ep, method: path.Base(fullMethod), full: fullMethod, req: newRequest(req), received: g.o.Now(), auditID: g.o.Audit.NewAuditID(),
+		annotations: c.annotations}
 	c.fields = methods.Of(ep.Group, c.method)
 	if ua := metadata.ValueFromIncomingContext(ctx, "user-agent"); len(ua) > 0 {
 		c.agent = ua[0]
 	}
 	_ = grpc.SetHeader(ctx, metadata.MD{AuditIDHeader: {c.auditID}})
 	return c
+}
+
+// end returns a finished call to the pool. Nothing of it outlives the
+// request: records are copied into the log's buffer when appended, and the
+// gate and the handler return before the call ends.
+func (g *Guard) end(c *call) {
+	ann := c.annotations
+	clear(ann)
+	*c = call{annotations: ann}
+	g.calls.Put(c)
 }
 
 // authorize identifies the caller, confines paths and asks the gate. A
@@ -243,14 +271,20 @@ func (g *Guard) authorize(ctx context.Context, c *call) error {
 		return g.deny(ctx, c, codes.Unauthenticated, RuleIdentity,
 			"internal error: the connection carries no caller identity, so the request cannot be attributed; the request was not run")
 	}
-	c.caller = peerCaller.Clone()
-	identity.Resolve(c.caller, g.o.Pods)
+	// The connection's caller is shared by its requests: a request whose
+	// caller may be enriched (a pod to resolve, a token to verify) gets a
+	// copy.
+	c.conn, c.caller = peerCaller, peerCaller
+	if g.o.Pods != nil && peerCaller.PodUID != "" {
+		c.caller = peerCaller.Clone()
+		identity.Resolve(c.caller, g.o.Pods)
+	}
 	if err := g.token(ctx, c); err != nil {
 		return err
 	}
 	// Every path field of the method (package methods) is confined here.
 	for _, f := range c.fields.Paths() {
-		p, _ := c.req[f.Name].(string)
+		p, _ := c.req.str(f.Name)
 		if p == "" {
 			continue
 		}
@@ -265,8 +299,14 @@ func (g *Guard) authorize(ctx context.Context, c *call) error {
 			return g.deny(ctx, c, apierr.Code(err), rule, err.Error())
 		}
 	}
+	if g.o.Gate.NeverDenies() {
+		// The policies in force deny nothing: no input to build. A reload
+		// that starts denying is seen by the next request, as it would be
+		// by a request decided a moment earlier.
+		return nil
+	}
 	d, err := g.o.Gate.Decide(ctx, &gate.Input{Group: c.ep.Group, Version: c.ep.Version, Method: c.method, FullMethod: c.full,
-		Mutating: gate.Mutating(c.method), Caller: c.caller, Request: c.req})
+		Mutating: gate.Mutating(c.method), Caller: c.caller, Request: c.req.render()})
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "agent policy could not decide; denying")
 		return g.deny(ctx, c, codes.Internal, RuleGateError, "internal error: the agent policy could not decide ("+err.Error()+"); the request was denied")
@@ -291,6 +331,9 @@ func (g *Guard) token(ctx context.Context, c *call) error {
 	if g.o.Tokens == nil {
 		c.token = "sent but not verified: the agent has no --kubeconfig; identity is the peer's"
 		return nil
+	}
+	if c.caller == c.conn {
+		c.caller = c.conn.Clone()
 	}
 	if err := g.o.Tokens.Apply(ctx, c.caller, tok, g.o.Pods); err != nil {
 		var rej *identity.Rejection
@@ -349,24 +392,37 @@ func (g *Guard) write(ctx context.Context, ev *audit.Event, durable bool) error 
 	return status.Error(codes.Unavailable, fmt.Sprintf("the audit log cannot be written (%v); the request was not run because pipeguard-agent runs with --audit-failure=deny; free space or fix permissions on the audit log directory (rule %s)", err, RuleAudit))
 }
 
-// event builds the record of a call at a stage.
+// event builds the record of a call at a stage, in c.ev.
 func (g *Guard) event(c *call, stage audit.Stage, at time.Time) *audit.Event {
 	if c.user == nil {
-		u := userInfo(c.caller)
-		c.user = &u
+		c.user = g.users.get(c.conn, c.caller)
 	}
-	ev := &audit.Event{
+	if !c.named {
+		c.name, c.named = objectName(c.fields, &c.req), true
+	}
+	if c.annotations == nil {
+		// Room for every annotation of a record, chain fields included.
+		c.annotations = make(map[string]string, 8)
+	} else {
+		clear(c.annotations)
+	}
+	c.annotations[audit.AnnotationRecord] = audit.RecordRequest
+	c.ref = audit.ObjectReference{Resource: c.ep.Group, APIGroup: "csi-proxy", APIVersion: c.ep.Version, Name: c.name}
+	c.ev = audit.Event{
 		Kind: audit.Kind, APIVersion: audit.APIVersion, Level: g.o.Level, AuditID: c.auditID, Stage: stage,
-		RequestURI: c.full, Verb: c.method, User: *c.user, UserAgent: c.agent,
-		ObjectRef:                &audit.ObjectReference{Resource: c.ep.Group, APIGroup: "csi-proxy", APIVersion: c.ep.Version, Name: objectName(c.fields, c.req)},
+		RequestURI: c.full, Verb: c.method, UserAgent: c.agent, ObjectRef: &c.ref,
 		RequestReceivedTimestamp: stamp(c.received), StageTimestamp: stamp(at),
-		Annotations: map[string]string{audit.AnnotationRecord: audit.RecordRequest},
+		Annotations: c.annotations,
 	}
+	ev := &c.ev
+	ev.SetUser(c.user)
 	if c.token != "" {
 		ev.Annotations[audit.AnnotationToken] = c.token
 	}
-	if g.o.Level == audit.LevelRequest && c.req != nil {
-		ev.RequestObject = c.req
+	if g.o.Level == audit.LevelRequest {
+		if body := c.req.render(); body != nil {
+			ev.RequestObject = body
+		}
 	}
 	return ev
 }

@@ -15,9 +15,15 @@ import (
 
 // objectName is the first of the method's fields, in the table's order of
 // preference, that names what the call acts on.
-func objectName(m *methods.Method, req map[string]any) string {
+func objectName(m *methods.Method, req *request) string {
 	for _, f := range m.Fields {
-		switch v := req[f.Name].(type) {
+		if v, ok := req.str(f.Name); ok {
+			if v != "" {
+				return v
+			}
+			continue
+		}
+		switch v := req.field(f.Name).(type) {
 		case string:
 			if v != "" {
 				return v
@@ -39,59 +45,62 @@ func toUint(v any) uint64 {
 	return 0
 }
 
-func userInfo(c *identity.Caller) audit.UserInfo {
+// userInfo is the record's user for a caller with key k and notes: the
+// username and the extra values describing the caller.
+func userInfo(k userKey, notes []string) audit.UserInfo {
 	// Sized for the values present: a map of up to 8 entries is one group.
-	n := len(c.Notes)
-	for _, v := range []string{c.ProcessStart, c.SID, c.ContainerID, c.PodUID, c.PodName, c.Namespace, c.ServiceAccount, c.Source} {
+	n := len(notes)
+	for _, v := range []string{k.processStart, k.sid, k.containerID, k.podUID, k.podName, k.namespace, k.serviceAccount, k.source} {
 		if v != "" {
 			n++
 		}
 	}
-	if c.PID > 0 {
+	if k.pid > 0 {
 		n++
 	}
-	if c.UID >= 0 {
+	if k.uid >= 0 {
 		n++
 	}
-	if c.GID >= 0 {
+	if k.gid >= 0 {
 		n++
 	}
 	extra := make(map[string][]string, n)
 	// One backing array for the single-value lists.
 	values := make([]string, 0, n)
-	set := func(k, v string) {
+	set := func(key, v string) {
 		if v != "" {
 			values = append(values, v)
-			extra[k] = values[len(values)-1 : len(values) : len(values)]
+			extra[key] = values[len(values)-1 : len(values) : len(values)]
 		}
 	}
-	if c.PID > 0 {
-		set(audit.ExtraPID, strconv.Itoa(c.PID))
+	if k.pid > 0 {
+		set(audit.ExtraPID, strconv.Itoa(k.pid))
 	}
-	set(audit.ExtraProcessStart, c.ProcessStart)
-	if c.UID >= 0 {
-		set(audit.ExtraUID, strconv.FormatInt(c.UID, 10))
+	set(audit.ExtraProcessStart, k.processStart)
+	if k.uid >= 0 {
+		set(audit.ExtraUID, strconv.FormatInt(k.uid, 10))
 	}
-	if c.GID >= 0 {
-		set(audit.ExtraGID, strconv.FormatInt(c.GID, 10))
+	if k.gid >= 0 {
+		set(audit.ExtraGID, strconv.FormatInt(k.gid, 10))
 	}
-	set(audit.ExtraSID, c.SID)
-	set(audit.ExtraContainerID, c.ContainerID)
-	set(audit.ExtraPodUID, c.PodUID)
-	set(audit.ExtraPodName, c.PodName)
-	set(audit.ExtraNamespace, c.Namespace)
-	set(audit.ExtraServiceAccount, c.ServiceAccount)
-	if c.SIDSource != "" {
+	set(audit.ExtraSID, k.sid)
+	set(audit.ExtraContainerID, k.containerID)
+	set(audit.ExtraPodUID, k.podUID)
+	set(audit.ExtraPodName, k.podName)
+	set(audit.ExtraNamespace, k.namespace)
+	set(audit.ExtraServiceAccount, k.serviceAccount)
+	if k.sidSource != "" {
 		// Which token the SID was read from: the pipe client's
 		// impersonation token, or its process token.
-		set(audit.ExtraSource, c.Source+"; sid: "+c.SIDSource)
+		set(audit.ExtraSource, k.source+"; sid: "+k.sidSource)
 	} else {
-		set(audit.ExtraSource, c.Source)
+		set(audit.ExtraSource, k.source)
 	}
-	if len(c.Notes) > 0 {
-		extra[audit.ExtraNote] = append([]string(nil), c.Notes...)
+	if len(notes) > 0 {
+		extra[audit.ExtraNote] = append([]string(nil), notes...)
 	}
-	return audit.UserInfo{Username: c.Username(), Extra: extra}
+	username := (&identity.Caller{TokenUser: k.tokenUser, SID: k.sid, UID: k.uid}).Username()
+	return audit.UserInfo{Username: username, Extra: extra}
 }
 
 // httpCode is the HTTP status closest to a gRPC code, for tools that read
@@ -124,9 +133,9 @@ func httpCode(c codes.Code) int32 {
 	return 500
 }
 
-func responseStatus(err error) (*audit.Status, codes.Code) {
+func responseStatus(err error) (audit.Status, codes.Code) {
 	s := status.Convert(err)
-	st := &audit.Status{Status: "Success", Reason: s.Code().String(), Code: httpCode(s.Code())}
+	st := audit.Status{Status: "Success", Reason: s.Code().String(), Code: httpCode(s.Code())}
 	if err != nil {
 		st.Status, st.Message = "Failure", s.Message()
 	}
