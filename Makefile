@@ -85,14 +85,22 @@ fuzz: ## Fuzz the pipe path normalizer and the object reader, each for FUZZTIME 
 
 # make bench writes its raw results to BENCH_OUT and the report to
 # docs/benchmarks. BENCH_ROUNDS rounds each run every webhook target (the
-# floor, pipeguard with and without its decision cache, and pipeguard with
-# 10,000 namespaces and 50 policies) for BENCH_DURATION, interleaved, then
+# floor, pipeguard with and without its decision cache, pipeguard with
+# 10,000 namespaces and 50 policies, and OPA Gatekeeper with the same rule)
+# for BENCH_DURATION, interleaved, then
 # as many rounds of pod creations through kube-apiserver; the report takes
 # the medians of the per-round ratios and differences. Budgeted so that make
 # bench takes under 10 minutes on 2 cores.
 BENCH_OUT      ?= $(BIN)/bench
 BENCH_ROUNDS   ?= 5
 BENCH_DURATION ?= 5s
+
+# OPA Gatekeeper, the peer make bench measures pipeguard-webhook against
+# (deciding the same rule), is built from hack/tools/gatekeeper as its
+# release image is built: CGO_ENABLED=0, its version stamped. Only
+# bench-load needs it; a cold build takes several CPU-minutes.
+GATEKEEPER        := $(BIN)/tools/gatekeeper
+GATEKEEPER_MODULE := github.com/open-policy-agent/gatekeeper/v3
 
 .PHONY: bench
 bench: ## Run every benchmark and write the report docs/benchmarks/README.md (under 10 minutes).
@@ -108,16 +116,25 @@ bench-go: ## Run the Go benchmarks on one core (output also in BENCH_OUT/gobench
 	$(GO) test ./webhook/... ./policy/... ./agent/... ./hack/bench/loadtest -run '^$$' -bench . -benchmem -cpu 1 | tee $(BENCH_OUT)/gobench.txt
 
 .PHONY: bench-load
-bench-load: control-plane ## Load the webhook (hack/bench/loadtest, also end to end) and the agent (hack/bench/agentload) into BENCH_OUT/*.json.
+bench-load: control-plane $(GATEKEEPER) ## Load the webhook (hack/bench/loadtest, also end to end, and Gatekeeper) and the agent (hack/bench/agentload) into BENCH_OUT/*.json.
 	mkdir -p $(BENCH_OUT)
-	rm -f $(BENCH_OUT)/machine.json $(BENCH_OUT)/webhook.json $(BENCH_OUT)/e2e.json $(BENCH_OUT)/agent.json
+	rm -f $(BENCH_OUT)/machine.json $(BENCH_OUT)/webhook.json $(BENCH_OUT)/gatekeeper.json $(BENCH_OUT)/e2e.json $(BENCH_OUT)/agent.json
 	$(GO) run ./hack/bench/report machine > $(BENCH_OUT)/machine.json
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_OUT)/ ./hack/bench/loadtest ./hack/bench/agentload
 	@status=0; \
-	$(BENCH_OUT)/loadtest --rounds $(BENCH_ROUNDS) --duration $(BENCH_DURATION) --json $(BENCH_OUT)/webhook.json || status=1; \
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(BENCH_OUT)/loadtest --rounds $(BENCH_ROUNDS) --duration $(BENCH_DURATION) \
+		--gatekeeper $(GATEKEEPER) --json $(BENCH_OUT)/webhook.json --gatekeeper-json $(BENCH_OUT)/gatekeeper.json || status=1; \
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(BENCH_OUT)/loadtest e2e --rounds $(BENCH_ROUNDS) --json $(BENCH_OUT)/e2e.json || status=1; \
 	$(BENCH_OUT)/agentload --duration 5s --warmup 1s --dir $(BENCH_OUT) --json $(BENCH_OUT)/agent.json || status=1; \
 	exit $$status
+
+.PHONY: bench-gatekeeper
+bench-gatekeeper: $(GATEKEEPER) ## Build OPA Gatekeeper, the peer bench-load measures, from hack/tools/gatekeeper into bin/tools.
+
+$(GATEKEEPER): hack/tools/gatekeeper/go.mod hack/tools/gatekeeper/go.sum
+	cd hack/tools/gatekeeper && version="$$(GOWORK=off $(GO) list -m -f '{{.Version}}' $(GATEKEEPER_MODULE))" && \
+	GOWORK=off CGO_ENABLED=0 $(GO) build -trimpath -mod=readonly -buildvcs=false \
+		-ldflags "-s -w -X $(GATEKEEPER_MODULE)/pkg/version.Version=$$version" -o $(GATEKEEPER) $(GATEKEEPER_MODULE)
 
 ##@ Deployment
 

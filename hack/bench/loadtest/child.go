@@ -45,8 +45,8 @@ func parseServeFlags(args []string) (*target, error) {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	t := targetOf(*name)
-	if t == nil {
-		return nil, fmt.Errorf("--target %q is unknown; use %s", *name, strings.Join(allTargets, ", "))
+	if t == nil || t.peer {
+		return nil, fmt.Errorf("--target %q is unknown; use %s", *name, strings.Join(servedTargets(), ", "))
 	}
 	return t, nil
 }

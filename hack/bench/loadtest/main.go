@@ -9,8 +9,18 @@
 // compared by the median over rounds of their ratio to the floor in the same
 // round, which a busy machine disturbs far less than absolute numbers.
 //
+// The gatekeeper target is OPA Gatekeeper deciding pipeguard's default rule
+// as a ConstraintTemplate (gatekeeper_rule.go): its executable (built by
+// make bench-gatekeeper from hack/tools/gatekeeper), webhook operation only,
+// on a kube-apiserver and etcd started from KUBEBUILDER_ASSETS once for all
+// rounds, with Gatekeeper's CRDs taken from its module's
+// deploy/gatekeeper.yaml. Each round starts a Gatekeeper process afresh,
+// waits until it decides every kind of review of the mix as pipeguard does
+// and then loads its /v1/admit as the other targets are loaded.
+//
 //	go run ./hack/bench/loadtest --rounds 5 --json results.json
 //	go run ./hack/bench/loadtest --targets floor,pipeguard --rounds 3 --duration 3s
+//	KUBEBUILDER_ASSETS="$(hack/control-plane.sh | tail -n 1)" go run ./hack/bench/loadtest --targets floor,pipeguard,gatekeeper
 //
 // The e2e subcommand measures, through kube-apiserver and etcd started from
 // KUBEBUILDER_ASSETS (see hack/control-plane.sh), how much each admission
@@ -28,7 +38,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +56,9 @@ type config struct {
 	rounds   int
 	base     Options
 	jsonPath string
+	// The gatekeeper target's executable, its manifest ("": found in the
+	// module cache) and where to describe it as JSON for the report.
+	gatekeeperBin, gatekeeperManifest, gatekeeperJSON string
 }
 
 func main() {
@@ -69,6 +84,27 @@ func run() int {
 
 	fmt.Printf("GOMAXPROCS %d, %s, %s/%s; load average before: %s\n",
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, sysinfo.LoadAverage())
+	if slices.Contains(cfg.targets, TargetGatekeeper) {
+		env, err := startGatekeeperEnv(ctx, cfg.gatekeeperBin, cfg.gatekeeperManifest, targetOf(TargetGatekeeper).namespaces, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			return 1
+		}
+		defer func() {
+			if err := env.stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "loadtest: stopping Gatekeeper's control plane:", err)
+			}
+		}()
+		cfg.base.gatekeeper = env
+		if cfg.gatekeeperJSON != "" {
+			defer func() {
+				out, _ := json.MarshalIndent(env.peer, "", "  ")
+				if err := os.WriteFile(cfg.gatekeeperJSON, append(out, '\n'), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "loadtest:", err)
+				}
+			}()
+		}
+	}
 	var results []*Result
 	for round := range cfg.rounds {
 		for i := range cfg.targets {
@@ -111,13 +147,16 @@ func parseFlags(args []string) (*config, error) {
 	requests := fs.Int("requests", 0, "also stop each run after this many requests (0: no limit)")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each run")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
+	gkBin := fs.String("gatekeeper", filepath.Join("bin", "tools", "gatekeeper"), "Gatekeeper's executable, for the "+TargetGatekeeper+" target")
+	gkManifest := fs.String("gatekeeper-manifest", "", "Gatekeeper's deploy/gatekeeper.yaml, whose CRDs the "+TargetGatekeeper+" target installs (default: from the module cache, for the executable's version)")
+	gkJSON := fs.String("gatekeeper-json", "", "also write Gatekeeper's version, rule and command line as JSON to this file, when the "+TargetGatekeeper+" target runs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q; every setting is a flag", fs.Args())
 	}
-	cfg := &config{rounds: *rounds, jsonPath: *jsonPath,
+	cfg := &config{rounds: *rounds, jsonPath: *jsonPath, gatekeeperBin: *gkBin, gatekeeperManifest: *gkManifest, gatekeeperJSON: *gkJSON,
 		base: Options{Workers: *workers, Duration: *duration, Requests: *requests, Warmup: *warmup}}
 	for _, t := range strings.Split(*targets, ",") {
 		if targetOf(t) == nil {

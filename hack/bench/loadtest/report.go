@@ -64,6 +64,10 @@ func printSummary(w io.Writer, runs []*Result, names []string) {
 			results.Median(results.Of(runs, name, func(r *Result) float64 { return r.P50 })), errs,
 			results.Median(results.RoundRatios(runs, name, TargetFloor, rps)), results.Median(results.RoundRatios(runs, name, TargetFloor, cpu)))
 	}
+	if slices.Contains(names, TargetGatekeeper) && slices.Contains(names, TargetPipeguard) {
+		fmt.Fprintf(w, "pipeguard ÷ gatekeeper: reviews/s %.2f×, Gatekeeper's CPU per review %.2f× pipeguard's (medians of the per-round ratios)\n",
+			results.Median(results.RoundRatios(runs, TargetPipeguard, TargetGatekeeper, rps)), results.Median(results.RoundRatios(runs, TargetGatekeeper, TargetPipeguard, cpu)))
+	}
 	for _, r := range runs {
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "%s, round %d: %d errors %v; first: %s\n", r.Target, r.Round+1, r.Errors, r.ErrorKinds, r.FirstError)

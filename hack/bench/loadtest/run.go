@@ -28,6 +28,8 @@ type Options struct {
 	// Warmup is load of the same kind, sent first and not measured, so
 	// that connections are open and caches warm.
 	Warmup time.Duration
+	// gatekeeper is the control plane the gatekeeper target runs on.
+	gatekeeper *gatekeeperEnv
 }
 
 func (o *Options) validate() error {
@@ -53,6 +55,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.peer {
+		return runGatekeeper(ctx, opts.gatekeeper, opts, t, m)
+	}
 	srv, err := startChild(ctx, opts.Target)
 	if err != nil {
 		return nil, err
@@ -70,7 +75,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, err
 }
 
-func drive(ctx context.Context, c *client, srv *child, opts Options, t *target) (*Result, error) {
+// measured is a serving process whose resources a run measures.
+type measured interface {
+	CPU() time.Duration
+	Memory() (rss, hwm int64)
+}
+
+func drive(ctx context.Context, c *client, srv measured, opts Options, t *target) (*Result, error) {
 	if opts.Warmup > 0 {
 		if w, _ := closedLoop(ctx, c, opts.Workers, opts.Warmup, 0); len(w.errors) > 0 {
 			return nil, fmt.Errorf("warm-up failed: %d errors, first: %s", w.sent-len(w.latencies), w.firstErr)

@@ -35,6 +35,9 @@ type target struct {
 	// cacheSize is the decision cache's size; allowAll serves the floor.
 	cacheSize int
 	allowAll  bool
+	// peer says the target is another project's webhook, run as its own
+	// executable rather than served by the serve subcommand.
+	peer bool
 }
 
 // The targets.
@@ -58,9 +61,12 @@ var targets = []*target{
 	{name: TargetPipeguard, namespaces: smallNamespaces, cacheSize: app.DefaultDecisionCacheSize},
 	{name: TargetUncached, namespaces: smallNamespaces},
 	{name: TargetScale, namespaces: 10000, policies: 50, cacheSize: app.DefaultDecisionCacheSize},
+	{name: TargetGatekeeper, namespaces: smallNamespaces, peer: true},
 }
 
-// allTargets names the targets, in the order a round runs them.
+// allTargets names the targets, in the order a round runs them. The
+// gatekeeper target needs Gatekeeper's executable (make bench-gatekeeper)
+// and a control plane (KUBEBUILDER_ASSETS).
 var allTargets = func() (out []string) {
 	for _, t := range targets {
 		out = append(out, t.name)
@@ -70,6 +76,17 @@ var allTargets = func() (out []string) {
 
 // smallNamespaces is the namespace count of every target but the scale one.
 const smallNamespaces = 20
+
+// servedTargets names the targets the serve subcommand serves: all but the
+// peers.
+func servedTargets() (out []string) {
+	for _, t := range targets {
+		if !t.peer {
+			out = append(out, t.name)
+		}
+	}
+	return out
+}
 
 func targetOf(name string) *target {
 	for _, t := range targets {
@@ -92,6 +109,9 @@ type server struct {
 // newHandler builds the admission handler of a target, with the same
 // metrics observer pipeguard-webhook uses, on a private registry.
 func newHandler(ctx context.Context, t *target) (admission.Handler, error) {
+	if t.peer {
+		return nil, fmt.Errorf("target %q is another project's webhook, not served here", t.name)
+	}
 	if t.allowAll {
 		return admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") }), nil
 	}

@@ -16,9 +16,12 @@ import (
 const (
 	machineFile = "machine.json" // report machine
 	webhookFile = "webhook.json" // hack/bench/loadtest --json
-	e2eFile     = "e2e.json"     // hack/bench/loadtest e2e --json
-	agentFile   = "agent.json"   // hack/bench/agentload --json
-	goBenchFile = "gobench.txt"  // go test -bench output
+	// gatekeeperFile describes the Gatekeeper the gatekeeper runs of
+	// webhook.json measured (hack/bench/loadtest --gatekeeper-json).
+	gatekeeperFile = "gatekeeper.json"
+	e2eFile        = "e2e.json"    // hack/bench/loadtest e2e --json
+	agentFile      = "agent.json"  // hack/bench/agentload --json
+	goBenchFile    = "gobench.txt" // go test -bench output
 )
 
 // The runs of hack/bench/loadtest and hack/bench/agentload, as their --json
@@ -30,13 +33,29 @@ type (
 	AgentResults = results.AgentResults
 )
 
+// GatekeeperPeer is what gatekeeper.json holds: the loadtest's
+// GatekeeperPeer (hack/bench/loadtest/gatekeeper_rule.go) as it writes it.
+type GatekeeperPeer struct {
+	// Version is the Gatekeeper module version of the executable measured.
+	Version string `json:"version"`
+	// Rego is the ConstraintTemplate's rego; Kinds what the Constraint
+	// matches.
+	Rego  string   `json:"rego"`
+	Kinds []string `json:"kinds"`
+	// Args is Gatekeeper's command line.
+	Args []string `json:"args"`
+}
+
 // Input is everything a report is made from.
 type Input struct {
 	Machine sysinfo.Machine
 	Webhook []*Review
-	E2E     []*results.Pods
-	VAPRule string
-	Agent   *AgentResults
+	// Gatekeeper describes the gatekeeper target; nil when gatekeeper.json
+	// is absent.
+	Gatekeeper *GatekeeperPeer
+	E2E        []*results.Pods
+	VAPRule    string
+	Agent      *AgentResults
 	// GoBench holds the lines of the Go benchmarks' output worth showing:
 	// package headers and results.
 	GoBench []string
@@ -51,6 +70,12 @@ func readInput(dir string) (*Input, error) {
 	}
 	if err := readJSON(filepath.Join(dir, webhookFile), &in.Webhook, true); err != nil {
 		return nil, err
+	}
+	if err := readJSON(filepath.Join(dir, gatekeeperFile), &in.Gatekeeper, false); err != nil {
+		return nil, err
+	}
+	if gk := in.Gatekeeper; gk != nil && (gk.Version == "" || strings.TrimSpace(gk.Rego) == "" || len(gk.Kinds) == 0) {
+		return nil, fmt.Errorf("%s: Gatekeeper's version, its rule's rego and the kinds it matches are all required", gatekeeperFile)
 	}
 	var e2e results.EndToEnd
 	if err := readJSON(filepath.Join(dir, e2eFile), &e2e, false); err != nil {

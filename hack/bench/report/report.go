@@ -23,6 +23,7 @@ func report(in *Input, elapsed time.Duration) []byte {
 	machine(w, in, elapsed)
 	targets(w, in, elapsed)
 	webhook(w, in)
+	gatekeeperRule(w, in)
 	endToEndRuns(w, in)
 	agent(w, in)
 	goBench(w, in)
@@ -64,8 +65,12 @@ func webhook(w writer, in *Input) {
 	w("pods and Deployments that must be denied; every answer is checked. Each server runs in a process of its own, started\n")
 	w("afresh for each run, with the controller-runtime webhook server pipeguard-webhook uses. `floor` allows every review\n")
 	w("without reading it; `pipeguard` runs as deployed, with its decision cache; `pipeguard-uncached` has rego decide every\n")
-	w("review with a pipe mount; `pipeguard-scale` has 10,000 namespaces in its lookup and 50 PipeAccessPolicies. Each round\n")
-	w("runs every target once, in an order that rotates from round to round.\n\n")
+	w("review with a pipe mount; `pipeguard-scale` has 10,000 namespaces in its lookup and 50 PipeAccessPolicies.\n")
+	if len(of(in, "gatekeeper", rps)) > 0 {
+		w("`gatekeeper` is OPA Gatekeeper's own executable deciding pipeguard's default rule, written as a ConstraintTemplate\n")
+		w("(below), on a local kube-apiserver.\n")
+	}
+	w("Each round runs every target once, in an order that rotates from round to round.\n\n")
 	w("| target | rounds | reviews/s | server CPU µs/review | p50 ms | p99 ms | peak RSS MiB | errors | reviews/s ÷ floor | CPU ÷ floor |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range webhookTargets(in) {
@@ -108,6 +113,31 @@ func endToEndRuns(w writer, in *Input) {
 	}
 	w("\npipeguard decides with its shipped rules, `rego/admission.rego`, and the built-in default PipeAccessPolicy. The\n")
 	w("ValidatingAdmissionPolicy's rule, in CEL (it knows only the canonical spelling of a pipe path):\n\n```cel\n%s\n```\n\n", in.VAPRule)
+}
+
+// gatekeeperRule shows the rule Gatekeeper decided beside pipeguard's.
+func gatekeeperRule(w writer, in *Input) {
+	if len(of(in, "gatekeeper", rps)) == 0 {
+		return
+	}
+	w("## OPA Gatekeeper\n\n")
+	gk := in.Gatekeeper
+	if gk == nil {
+		w("The results hold gatekeeper runs but not what they ran (gatekeeper.json, from `hack/bench/loadtest --gatekeeper-json`).\n\n")
+		return
+	}
+	w("`gatekeeper` runs OPA Gatekeeper %s (built from its Go module by `make bench-gatekeeper`) with its deployment's\n", gk.Version)
+	w("webhook arguments, webhook operation only, on kube-apiserver and etcd holding its CRDs, the ConstraintTemplate below, the\n")
+	w("namespaces of the mix with their labels and a Constraint matching\n%s.\n", strings.Join(gk.Kinds, ", "))
+	w("Each round starts it afresh and measures it only once it decides every kind of review of the mix as pipeguard does.\n")
+	w("Its command line:\n\n")
+	w("```\ngatekeeper %s\n```\n\n", strings.Join(gk.Args, " "))
+	w("pipeguard decides with its shipped rules, `rego/admission.rego`, and the built-in default PipeAccessPolicy\n")
+	w("(`policy/defaults.go`: CSI Proxy's pipes, allowing privileged and HostProcess containers and namespaces labelled\n")
+	w("`pipeguard.io/allow-csi-proxy=true`). Gatekeeper decides the same rule as this ConstraintTemplate's rego, which reads the\n")
+	w("namespace's labels from `input.review.namespaceObject`, filled by Gatekeeper from its cache of Namespaces. It knows\n")
+	w("the canonical spelling of a pipe path, in any case and with either slash; pipeguard also normalizes the others:\n\n")
+	w("```rego\n%s\n```\n\n", strings.TrimRight(gk.Rego, "\n"))
 }
 
 // webhookTargets lists the targets of the webhook runs in the order first

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pipeguard/pipeguard/policy"
+)
+
+// TargetGatekeeper is OPA Gatekeeper's validating webhook deciding
+// pipeguard's default rule, written as a ConstraintTemplate in rego
+// (gatekeeperRego). It runs as Gatekeeper runs in a cluster: its own
+// executable, webhook operation only, on a local kube-apiserver that holds
+// its CRDs, the template, the constraint and the namespaces of the mix.
+const TargetGatekeeper = "gatekeeper"
+
+// The ConstraintTemplate and the Constraint that state pipeguard's default
+// rule for Gatekeeper.
+const (
+	gatekeeperTemplateName   = "pipeguardcsiproxy"
+	gatekeeperConstraintKind = "PipeguardCSIProxy"
+	gatekeeperConstraintName = "pipe-mounts"
+	// gatekeeperNamespace is where Gatekeeper runs (POD_NAMESPACE), as
+	// deployed; it is exempt from its own checks.
+	gatekeeperNamespace = "gatekeeper-system"
+)
+
+// gatekeeperRego is pipeguard's built-in default rule in Gatekeeper's rego:
+// a container (init and ephemeral containers included) may mount a hostPath
+// volume whose path names a CSI Proxy pipe (\\.\pipe\csi-proxy*) only when
+// it is privileged or HostProcess (its own setting, else the pod's), or
+// when its namespace has the label pipeguard.io/allow-csi-proxy=true. It
+// reads the pod spec of Pods, of workloads' pod templates and of CronJobs'
+// job templates, and the namespace's labels from input.review.namespaceObject,
+// which Gatekeeper fills from its informer cache of Namespaces. It knows the
+// canonical spelling of a pipe path, in any case and with either slash;
+// pipeguard also normalizes the others (see pipepath).
+const gatekeeperRego = `package pipeguardcsiproxy
+
+violation[{"msg": msg}] {
+	not namespace_allowed
+	spec := pod_spec
+	field := container_fields[_]
+	c := object.get(spec, field, [])[_]
+	m := object.get(c, "volumeMounts", [])[_]
+	v := object.get(spec, "volumes", [])[_]
+	v.name == m.name
+	pipe_path(v.hostPath.path)
+	not privileged(c)
+	not host_process(spec, c)
+	msg := sprintf("container %v mounts the CSI Proxy pipe %v (volume %v) but is neither privileged nor HostProcess, and namespace %v lacks the label ` + policy.AllowLabel + `=true", [c.name, v.hostPath.path, v.name, input.review.namespace])
+}
+
+container_fields := ["containers", "initContainers", "ephemeralContainers"]
+
+namespace_allowed {
+	input.review.namespaceObject.metadata.labels["` + policy.AllowLabel + `"] == "true"
+}
+
+pod_spec = s {
+	input.review.kind.kind == "Pod"
+	s := input.review.object.spec
+}
+
+pod_spec = s {
+	input.review.kind.kind == "CronJob"
+	s := input.review.object.spec.jobTemplate.spec.template.spec
+}
+
+pod_spec = s {
+	not input.review.kind.kind == "Pod"
+	not input.review.kind.kind == "CronJob"
+	s := input.review.object.spec.template.spec
+}
+
+pipe_path(p) {
+	startswith(lower(replace(p, "/", "\\")), "\\\\.\\pipe\\csi-proxy")
+}
+
+privileged(c) {
+	c.securityContext.privileged == true
+}
+
+host_process(_, c) {
+	c.securityContext.windowsOptions.hostProcess == true
+}
+
+host_process(spec, c) {
+	not container_sets_host_process(c)
+	spec.securityContext.windowsOptions.hostProcess == true
+}
+
+container_sets_host_process(c) {
+	is_boolean(c.securityContext.windowsOptions.hostProcess)
+}
+`
+
+// gatekeeperTemplate is the ConstraintTemplate holding gatekeeperRego.
+func gatekeeperTemplate() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "templates.gatekeeper.sh/v1",
+		"kind":       "ConstraintTemplate",
+		"metadata":   map[string]any{"name": gatekeeperTemplateName},
+		"spec": map[string]any{
+			"crd": map[string]any{"spec": map[string]any{"names": map[string]any{"kind": gatekeeperConstraintKind}}},
+			"targets": []any{map[string]any{
+				"target": "admission.k8s.gatekeeper.sh",
+				"rego":   gatekeeperRego,
+			}},
+		},
+	}}
+}
+
+// gatekeeperConstraint puts the template in force, denying, for the
+// resources pipeguard's webhook configuration (config/webhook) covers.
+func gatekeeperConstraint() *unstructured.Unstructured {
+	kinds := func(group string, names ...string) any {
+		k := make([]any, len(names))
+		for i, n := range names {
+			k[i] = n
+		}
+		return map[string]any{"apiGroups": []any{group}, "kinds": k}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "constraints.gatekeeper.sh/v1beta1",
+		"kind":       gatekeeperConstraintKind,
+		"metadata":   map[string]any{"name": gatekeeperConstraintName},
+		"spec": map[string]any{
+			"enforcementAction": "deny",
+			"match": map[string]any{"kinds": []any{
+				kinds("", "Pod", "ReplicationController"),
+				kinds("apps", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"),
+				kinds("batch", "Job", "CronJob"),
+			}},
+		},
+	}}
+}
+
+// GatekeeperPeer describes the Gatekeeper that was measured, for the
+// report: hack/bench/report reads this file (its gatekeeperPeer type).
+type GatekeeperPeer struct {
+	// Version is the Gatekeeper module version the executable was built
+	// from.
+	Version string `json:"version"`
+	// Rego is the ConstraintTemplate's rego; Kinds what the Constraint
+	// matches.
+	Rego  string   `json:"rego"`
+	Kinds []string `json:"kinds"`
+	// Args is Gatekeeper's command line, without the executable.
+	Args []string `json:"args"`
+}
+
+// constraintKinds lists what gatekeeperConstraint matches, group/Kind.
+func constraintKinds() []string {
+	var out []string
+	match, _, _ := unstructured.NestedSlice(gatekeeperConstraint().Object, "spec", "match", "kinds")
+	for _, m := range match {
+		groups, _, _ := unstructured.NestedStringSlice(m.(map[string]any), "apiGroups")
+		names, _, _ := unstructured.NestedStringSlice(m.(map[string]any), "kinds")
+		for _, g := range groups {
+			for _, n := range names {
+				if g == "" {
+					out = append(out, n)
+				} else {
+					out = append(out, g+"/"+n)
+				}
+			}
+		}
+	}
+	return out
+}
