@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -139,6 +141,14 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 		}
 	}
 	var tallies [2]tally
+	var floor *fsyncFloor
+	if op == OpMkdir {
+		var err error
+		if floor, err = newFsyncFloor(filepath.Dir(targets[1].proc.AuditLog)); err != nil {
+			return nil, err
+		}
+		defer floor.close()
+	}
 	for round := 0; ctx.Err() == nil; round++ {
 		left := d - tallies[0].elapsed
 		if left <= 0 {
@@ -147,6 +157,11 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 		for j := range 2 {
 			i := (j + round) % 2
 			targets[i].slice(op, clients, min(slice, left), &tallies[i])
+		}
+		if floor != nil {
+			if err := floor.slice(min(slice, left)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -161,8 +176,46 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 	if c.Ungated.P99 > 0 {
 		c.P99Ratio = c.Gated.P99 / c.Ungated.P99
 	}
+	if floor != nil && len(floor.latencies) > 0 {
+		slices.Sort(floor.latencies)
+		c.FsyncP50 = ms(quantile(floor.latencies, 0.50))
+	}
 	return c, nil
 }
+
+// fsyncFloor appends 1 KB records to a file beside the audit log and
+// fsyncs each, as the agent does for a write-ahead record, timing each
+// append and sync.
+type fsyncFloor struct {
+	f         *os.File
+	record    []byte
+	latencies []time.Duration
+}
+
+func newFsyncFloor(dir string) (*fsyncFloor, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "fsync-floor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the fsync floor's file: %w", err)
+	}
+	record := bytes.Repeat([]byte("x"), 1023)
+	return &fsyncFloor{f: f, record: append(record, '\n')}, nil
+}
+
+func (f *fsyncFloor) slice(d time.Duration) error {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		begin := time.Now()
+		if _, err := f.f.Write(f.record); err != nil {
+			return fmt.Errorf("the fsync floor: %w", err)
+		}
+		if err := f.f.Sync(); err != nil {
+			return fmt.Errorf("the fsync floor: %w", err)
+		}
+		f.latencies = append(f.latencies, time.Since(begin))
+	}
+	return nil
+}
+
+func (f *fsyncFloor) close() { f.f.Close() }
 
 func summarize(t *tally, p *child) *Stats {
 	s := &Stats{Calls: len(t.latencies) + t.errors, Errors: t.errors, FirstError: t.firstErr, Seconds: t.elapsed.Seconds()}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,10 @@ const (
 	e2eHostPathLimit = 0.2 // ms pipeguard may add over the floor end to end, pods with a hostPath
 	e2ePlainLimit    = 0.1 // ms, pods without one: within the noise
 	benchBudget      = 10 * time.Minute
+
+	agentReadTarget     = 0.87 // gated ÷ ungated calls/s of an agent read, at least
+	agentMutatingLimit  = 0.05 // ms a mutating call may add beyond the fsync floor's p50
+	agentDecisionTarget = 15.0 // µs per gate decision with an admin policy, repeated inputs, at most
 )
 
 // Metrics of a run.
@@ -79,16 +84,82 @@ func targets(w writer, in *Input, elapsed time.Duration) {
 	} else {
 		w("| `make bench` in under %s | not measured: these results did not come from `make bench` | – |\n", benchBudget)
 	}
-	if in.Agent == nil {
-		w("| agent: cost of gate and audit (reported, no target) | not measured | – |\n")
-	} else {
-		var parts []string
-		for _, c := range in.Agent.Cases {
-			parts = append(parts, fmt.Sprintf("%s ×%d %s%%", c.Op, c.Clients, signed(c.OverheadPercent)))
-		}
-		w("| agent: cost of gate and audit (reported, no target) | %s | – |\n", strings.Join(parts, "; "))
-	}
+	agentRows(w, in)
 	w("\n")
+}
+
+// agentRows judges the agent's gate and audit: reads against the ungated
+// agent in the same run, mutating calls against the fsync floor measured
+// in the same run, and an admin policy's decision on repeated inputs.
+func agentRows(w writer, in *Input) {
+	readLabel := func(clients int) string {
+		return fmt.Sprintf("agent reads (PathExists, %d client%s): gated calls/s ≥ %s× ungated", clients, plural(clients), trimFloat(agentReadTarget))
+	}
+	mutLabel := func(clients int) string {
+		return fmt.Sprintf("agent mutating calls (Mkdir, %d client%s): added p50 ≤ the fsync floor's p50 + %s ms", clients, plural(clients), trimFloat(agentMutatingLimit))
+	}
+	if in.Agent == nil {
+		w("| %s | not measured | – |\n| %s | not measured | – |\n", readLabel(1), mutLabel(1))
+	} else {
+		for _, c := range in.Agent.Cases {
+			switch c.Op {
+			case "PathExists":
+				r := c.Gated.CallsPerSecond / c.Ungated.CallsPerSecond
+				w("| %s | %s× (%s vs %s calls/s; CPU per call %s vs %s ms) | %s |\n", readLabel(c.Clients), x2(r),
+					num0(c.Gated.CallsPerSecond), num0(c.Ungated.CallsPerSecond), ms(c.Gated.CPUPerCallMs), ms(c.Ungated.CPUPerCallMs), met(r >= agentReadTarget))
+			case "Mkdir":
+				if c.FsyncP50 == 0 {
+					w("| %s | not measured: no fsync floor in the results | – |\n", mutLabel(c.Clients))
+					continue
+				}
+				added := c.Gated.P50 - c.Ungated.P50
+				w("| %s | added %s ms, fsync floor %s ms (p50 gated %s, ungated %s ms) | %s |\n", mutLabel(c.Clients), ms(added), ms(c.FsyncP50),
+					ms(c.Gated.P50), ms(c.Ungated.P50), met(added <= c.FsyncP50+agentMutatingLimit))
+			}
+		}
+	}
+	label := fmt.Sprintf("agent admin policy, repeated inputs: a gate decision ≤ %s µs", trimFloat(agentDecisionTarget))
+	if v, ok := goBenchNs(in.GoBench, "BenchmarkDecide/allow"); ok {
+		w("| %s | %.1f µs (`BenchmarkDecide/allow`, the sample policy) | %s |\n", label, v/1000, met(v/1000 <= agentDecisionTarget))
+	} else {
+		w("| %s | not measured: no BenchmarkDecide/allow in the Go benchmarks | – |\n", label)
+	}
+}
+
+// goBenchNs returns the ns/op of benchmark name (with or without its -N
+// suffix) in the Go benchmark output lines.
+func goBenchNs(lines []string, name string) (float64, bool) {
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 4 || !benchNamed(f[0], name) {
+			continue
+		}
+		for i := 2; i+1 < len(f); i++ {
+			if f[i+1] == "ns/op" {
+				v, err := strconv.ParseFloat(f[i], 64)
+				return v, err == nil
+			}
+		}
+	}
+	return 0, false
+}
+
+// benchNamed reports whether field is benchmark name, with or without the
+// -GOMAXPROCS suffix go test adds.
+func benchNamed(field, name string) bool {
+	procs, ok := strings.CutPrefix(field, name+"-")
+	if !ok {
+		return field == name
+	}
+	_, err := strconv.Atoi(procs)
+	return err == nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // endToEnd judges pipeguard's added p50 through kube-apiserver against the

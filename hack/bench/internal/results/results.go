@@ -160,6 +160,11 @@ type AgentCase struct {
 	OverheadPercent float64 `json:"overheadPercent"`
 	// P99Ratio is the gated p99 over the ungated p99.
 	P99Ratio float64 `json:"p99Ratio"`
+	// FsyncP50 (ms), for a mutating op, is the p50 of appending a 1 KB
+	// record to a file beside the audit log and fsyncing it, measured in
+	// slices interleaved with the agents': the floor of what a durable
+	// write-ahead record costs on that disk.
+	FsyncP50 float64 `json:"fsyncP50Ms,omitempty"`
 }
 
 // AgentResults is what a run of hack/bench/agentload measured.
