@@ -10,32 +10,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta3"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v2alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/system/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta3"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v2alpha1"
-
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/methods"
+	_ "github.com/pipeguard/pipeguard/internal/csiapis"
 )
 
 // TestRequestFieldMatchesRedact reads every field of every CSI Proxy request

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,14 +34,23 @@ func startAudited(t *testing.T, interval time.Duration, setup func(c client.Clie
 
 func startAuditedWith(t *testing.T, interval time.Duration, setup func(c client.Client), mutate func(*app.Options)) (client.Client, *prometheus.Registry, *app.App) {
 	t.Helper()
-	s := scheme(t)
-	env := testenv.Start(t, testenv.Options{Scheme: s, CRDDirectoryPaths: []string{"../../../config/crd/bases"}})
+	env, reg, a := startWebhookOn(t, testenv.Options{Scheme: scheme(t), CRDDirectoryPaths: []string{"../../../config/crd/bases"}}, interval, testr.New(t), setup, mutate)
+	return env.Client, reg, a
+}
+
+// startWebhookOn starts a control plane with envOpts, lets setup create
+// objects there while no webhook is registered, then runs
+// pipeguard-webhook on it with the given audit interval and logger,
+// options changed by mutate, until the test ends.
+func startWebhookOn(t *testing.T, envOpts testenv.Options, interval time.Duration, logger logr.Logger, setup func(c client.Client), mutate func(*app.Options)) (*testenv.Env, *prometheus.Registry, *app.App) {
+	t.Helper()
+	env := testenv.Start(t, envOpts)
 	setup(env.Client)
 	ctx, cancel := context.WithCancel(context.Background())
 	registry := prometheus.NewRegistry()
 	ws := env.WebhookServer()
 	opts := app.Options{
-		Config: env.Config, Logger: testr.New(t), WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir,
+		Config: env.Config, Logger: logger, WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir,
 		MetricsAddr: "0", ProbeAddr: "0", Registry: registry, AuditInterval: interval,
 	}
 	mutate(&opts)
@@ -55,7 +65,7 @@ func startAuditedWith(t *testing.T, interval time.Duration, setup func(c client.
 		cancel()
 		<-done
 	})
-	return env.Client, registry, a
+	return env, registry, a
 }
 
 func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {

@@ -57,28 +57,8 @@ func startReports(t *testing.T, interval time.Duration, crds bool, setup func(c 
 	if crds {
 		opts.CRDs = loadReportCRDs(t)
 	}
-	env := testenv.Start(t, opts)
-	setup(env.Client)
-	ctx, cancel := context.WithCancel(context.Background())
-	registry := prometheus.NewRegistry()
 	rec := &recordingLog{}
-	ws := env.WebhookServer()
-	o := app.Options{
-		Config: env.Config, Logger: logr.New(rec.sink(testr.New(t).GetSink())), WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir,
-		MetricsAddr: "0", ProbeAddr: "0", Registry: registry, AuditInterval: interval,
-	}
-	mutate(&o)
-	a, err := app.New(ctx, o)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	env, registry, a := startWebhookOn(t, opts, interval, logr.New(rec.sink(testr.New(t).GetSink())), setup, mutate)
 	return reportEnv{c: env.Client, cfg: env.Config, reg: registry, app: a, log: rec}
 }
 
