@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -320,7 +321,15 @@ func namespaceAllowanceGuard(t *testing.T, c *cluster) {
 			t.Fatalf("the granter could not label the namespace: %v", err)
 		}
 		// The label is what let wanda's and sam's pods in, had it been saved.
-		if err := c.client.Create(ctx, pipePod("after", "granted"), client.DryRunAll); err != nil {
+		// The webhook reads labels from its watch of namespaces, which sees
+		// the change a moment later; until then the pod is denied.
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if err = c.client.Create(ctx, pipePod("after", "granted"), client.DryRunAll); err == nil || !strings.Contains(err.Error(), `namespace "granted" is not allowed`) {
+				break
+			}
+		}
+		if err != nil {
 			t.Fatalf("a pipe pod in the granted namespace: %v", err)
 		}
 	})
