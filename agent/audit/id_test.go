@@ -82,6 +82,7 @@ func TestIDsWrapAround(t *testing.T) {
 func TestLogAuditIDs(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, Options{Path: dir + "/audit.log"})
+	defer l.Close()
 	a, b := l.NewAuditID(), l.NewAuditID()
 	if a == b || a[:18] != b[:18] {
 		t.Fatalf("IDs of one log: %s, %s", a, b)
