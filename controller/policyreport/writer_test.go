@@ -333,3 +333,49 @@ func TestWriterCapAnnotation(t *testing.T) {
 		t.Errorf("annotation %s kept after the cap stopped biting", OmittedAnnotation)
 	}
 }
+
+// TestWriterRestoresTamperedReports: whoever may write reports in a
+// namespace can edit or delete pipeguard's there, but not for longer than
+// one pass: an emptied report gets its results back, a deleted one is
+// created again, and a forged result is dropped.
+func TestWriterRestoresTamperedReports(t *testing.T) {
+	c := fakeClient(t, nil)
+	d := &discovery{kinds: []string{KindPolicyReport, KindClusterPolicyReport}}
+	w := newWriter(t, c, d, Limits{})
+	vs := []Violation{podViolation("team-a", "bad", "deny"), podViolation("team-b", "bad", "deny")}
+	var l logs
+	if err := w.Write(l.ctx(), vs, t0); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	got := reports(t, c)
+	a := got["PolicyReport team-a/pipeguard"]
+	if err := unstructured.SetNestedSlice(a.Object, []any{map[string]any{"policy": "csi", "rule": "forged", "result": "pass", "source": "pipeguard"}}, "results"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(a.Object, int64(0), "summary", "fail"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, got["PolicyReport team-b/pipeguard"]); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := w.Write(l.ctx(), vs, t0.Add(60e9)); err != nil {
+		t.Fatal(err)
+	}
+	got = reports(t, c)
+	for _, ns := range []string{"team-a", "team-b"} {
+		r := got["PolicyReport "+ns+"/pipeguard"]
+		if r == nil {
+			t.Fatalf("the %s report was not restored: reports %v", ns, keysU(got))
+		}
+		res, _, _ := unstructured.NestedSlice(r.Object, "results")
+		fail, _, _ := unstructured.NestedInt64(r.Object, "summary", "fail")
+		if len(res) != 1 || res[0].(map[string]any)["rule"] != "protected-pipe-mount" || res[0].(map[string]any)["result"] != "fail" || fail != 1 {
+			t.Errorf("%s report after the pass: results %v, summary.fail %d; want the one violation, fail 1", ns, res, fail)
+		}
+	}
+}
