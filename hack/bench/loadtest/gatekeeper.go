@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -219,34 +217,6 @@ func customResourceDefinitions(manifest []byte) ([]*apiextensionsv1.CustomResour
 	return out, nil
 }
 
-// gatekeeperProc is a running Gatekeeper process.
-type gatekeeperProc struct {
-	cmd     *exec.Cmd
-	pid     string
-	url     string
-	caPEM   []byte
-	certDir string
-	logPath string
-	exited  chan struct{}
-	waitErr error
-}
-
-// gatekeeperArgs is Gatekeeper's command line: its deployment's arguments
-// (deploy/gatekeeper.yaml) for operations, on loopback ports, with the
-// certificate of certDir rather than its own rotation, no shutdown delay,
-// and outside a pod.
-func gatekeeperArgs(operations []string, port, healthPort, metricsPort int, certDir string) []string {
-	var args []string
-	for _, o := range operations {
-		args = append(args, "--operation="+o)
-	}
-	return append(args, "--exempt-namespace="+gatekeeperNamespace, "--disable-opa-builtin={http.send}", "--logtostderr",
-		"--host=127.0.0.1", "--port="+strconv.Itoa(port), "--cert-dir="+certDir, "--disable-cert-rotation",
-		"--health-addr=127.0.0.1:"+strconv.Itoa(healthPort), "--prometheus-port="+strconv.Itoa(metricsPort),
-		"--shutdown-delay=0", "--debug-use-fake-pod", "--log-level=WARNING",
-	)
-}
-
 // generate runs Gatekeeper's generate operation, which its audit pod runs
 // in a cluster (here beside the webhook operation, which starts the
 // template controller without auditing anything), until it has made the
@@ -327,28 +297,21 @@ func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
 // CRD that Gatekeeper's generate operation makes from the
 // ConstraintTemplate.
 func (e *gatekeeperEnv) createConstraint(ctx context.Context, p *gatekeeperProc) error {
-	deadline := time.Now().Add(gatekeeperStartTimeout)
-	for {
+	err := p.retry(ctx, func() error {
 		// A fresh client each time: the kind is new to its RESTMapper.
 		c, err := crclient.New(e.te.Config, crclient.Options{})
 		if err == nil {
-			err = c.Create(ctx, gatekeeperConstraint())
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				return nil
+			if err = c.Create(ctx, gatekeeperConstraint()); apierrors.IsAlreadyExists(err) {
+				err = nil
 			}
 		}
-		select {
-		case <-p.exited:
-			return p.exitError()
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("gatekeeper made no CRD of kind %s from the ConstraintTemplate within %v (last error: %v); its log: %s",
-				gatekeeperConstraintKind, gatekeeperStartTimeout, err, p.logTail())
-		}
+		return err
+	})
+	if errors.Is(err, errGatekeeperTimeout) {
+		return fmt.Errorf("gatekeeper made no CRD of kind %s from the ConstraintTemplate within %v (%w); its log: %s",
+			gatekeeperConstraintKind, gatekeeperStartTimeout, err, p.logTail())
 	}
+	return err
 }
 
 // awaitDecisions waits until Gatekeeper decides every kind of review of the
@@ -356,24 +319,12 @@ func (e *gatekeeperEnv) createConstraint(ctx context.Context, p *gatekeeperProc)
 // denied once the constraint is in force, and a rule that decides any kind
 // otherwise is reported rather than measured.
 func (p *gatekeeperProc) awaitDecisions(ctx context.Context, c *client, m *mix) error {
-	deadline := time.Now().Add(gatekeeperStartTimeout)
-	for {
-		err := decideEveryKind(ctx, c, m)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return p.exitError()
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("gatekeeper did not decide the mix as pipeguard does within %v, so it is not measured: %w; its log: %s",
-				gatekeeperStartTimeout, err, p.logTail())
-		}
+	err := p.retry(ctx, func() error { return decideEveryKind(ctx, c, m) })
+	if errors.Is(err, errGatekeeperTimeout) {
+		return fmt.Errorf("gatekeeper did not decide the mix as pipeguard does within %v, so it is not measured: %w; its log: %s",
+			gatekeeperStartTimeout, err, p.logTail())
 	}
+	return err
 }
 
 // decideEveryKind sends one request of each slot of the mix and returns the
@@ -385,49 +336,6 @@ func decideEveryKind(ctx context.Context, c *client, m *mix) error {
 		}
 	}
 	return nil
-}
-
-func (p *gatekeeperProc) CPU() time.Duration { return sysinfo.CPUTime(p.pid) }
-
-func (p *gatekeeperProc) Memory() (rss, hwm int64) { return sysinfo.Memory(p.pid) }
-
-// stop ends the process (SIGTERM, then SIGKILL after stopTimeout) and
-// removes its certificate.
-func (p *gatekeeperProc) stop() error {
-	defer os.RemoveAll(p.certDir)
-	select {
-	case <-p.exited:
-		return p.exitError()
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(gatekeeperStopTimeout):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("gatekeeper did not stop within %v and was killed", gatekeeperStopTimeout)
-	}
-}
-
-const gatekeeperStopTimeout = 10 * time.Second
-
-func (p *gatekeeperProc) exitError() error {
-	return fmt.Errorf("gatekeeper exited (%v); its log: %s", p.waitErr, p.logTail())
-}
-
-// logTail is the end of the process's log.
-func (p *gatekeeperProc) logTail() string {
-	b, _ := os.ReadFile(p.logPath)
-	const max = 2000
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	if len(b) == 0 {
-		return "(empty)"
-	}
-	return "\n" + strings.TrimSpace(string(b))
 }
 
 // runGatekeeper is Run for the gatekeeper target: a Gatekeeper process of
