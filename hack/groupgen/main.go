@@ -16,28 +16,7 @@ import (
 	"path/filepath"
 
 	// Every served API version; each registers its descriptors.
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta3"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v2alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1alpha1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta3"
-	_ "github.com/kubernetes-csi/csi-proxy/client/api/volume/v2alpha1"
+	_ "github.com/pipeguard/pipeguard/internal/csiapis"
 )
 
 // fileName is the name of the generated file in each group's directory.
