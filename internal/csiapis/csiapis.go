@@ -1,7 +1,8 @@
 // Package csiapis registers the message and service descriptors of every
 // CSI Proxy API version pipeguard-agent serves, for code that walks them
 // through protoregistry: hack/groupgen, which writes the agent's adapters
-// from them, and tests that check every request type of every version. Import it for its side effect:
+// from them, and tests that check every request type of every version.
+// Import it for its side effect:
 //
 //	import _ "github.com/pipeguard/pipeguard/internal/csiapis"
 package csiapis
