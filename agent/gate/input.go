@@ -98,9 +98,10 @@ func Mutating(method string) bool {
 	return method != "PathExists"
 }
 
-// secretField reports whether a field holds a secret: SMB passwords and
-// iSCSI CHAP secrets, in every API version's spelling.
-func secretField(name string) bool {
+// SecretField reports whether a request field holds a secret, by its
+// name: SMB passwords and iSCSI CHAP secrets, in every API version's
+// spelling. Redact renders such a field as Redacted.
+func SecretField(name string) bool {
 	n := strings.ToLower(name)
 	return strings.Contains(n, "password") || strings.Contains(n, "secret")
 }
@@ -130,7 +131,7 @@ func message(m protoreflect.Message) map[string]any {
 			out[name] = zero(fd)
 			continue
 		}
-		if secretField(name) {
+		if SecretField(name) {
 			if m.Has(fd) {
 				out[name] = Redacted
 			} else {

@@ -1,8 +1,6 @@
 package guard
 
 import (
-	"strings"
-
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -60,7 +58,7 @@ func (r *request) field(name string) any {
 // render()[name] holds a string.
 func (r *request) str(name string) (string, bool) {
 	if !r.rendered && r.m != nil {
-		if fd := r.m.Descriptor().Fields().ByName(protoreflect.Name(name)); fd != nil && fd.Kind() == protoreflect.StringKind && !mayBeSecret(fd) && !fd.IsList() && !fd.IsMap() {
+		if fd := r.m.Descriptor().Fields().ByName(protoreflect.Name(name)); fd != nil && fd.Kind() == protoreflect.StringKind && plain(fd) {
 			return r.m.Get(fd).String(), true
 		}
 	}
@@ -68,11 +66,10 @@ func (r *request) str(name string) (string, bool) {
 	return s, ok
 }
 
-// mayBeSecret reports whether a field's name says it may hold a secret,
-// as gate.Redact decides.
-func mayBeSecret(fd protoreflect.FieldDescriptor) bool {
-	n := strings.ToLower(string(fd.Name()))
-	return strings.Contains(n, "password") || strings.Contains(n, "secret")
+// plain reports whether a field is a singular one that gate.Redact renders
+// as its value: not a list or a map, and not named as a secret.
+func plain(fd protoreflect.FieldDescriptor) bool {
+	return !fd.IsList() && !fd.IsMap() && !gate.SecretField(string(fd.Name()))
 }
 
 // plainScalar reads a singular string, bool or integer field that cannot
@@ -81,10 +78,7 @@ func mayBeSecret(fd protoreflect.FieldDescriptor) bool {
 // lists, maps, messages, enums, bytes, floats, and every field whose name
 // says it may hold a secret, which only Redact renders.
 func plainScalar(m protoreflect.Message, fd protoreflect.FieldDescriptor) (v any, ok bool) {
-	if fd.IsList() || fd.IsMap() {
-		return nil, false
-	}
-	if mayBeSecret(fd) {
+	if !plain(fd) {
 		return nil, false
 	}
 	switch fd.Kind() {
