@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -70,7 +71,24 @@ func (p Proc) Process(pid int) (int, time.Time, error) {
 	return stat.PPID, boot.Add(time.Duration(stat.Starttime) * (time.Second / userHZ)), nil
 }
 
+// bootTimes holds the boot time read from each procfs mount (by its root).
+// It is read once: /proc/stat is long (a line per CPU and per interrupt),
+// a caller's ancestors are looked up one by one, and start times compared
+// across lookups must share one boot time even if the clock is stepped.
+var bootTimes sync.Map // string → time.Time
+
 func (p Proc) bootTime(mount procfs.FS, pid int) (time.Time, error) {
+	if t, ok := bootTimes.Load(p.Root); ok {
+		return t.(time.Time), nil
+	}
+	t, err := p.readBootTime(mount, pid)
+	if err == nil {
+		bootTimes.Store(p.Root, t)
+	}
+	return t, err
+}
+
+func (p Proc) readBootTime(mount procfs.FS, pid int) (time.Time, error) {
 	stat, err := mount.Stat()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("process %d: reading the boot time from %s: %w", pid, filepath.Join(p.Root, "stat"), err)

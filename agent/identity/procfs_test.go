@@ -158,3 +158,26 @@ func TestProcDescribeCgroups(t *testing.T) {
 		t.Fatalf("a host process described as %+v", host)
 	}
 }
+
+// TestProcBootTimeReadOnce: the boot time of a procfs mount is read once,
+// so start times computed at different moments stay comparable even if
+// /proc/stat's btime moves (the kernel moves it when the clock is stepped).
+func TestProcBootTimeReadOnce(t *testing.T) {
+	root := fakeProcfs(t, map[string]string{"stat": bootLine, "77/stat": procStat(77, 100)})
+	p := Proc{Root: root}
+	first, err := p.StartTime(77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepped := strings.Replace(bootLine, "btime 1740816000", "btime 1740816003", 1)
+	if err := os.WriteFile(filepath.Join(root, "stat"), []byte(stepped), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.StartTime(77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Equal(first) {
+		t.Fatalf("start time %v, then %v after btime moved: the boot time was read again", first, again)
+	}
+}
