@@ -25,6 +25,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
 // repoRoot is the module root, seen from this package.
@@ -34,6 +36,22 @@ const repoRoot = "../.."
 // that happens to be on the machine.
 type kubectl struct {
 	bin, kubeconfig string
+}
+
+// startCluster starts kube-apiserver and etcd and returns the control
+// plane's kubectl with a kubeconfig file for them.
+func startCluster(t *testing.T) kubectl {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{})
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubectl{bin: filepath.Join(assets, "kubectl"), kubeconfig: kubeconfig}
 }
 
 // run returns kubectl's combined output, and an error that includes it.

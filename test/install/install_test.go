@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
 const (
@@ -32,16 +30,8 @@ const (
 // directory), then outside the cluster per config/local, where it must
 // reject a pod that mounts a CSI Proxy pipe and admit an allowed one.
 func TestInstall(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
-	assets, err := testenv.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k := kubectl{bin: filepath.Join(assets, "kubectl"), kubeconfig: kubeconfig}
+	k := startCluster(t)
+	kubeconfig := k.kubeconfig
 	webhookBin := buildWebhook(t)
 
 	steps := []struct {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
 // TestDeployPreflight runs `make deploy` for the overlays that need other
@@ -22,16 +20,8 @@ func TestDeployPreflight(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make on this machine")
 	}
-	env := testenv.Start(t, testenv.Options{})
-	assets, err := testenv.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k := kubectl{bin: filepath.Join(assets, "kubectl"), kubeconfig: kubeconfig}
+	k := startCluster(t)
+	kubeconfig := k.kubeconfig
 	clusterEnv := append(os.Environ(), "KUBECTL="+k.bin, "KUBECONFIG="+kubeconfig)
 
 	// deploy runs make deploy OVERLAY=overlay as an admin does, with this
