@@ -23,9 +23,6 @@ type File struct {
 // without their tests.
 func Admission() []File { return load("admission") }
 
-// AdmissionTests returns the rego tests of the admission rules.
-func AdmissionTests() []File { return load("admission_test") }
-
 // Agent returns the agent gate rules (package pipeguard.agent), without
 // their tests.
 func Agent() []File { return load("agent") }

@@ -182,11 +182,3 @@ func (s *Server) shutdown() {
 		<-done
 	}
 }
-
-// Run listens and serves until ctx is done.
-func (s *Server) Run(ctx context.Context) error {
-	if err := s.Listen(ctx); err != nil {
-		return err
-	}
-	return s.Serve(ctx)
-}

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/server"
-	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
 
 // When the test binary is started with this variable set, it is the agent.
@@ -110,15 +109,6 @@ func TestBadConfigurationExitsWithTwo(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr.String(), "not absolute") {
 		t.Fatalf("code %d, stderr %s", code, stderr.String())
 	}
-}
-
-func mustParse(t *testing.T, args ...string) app.Options {
-	t.Helper()
-	c, _, ok := parseFlags(args, &bytes.Buffer{})
-	if !ok {
-		t.Fatalf("parseFlags(%q) failed", args)
-	}
-	return c.Agent
 }
 
 // TestContract runs the agent binary as operators and external checks do:

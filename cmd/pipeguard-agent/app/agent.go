@@ -268,11 +268,3 @@ func (a *Agent) Serve(ctx context.Context) error {
 	}
 	return a.server.Serve(ctx)
 }
-
-// Run listens and serves until ctx is done.
-func (a *Agent) Run(ctx context.Context) error {
-	if err := a.Listen(ctx); err != nil {
-		return err
-	}
-	return a.Serve(ctx)
-}
