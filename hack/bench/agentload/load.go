@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 )
 
 // Operations measured.
@@ -128,7 +129,7 @@ func (t *target) slice(op string, clients int, d time.Duration, into *tally) {
 // alternating between them in slices (ungated first in one round, gated
 // first in the next) so that both see the same machine, until each has
 // been measured for d. Warm-up slices come first and are not counted.
-func measureCase(ctx context.Context, targets [2]*target, op string, clients int, d, warmup, slice time.Duration) (*Case, error) {
+func measureCase(ctx context.Context, targets [2]*target, op string, clients int, d, warmup time.Duration) (*results.AgentCase, error) {
 	for _, t := range targets {
 		if err := t.connect(clients); err != nil {
 			return nil, err
@@ -167,7 +168,7 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := &Case{Op: op, Clients: clients}
+	c := &results.AgentCase{Op: op, Clients: clients}
 	c.Ungated = summarize(&tallies[0], targets[0].proc)
 	c.Gated = summarize(&tallies[1], targets[1].proc)
 	if c.Gated.CallsPerSecond > 0 {
@@ -178,7 +179,7 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 	}
 	if floor != nil && len(floor.latencies) > 0 {
 		slices.Sort(floor.latencies)
-		c.FsyncP50 = ms(quantile(floor.latencies, 0.50))
+		c.FsyncP50 = results.Quantile(floor.latencies, 0.50)
 	}
 	return c, nil
 }
@@ -217,26 +218,18 @@ func (f *fsyncFloor) slice(d time.Duration) error {
 
 func (f *fsyncFloor) close() { f.f.Close() }
 
-func summarize(t *tally, p *child) *Stats {
-	s := &Stats{Calls: len(t.latencies) + t.errors, Errors: t.errors, FirstError: t.firstErr, Seconds: t.elapsed.Seconds()}
+func summarize(t *tally, p *child) *results.AgentStats {
+	s := &results.AgentStats{Calls: len(t.latencies) + t.errors, Errors: t.errors, FirstError: t.firstErr, Seconds: t.elapsed.Seconds()}
 	if t.elapsed > 0 {
 		s.CallsPerSecond = float64(len(t.latencies)) / t.elapsed.Seconds()
 		s.CoresUsed = t.cpu.Seconds() / t.elapsed.Seconds()
 	}
 	if n := len(t.latencies); n > 0 {
 		slices.Sort(t.latencies)
-		s.P50, s.P90, s.P99 = ms(quantile(t.latencies, 0.50)), ms(quantile(t.latencies, 0.90)), ms(quantile(t.latencies, 0.99))
-		s.Max = ms(t.latencies[n-1])
+		s.P50, s.P90, s.P99 = results.Quantile(t.latencies, 0.50), results.Quantile(t.latencies, 0.90), results.Quantile(t.latencies, 0.99)
+		s.Max = results.Ms(t.latencies[n-1])
 		s.CPUPerCallMs = t.cpu.Seconds() * 1000 / float64(n)
 	}
 	s.RSSBytes, s.PeakRSSBytes = p.Memory()
 	return s
 }
-
-// quantile is the nearest-rank quantile of sorted latencies.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	i := int(float64(len(sorted))*q+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -69,14 +68,9 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentload serve: listening:", err)
 		return 1
 	}
-	line, _ := json.Marshal(s)
-	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+	if err := childproc.Serving(s, stdin, stdout, stop); err != nil {
 		return 1
 	}
-	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
-		stop()
-	}()
 	if err := a.Serve(ctx); err != nil {
 		fmt.Fprintln(stderr, "agentload serve:", err)
 		return 1
@@ -87,10 +81,10 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // assemble builds the agent as pipeguard-agent does with its defaults: the
 // shipped gate rules alone, Metadata audit level, requests denied when
 // their record cannot be written, the default durability of the audit
-// log, and no metrics listener.
-func assemble(ctx context.Context, dir string, gated bool) (serving, *app.Agent, func() error, error) {
-	s := serving{Kubelet: filepath.Join(dir, "kubelet")}
-	closeAudit := func() error { return nil }
+// log, and no metrics listener. The returned function closes the audit log.
+func assemble(ctx context.Context, dir string, gated bool) (s serving, _ *app.Agent, closeAudit func() error, err error) {
+	s.Kubelet = filepath.Join(dir, "kubelet")
+	closeAudit = func() error { return nil }
 	if err := os.MkdirAll(filepath.Join(s.Kubelet, "pods"), 0o755); err != nil {
 		return s, nil, closeAudit, err
 	}
@@ -113,7 +107,6 @@ func assemble(ctx context.Context, dir string, gated bool) (serving, *app.Agent,
 	}
 	// Unix socket paths are short (108 bytes): the sockets go to a new
 	// directory in the temporary directory, not below dir.
-	var err error
 	if s.SocketDir, err = os.MkdirTemp("", "pgal-"); err != nil {
 		return s, nil, closeAudit, err
 	}
@@ -121,9 +114,8 @@ func assemble(ctx context.Context, dir string, gated bool) (serving, *app.Agent,
 	a, err := app.New(o)
 	if err != nil {
 		os.RemoveAll(s.SocketDir)
-		return s, nil, closeAudit, err
 	}
-	return s, a, closeAudit, nil
+	return s, a, closeAudit, err
 }
 
 // child is an agent process started by startChild.
@@ -132,15 +124,12 @@ type child struct {
 	serving
 }
 
-// childStartTimeout bounds how long an agent process may take to start.
-const childStartTimeout = 30 * time.Second
-
 // startChild starts an agent process: this executable, re-run with the
-// serve subcommand.
+// serve subcommand. It may take 30 s to start.
 func startChild(ctx context.Context, dir string, gated bool) (*child, error) {
 	c := &child{}
 	args := []string{serveCommand, "--dir", dir, "--gated=" + strconv.FormatBool(gated)}
-	p, err := childproc.Start(ctx, "agent process", args, nil, childStartTimeout,
+	p, err := childproc.Start(ctx, "agent process", args, nil, 30*time.Second,
 		&c.serving, func() bool { return c.SocketDir != "" })
 	if err != nil {
 		return nil, err

@@ -1,16 +1,11 @@
-//go:build !windows
-
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -20,11 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 	"github.com/pipeguard/pipeguard/internal/samplepods"
-	"github.com/pipeguard/pipeguard/internal/testenv"
 	"github.com/pipeguard/pipeguard/policy"
 )
 
@@ -60,16 +53,15 @@ func e2eMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadtest "+e2eCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rounds := fs.Int("rounds", 5, "rounds; each creates pods in every target's namespace")
-	pods := fs.Int("pods", 100, "pods of each kind created per target and round, one after another")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 || *rounds < 1 || *pods < 1 {
-		fmt.Fprintln(stderr, "loadtest e2e: --rounds and --pods must be positive and every setting is a flag")
+	if fs.NArg() > 0 || *rounds < 1 {
+		fmt.Fprintln(stderr, "loadtest e2e: --rounds must be positive and every setting is a flag")
 		return 2
 	}
-	runs, err := endToEnd(context.Background(), *rounds, *pods, stderr)
+	runs, err := endToEnd(context.Background(), *rounds, e2ePods, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadtest e2e:", err)
 		return 1
@@ -80,30 +72,22 @@ func e2eMain(args []string, stdout, stderr io.Writer) int {
 				t, kind, results.Median(results.AddedP50(runs, t, e2eNone, kind)))
 		}
 	}
-	if *jsonPath != "" {
-		out, _ := json.MarshalIndent(results.EndToEnd{VAPRule: vapRule, Runs: runs}, "", "  ")
-		if err := os.WriteFile(*jsonPath, append(out, '\n'), 0o644); err != nil {
-			fmt.Fprintln(stderr, "loadtest e2e:", err)
-			return 1
-		}
+	if *jsonPath != "" && !writeJSON(*jsonPath, results.EndToEnd{VAPRule: vapRule, Runs: runs}) {
+		return 1
 	}
 	return 0
 }
 
+// e2ePods is how many pods of each kind e2e creates per target and round,
+// one after another.
+const e2ePods = 100
+
 func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*results.Pods, err error) {
-	dir, err := testenv.AssetsDir()
+	cfg, _, stopCP, err := startControlPlane(nil)
 	if err != nil {
 		return nil, err
 	}
-	te := &envtest.Environment{UseExistingCluster: ptr.To(false), BinaryAssetsDirectory: dir}
-	te.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(dir, "kube-apiserver")}
-	te.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
-	te.ControlPlane.KubectlPath = filepath.Join(dir, "kubectl")
-	cfg, err := te.Start()
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd from %s: %w", dir, err), te.Stop())
-	}
-	defer func() { err = errors.Join(err, te.Stop()) }()
+	defer func() { err = errors.Join(err, stopCP()) }()
 	c, err := crclient.New(cfg, crclient.Options{})
 	if err != nil {
 		return nil, err
@@ -122,12 +106,7 @@ func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*result
 		return nil, err
 	}
 	for _, t := range e2eTargets {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + t, Labels: map[string]string{policy.AllowLabel: "true"}}}
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
-		if err := c.Create(ctx, ns); err != nil {
-			return nil, err
-		}
-		if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := createNamespace(ctx, c, "e2e-"+t, map[string]string{policy.AllowLabel: "true"}); err != nil {
 			return nil, err
 		}
 	}
@@ -136,23 +115,18 @@ func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*result
 	}
 	var out []*results.Pods
 	seq := 0
-	// Warm up every path (connections, caches) unmeasured first.
-	for _, t := range e2eTargets {
-		for _, kind := range []string{"hostpath", "no-hostpath"} {
-			for range 10 {
-				if err := c.Create(ctx, e2ePod(kind, "e2e-"+t, seq)); err != nil {
-					return nil, fmt.Errorf("%s, warming up: %w", t, err)
-				}
-				seq++
-			}
-		}
-	}
-	for round := range rounds {
+	// Round -1 warms every path up (connections, caches) with 10 pods of
+	// each kind, unmeasured.
+	for round := -1; round < rounds; round++ {
 		for i := range e2eTargets {
-			t := e2eTargets[(i+round)%len(e2eTargets)]
+			t := e2eTargets[(i+max(round, 0))%len(e2eTargets)]
 			for _, kind := range []string{"hostpath", "no-hostpath"} {
-				lat := make([]time.Duration, 0, pods)
-				for range pods {
+				n := pods
+				if round < 0 {
+					n = 10
+				}
+				lat := make([]time.Duration, 0, n)
+				for range n {
 					p := e2ePod(kind, "e2e-"+t, seq)
 					seq++
 					start := time.Now()
@@ -161,8 +135,11 @@ func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*result
 					}
 					lat = append(lat, time.Since(start))
 				}
+				if round < 0 {
+					continue
+				}
 				slices.Sort(lat)
-				r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: pods, P50: ms(quantile(lat, 0.5))}
+				r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: pods, P50: results.Quantile(lat, 0.5)}
 				fmt.Fprintf(log, "round %d %-26s %-11s p50 %.3f ms\n", round+1, t, kind, r.P50)
 				out = append(out, r)
 			}
@@ -185,17 +162,33 @@ func e2ePod(kind, ns string, seq int) *corev1.Pod {
 	return p
 }
 
+// createNamespace creates a namespace with its default ServiceAccount,
+// which pods name.
+func createNamespace(ctx context.Context, c crclient.Client, name string, labels map[string]string) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
+		return err
+	}
+	err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// podCreation is what every admission check of e2e covers: creating pods.
+var podCreation = admissionregistrationv1.RuleWithOperations{
+	Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+	Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+}
+
 func webhookConfig(name, url string, caPEM []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	none := admissionregistrationv1.SideEffectClassNone
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:         name + ".bench.pipeguard.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-			}},
+			Name:                    name + ".bench.pipeguard.io",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreation},
 			NamespaceSelector:       namespaceSelector(name),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             &none,
@@ -217,12 +210,9 @@ func installVAP(ctx context.Context, c crclient.Client) error {
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-csi-proxy"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-				},
-			}}},
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
+				{RuleWithOperations: podCreation},
+			}},
 			Validations: []admissionregistrationv1.Validation{{Expression: vapRule, Message: "a container mounts a csi-proxy pipe but is not privileged or HostProcess and its namespace is not allowed"}},
 		},
 	}
@@ -247,16 +237,13 @@ func installVAP(ctx context.Context, c crclient.Client) error {
 // created before the others'.
 func awaitChecks(ctx context.Context, c crclient.Client) error {
 	for _, t := range []string{TargetPipeguard, e2eVAP} {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe-" + t}}
-		if err := c.Create(ctx, ns); err != nil {
-			return err
-		}
-		if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		ns := "e2e-probe-" + t
+		if err := createNamespace(ctx, c, ns, nil); err != nil {
 			return err
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for i := 0; ; i++ {
-			p := e2ePod("hostpath", ns.Name, i)
+			p := e2ePod("hostpath", ns, i)
 			p.Name = fmt.Sprintf("probe-%d", i)
 			err := c.Create(ctx, p)
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {

@@ -1,9 +1,6 @@
-//go:build !windows
-
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"debug/buildinfo"
@@ -11,27 +8,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/rest"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
 // gatekeeperModule is the Go module Gatekeeper is built from (see
@@ -41,8 +34,11 @@ const gatekeeperModule = "github.com/open-policy-agent/gatekeeper/v3"
 // gatekeeperStartTimeout bounds how long a Gatekeeper process may take,
 // once started, to decide every kind of review of the mix as pipeguard
 // does: to list its templates and constraints, compile the rego and cache
-// the namespaces.
-const gatekeeperStartTimeout = 2 * time.Minute
+// the namespaces. gatekeeperStopTimeout bounds its shutdown.
+const (
+	gatekeeperStartTimeout = 2 * time.Minute
+	gatekeeperStopTimeout  = 10 * time.Second
+)
 
 // gatekeeperEnv is the control plane Gatekeeper runs on: kube-apiserver and
 // etcd with Gatekeeper's CRDs, the ConstraintTemplate, the Constraint and
@@ -51,63 +47,46 @@ const gatekeeperStartTimeout = 2 * time.Minute
 type gatekeeperEnv struct {
 	bin, dir   string
 	kubeconfig string
-	te         *envtest.Environment
+	cfg        *rest.Config
+	stopCP     func() error
 	// peer describes what runs, for the report.
-	peer GatekeeperPeer
+	peer results.GatekeeperPeer
 	// starts counts the processes started, to name their logs.
 	starts int
 }
 
 // startGatekeeperEnv starts the control plane for the Gatekeeper executable
-// bin, with the CRDs of manifest (Gatekeeper's deploy/gatekeeper.yaml; ""
-// finds it in the module cache, for the version bin was built from).
-func startGatekeeperEnv(ctx context.Context, bin, manifest string, namespaceCount int, log io.Writer) (_ *gatekeeperEnv, err error) {
+// bin, with the CRDs of Gatekeeper's deploy/gatekeeper.yaml for the version
+// bin was built from.
+func startGatekeeperEnv(ctx context.Context, bin string, namespaceCount int, log io.Writer) (_ *gatekeeperEnv, err error) {
 	version, err := gatekeeperVersion(bin)
 	if err != nil {
 		return nil, err
 	}
-	if manifest == "" {
-		if manifest, err = gatekeeperManifest(ctx, version); err != nil {
-			return nil, err
-		}
-	}
-	raw, err := os.ReadFile(manifest)
+	manifest, err := gatekeeperManifest(ctx, version)
 	if err != nil {
-		return nil, fmt.Errorf("reading Gatekeeper's manifest: %w", err)
-	}
-	crds, err := customResourceDefinitions(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", manifest, err)
-	}
-	assets, err := testenv.AssetsDir()
-	if err != nil {
-		return nil, fmt.Errorf("the %s target runs on a local control plane: %w (build one with hack/control-plane.sh and set %s to the directory it prints)",
-			TargetGatekeeper, err, testenv.AssetsEnv)
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "pipeguard-loadtest-gatekeeper-")
 	if err != nil {
 		return nil, err
 	}
 	e := &gatekeeperEnv{bin: bin, dir: dir, kubeconfig: filepath.Join(dir, "kubeconfig"),
-		peer: GatekeeperPeer{Version: version, Rego: gatekeeperRego, Kinds: constraintKinds()}}
-	fmt.Fprintf(log, "gatekeeper %s: starting kube-apiserver and etcd with its %d CRDs\n", version, len(crds))
-	e.te = &envtest.Environment{UseExistingCluster: ptr.To(false), BinaryAssetsDirectory: assets, CRDs: crds}
-	e.te.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(assets, "kube-apiserver")}
-	e.te.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
-	e.te.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
-	cfg, err := e.te.Start()
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err), e.stop())
-	}
+		peer: results.GatekeeperPeer{Version: version, Rego: gatekeeperRego, Kinds: constraintKinds}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.stop())
 		}
 	}()
-	if err := os.WriteFile(e.kubeconfig, e.te.KubeConfig, 0o600); err != nil {
+	fmt.Fprintf(log, "gatekeeper %s: starting kube-apiserver and etcd with the CRDs of %s\n", version, manifest)
+	var kubeconfig []byte
+	if e.cfg, kubeconfig, e.stopCP, err = startControlPlane([]string{manifest}); err != nil {
+		return nil, fmt.Errorf("the %s target runs on a local control plane: %w", TargetGatekeeper, err)
+	}
+	if err := os.WriteFile(e.kubeconfig, kubeconfig, 0o600); err != nil {
 		return nil, err
 	}
-	c, err := crclient.New(cfg, crclient.Options{})
+	c, err := crclient.New(e.cfg, crclient.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +113,8 @@ func startGatekeeperEnv(ctx context.Context, bin, manifest string, namespaceCoun
 // stop stops the control plane and removes the files.
 func (e *gatekeeperEnv) stop() error {
 	var err error
-	if e.te != nil {
-		err = e.te.Stop()
+	if e.stopCP != nil {
+		err = e.stopCP()
 	}
 	return errors.Join(err, os.RemoveAll(e.dir))
 }
@@ -143,7 +122,7 @@ func (e *gatekeeperEnv) stop() error {
 // gatekeeperVersion checks that bin is a Go executable built from
 // Gatekeeper's module and returns the module's version.
 func gatekeeperVersion(bin string) (string, error) {
-	if _, err := os.Stat(bin); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("the %s target runs Gatekeeper's executable %s, which does not exist: build it with `make bench-gatekeeper` (or pass --gatekeeper), or leave %s out of --targets",
 			TargetGatekeeper, bin, TargetGatekeeper)
 	}
@@ -173,48 +152,13 @@ func gatekeeperManifest(ctx context.Context, version string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("finding Gatekeeper %s's manifest with go mod download (or pass --gatekeeper-manifest): %w: %s", version, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("finding Gatekeeper %s's manifest with go mod download: %w: %s", version, err, strings.TrimSpace(stderr.String()))
 	}
 	var m struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
 		return "", fmt.Errorf("go mod download %s@%s: no module directory (%v %s)", gatekeeperModule, version, err, m.Error)
 	}
 	return filepath.Join(m.Dir, "deploy", "gatekeeper.yaml"), nil
-}
-
-// customResourceDefinitions returns the CustomResourceDefinitions among the
-// YAML documents of manifest, which must hold at least one.
-func customResourceDefinitions(manifest []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for i := 1; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		if tm.Kind != "CustomResourceDefinition" {
-			continue
-		}
-		if tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
-			return nil, fmt.Errorf("document %d: CustomResourceDefinition of %s, want %s", i, tm.APIVersion, apiextensionsv1.SchemeGroupVersion)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		out = append(out, crd)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no CustomResourceDefinition in the manifest")
-	}
-	return out, nil
 }
 
 // generate runs Gatekeeper's generate operation, which its audit pod runs
@@ -227,25 +171,37 @@ func (e *gatekeeperEnv) generate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := e.createConstraint(ctx, p); err != nil {
-		_ = p.stop()
+	err = p.retry(ctx, "made no CRD of kind "+gatekeeperConstraintKind+" from the ConstraintTemplate", func() error {
+		// A fresh client each time: the kind is new to its RESTMapper.
+		c, err := crclient.New(e.cfg, crclient.Options{})
+		if err == nil {
+			if err = c.Create(ctx, gatekeeperConstraint()); apierrors.IsAlreadyExists(err) {
+				err = nil
+			}
+		}
 		return err
-	}
-	return p.stop()
+	})
+	return errors.Join(err, p.stop())
 }
 
-// start starts a Gatekeeper webhook process. It returns once the process
-// runs; awaitDecisions waits until it decides correctly.
-func (e *gatekeeperEnv) start() (*gatekeeperProc, error) {
-	return e.launch(gatekeeperOperations...)
+// gatekeeperProc is a running Gatekeeper process.
+type gatekeeperProc struct {
+	cmd     *exec.Cmd
+	pid     int
+	url     string
+	caPEM   []byte
+	certDir string
+	logPath string
+	exited  chan struct{}
+	waitErr error
 }
 
-// gatekeeperOperations is what the measured processes run: the webhook
-// alone, as the webhook pods of Gatekeeper's deployment do (without its
-// mutation webhook, which the rule does not use).
-var gatekeeperOperations = []string{"webhook"}
-
-// launch starts Gatekeeper for operations.
+// launch starts Gatekeeper for operations with its deployment's arguments
+// (deploy/gatekeeper.yaml) on loopback ports, with a certificate of its own
+// rather than its own rotation, no shutdown delay, and outside a pod. The
+// measured processes run the webhook operation alone, as the webhook pods
+// of Gatekeeper's deployment do (without its mutation webhook, which the
+// rule does not use); their command line is recorded for the report.
 func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
 	e.starts++
 	certDir, err := os.MkdirTemp(e.dir, "certs-")
@@ -262,8 +218,15 @@ func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
 			return nil, err
 		}
 	}
-	args := gatekeeperArgs(operations, ports[0], ports[1], ports[2], certDir)
-	if slices.Equal(operations, gatekeeperOperations) {
+	var args []string
+	for _, o := range operations {
+		args = append(args, "--operation="+o)
+	}
+	args = append(args, "--exempt-namespace="+gatekeeperNamespace, "--disable-opa-builtin={http.send}", "--logtostderr",
+		"--host=127.0.0.1", "--port="+strconv.Itoa(ports[0]), "--cert-dir="+certDir, "--disable-cert-rotation",
+		"--health-addr=127.0.0.1:"+strconv.Itoa(ports[1]), "--prometheus-port="+strconv.Itoa(ports[2]),
+		"--shutdown-delay=0", "--debug-use-fake-pod", "--log-level=WARNING")
+	if len(operations) == 1 {
 		e.peer.Args = append([]string(nil), args...)
 		for i, a := range e.peer.Args {
 			// The ports and the directory change from run to run.
@@ -285,7 +248,7 @@ func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", e.bin, err)
 	}
-	p.pid = strconv.Itoa(p.cmd.Process.Pid)
+	p.pid = p.cmd.Process.Pid
 	go func() {
 		p.waitErr = p.cmd.Wait()
 		close(p.exited)
@@ -293,38 +256,65 @@ func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
 	return p, nil
 }
 
-// createConstraint creates the Constraint as soon as its kind exists: the
-// CRD that Gatekeeper's generate operation makes from the
-// ConstraintTemplate.
-func (e *gatekeeperEnv) createConstraint(ctx context.Context, p *gatekeeperProc) error {
-	err := p.retry(ctx, func() error {
-		// A fresh client each time: the kind is new to its RESTMapper.
-		c, err := crclient.New(e.te.Config, crclient.Options{})
-		if err == nil {
-			if err = c.Create(ctx, gatekeeperConstraint()); apierrors.IsAlreadyExists(err) {
-				err = nil
-			}
-		}
-		return err
-	})
-	if errors.Is(err, errGatekeeperTimeout) {
-		return fmt.Errorf("gatekeeper made no CRD of kind %s from the ConstraintTemplate within %v (%w); its log: %s",
-			gatekeeperConstraintKind, gatekeeperStartTimeout, err, p.logTail())
+func (p *gatekeeperProc) CPU() time.Duration { return sysinfo.CPUTime(p.pid) }
+
+func (p *gatekeeperProc) Memory() (rss, hwm int64) { return sysinfo.Memory(p.pid) }
+
+// stop ends the process (SIGTERM, then SIGKILL after gatekeeperStopTimeout)
+// and removes its certificate.
+func (p *gatekeeperProc) stop() error {
+	defer os.RemoveAll(p.certDir)
+	select {
+	case <-p.exited:
+		return p.exitError()
+	default:
 	}
-	return err
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(gatekeeperStopTimeout):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("gatekeeper did not stop within %v and was killed", gatekeeperStopTimeout)
+	}
 }
 
-// awaitDecisions waits until Gatekeeper decides every kind of review of the
-// mix as pipeguard does, sending each kind in turn: the denied kinds are
-// denied once the constraint is in force, and a rule that decides any kind
-// otherwise is reported rather than measured.
-func (p *gatekeeperProc) awaitDecisions(ctx context.Context, c *client, m *mix) error {
-	err := p.retry(ctx, func() error { return decideEveryKind(ctx, c, m) })
-	if errors.Is(err, errGatekeeperTimeout) {
-		return fmt.Errorf("gatekeeper did not decide the mix as pipeguard does within %v, so it is not measured: %w; its log: %s",
-			gatekeeperStartTimeout, err, p.logTail())
+func (p *gatekeeperProc) exitError() error {
+	return fmt.Errorf("gatekeeper exited (%v); its log: %s", p.waitErr, p.logTail())
+}
+
+// logTail is the end of the process's log.
+func (p *gatekeeperProc) logTail() string {
+	b, _ := os.ReadFile(p.logPath)
+	b = b[max(0, len(b)-2000):]
+	if len(b) == 0 {
+		return "(empty)"
 	}
-	return err
+	return "\n" + strings.TrimSpace(string(b))
+}
+
+// retry calls try every 250 ms until it succeeds, the process exits, ctx
+// ends, or gatekeeperStartTimeout passes; then it says what Gatekeeper
+// failed to do, with try's last error and the end of its log.
+func (p *gatekeeperProc) retry(ctx context.Context, failed string, try func() error) error {
+	deadline := time.Now().Add(gatekeeperStartTimeout)
+	for {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return p.exitError()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gatekeeper %s within %v (last error: %w); its log: %s", failed, gatekeeperStartTimeout, err, p.logTail())
+		}
+	}
 }
 
 // decideEveryKind sends one request of each slot of the mix and returns the
@@ -339,22 +329,24 @@ func decideEveryKind(ctx context.Context, c *client, m *mix) error {
 }
 
 // runGatekeeper is Run for the gatekeeper target: a Gatekeeper process of
-// its own on env's control plane, checked to decide the mix as pipeguard
-// does, then measured as the other targets are.
+// its own on env's control plane, measured as the other targets are once it
+// decides every kind of review of the mix as pipeguard does (the denied
+// kinds are denied once the constraint is in force); a rule that decides
+// any kind otherwise is reported rather than measured.
 func runGatekeeper(ctx context.Context, env *gatekeeperEnv, opts Options, t *target, m *mix) (*Result, error) {
 	if env == nil {
 		return nil, fmt.Errorf("the %s target needs its control plane, which was not started", TargetGatekeeper)
 	}
-	p, err := env.start()
+	p, err := env.launch("webhook")
 	if err != nil {
 		return nil, err
 	}
-	c, err := newClient(p.url, p.caPEM, m, t.namespaces, opts.Workers, rand.Uint32())
+	c, err := newClient(p.url, p.caPEM, m, t.namespaces, rand.Uint32())
 	if err != nil {
 		return nil, errors.Join(err, p.stop())
 	}
 	defer c.close()
-	if err := p.awaitDecisions(ctx, c, m); err != nil {
+	if err := p.retry(ctx, "did not decide the mix as pipeguard does, so it is not measured,", func() error { return decideEveryKind(ctx, c, m) }); err != nil {
 		return nil, errors.Join(err, p.stop())
 	}
 	res, err := drive(ctx, c, p, opts, t)

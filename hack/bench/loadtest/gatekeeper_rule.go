@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pipeguard/pipeguard/policy"
@@ -110,61 +112,26 @@ func gatekeeperTemplate() *unstructured.Unstructured {
 	}}
 }
 
-// gatekeeperConstraint puts the template in force, denying, for the
+// constraintKinds is what the Constraint matches, group/Kind: the
 // resources pipeguard's webhook configuration (config/webhook) covers.
+var constraintKinds = []string{"Pod", "ReplicationController", "apps/Deployment", "apps/ReplicaSet", "apps/StatefulSet",
+	"apps/DaemonSet", "batch/Job", "batch/CronJob"}
+
+// gatekeeperConstraint puts the template in force, denying, for
+// constraintKinds.
 func gatekeeperConstraint() *unstructured.Unstructured {
-	kinds := func(group string, names ...string) any {
-		k := make([]any, len(names))
-		for i, n := range names {
-			k[i] = n
+	var match []any
+	for _, k := range constraintKinds {
+		group, kind, ok := strings.Cut(k, "/")
+		if !ok {
+			group, kind = "", k
 		}
-		return map[string]any{"apiGroups": []any{group}, "kinds": k}
+		match = append(match, map[string]any{"apiGroups": []any{group}, "kinds": []any{kind}})
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "constraints.gatekeeper.sh/v1beta1",
 		"kind":       gatekeeperConstraintKind,
 		"metadata":   map[string]any{"name": gatekeeperConstraintName},
-		"spec": map[string]any{
-			"enforcementAction": "deny",
-			"match": map[string]any{"kinds": []any{
-				kinds("", "Pod", "ReplicationController"),
-				kinds("apps", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"),
-				kinds("batch", "Job", "CronJob"),
-			}},
-		},
+		"spec":       map[string]any{"enforcementAction": "deny", "match": map[string]any{"kinds": match}},
 	}}
-}
-
-// GatekeeperPeer describes the Gatekeeper that was measured, for the
-// report: hack/bench/report reads this file (its gatekeeperPeer type).
-type GatekeeperPeer struct {
-	// Version is the Gatekeeper module version the executable was built
-	// from.
-	Version string `json:"version"`
-	// Rego is the ConstraintTemplate's rego; Kinds what the Constraint
-	// matches.
-	Rego  string   `json:"rego"`
-	Kinds []string `json:"kinds"`
-	// Args is Gatekeeper's command line, without the executable.
-	Args []string `json:"args"`
-}
-
-// constraintKinds lists what gatekeeperConstraint matches, group/Kind.
-func constraintKinds() []string {
-	var out []string
-	match, _, _ := unstructured.NestedSlice(gatekeeperConstraint().Object, "spec", "match", "kinds")
-	for _, m := range match {
-		groups, _, _ := unstructured.NestedStringSlice(m.(map[string]any), "apiGroups")
-		names, _, _ := unstructured.NestedStringSlice(m.(map[string]any), "kinds")
-		for _, g := range groups {
-			for _, n := range names {
-				if g == "" {
-					out = append(out, n)
-				} else {
-					out = append(out, g+"/"+n)
-				}
-			}
-		}
-	}
-	return out
 }

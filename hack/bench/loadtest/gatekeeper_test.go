@@ -1,14 +1,9 @@
-//go:build !windows
-
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +18,17 @@ import (
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
+// gatekeeperQuery prepares the ConstraintTemplate's violations for
+// evaluation as Gatekeeper evaluates them, in rego v0.
+func gatekeeperQuery(t *testing.T) rego.PreparedEvalQuery {
+	query, err := rego.New(rego.Query("data.pipeguardcsiproxy.violation"), rego.SetRegoVersion(ast.RegoV0),
+		rego.Module("template.rego", gatekeeperRego)).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatalf("the ConstraintTemplate's rego does not compile: %v", err)
+	}
+	return query
+}
+
 // The ConstraintTemplate's rego, evaluated as Gatekeeper evaluates it (rego
 // v0, input.review the AdmissionRequest with the namespace object added),
 // decides every kind of review of the mix as pipeguard does, in labelled
@@ -33,11 +39,7 @@ func TestGatekeeperRegoDecidesTheMix(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := namespaces(smallNamespaces)
-	query, err := rego.New(rego.Query("data.pipeguardcsiproxy.violation"), rego.SetRegoVersion(ast.RegoV0),
-		rego.Module("template.rego", gatekeeperRego)).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatalf("the ConstraintTemplate's rego does not compile: %v", err)
-	}
+	query := gatekeeperQuery(t)
 	seen := map[string]int{}
 	for seq := range uint64(3 * len(m.slots)) {
 		body, k := m.body(seq, smallNamespaces, "00000000-0000-4000-8000-000000000000")
@@ -72,94 +74,48 @@ func TestGatekeeperRegoDecidesTheMix(t *testing.T) {
 	}
 }
 
-// The rule reads what pipeguard reads beyond the mix: init containers, the
-// pod's HostProcess setting, privileged containers, other spellings of the
-// pipe path, and CronJobs.
+// The rule reads what pipeguard reads beyond the mix: init and ephemeral
+// containers, the pod's HostProcess setting, privileged containers, other
+// spellings of the pipe path, workloads and CronJobs.
 func TestGatekeeperRegoCases(t *testing.T) {
-	query, err := rego.New(rego.Query("data.pipeguardcsiproxy.violation"), rego.SetRegoVersion(ast.RegoV0),
-		rego.Module("template.rego", gatekeeperRego)).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := func(path, container, podSC string) map[string]any {
-		var s map[string]any
-		raw := `{"volumes":[{"name":"p","hostPath":{"path":` + path + `}}],` + container
-		if podSC != "" {
-			raw += `,"securityContext":` + podSC
-		}
-		if err := json.Unmarshal([]byte(raw+`}`), &s); err != nil {
+	query := gatekeeperQuery(t)
+	const csi, mounted = `\\\\.\\pipe\\csi-proxy-disk-v1`, `{"name":"c","volumeMounts":[{"name":"p","mountPath":"C:\\p"}]`
+	for _, tc := range []struct {
+		name, kind, path, spec, label string
+		denied                        bool
+	}{
+		{"plain container", "Pod", csi, `"containers":[` + mounted + `}]`, "", true},
+		{"init container", "Pod", csi, `"containers":[],"initContainers":[` + mounted + `}]`, "", true},
+		{"ephemeral container", "Pod", csi, `"containers":[],"ephemeralContainers":[` + mounted + `}]`, "", true},
+		{"forward slashes", "Pod", `//./PIPE/CSI-Proxy-smb-v1`, `"containers":[` + mounted + `}]`, "", true},
+		{"other pipe", "Pod", `\\\\.\\pipe\\docker_engine`, `"containers":[` + mounted + `}]`, "", false},
+		{"not mounted", "Pod", csi, `"containers":[{"name":"c"}]`, "", false},
+		{"privileged", "Pod", csi, `"containers":[` + mounted + `,"securityContext":{"privileged":true}}]`, "", false},
+		{"pod HostProcess", "Pod", csi, `"containers":[` + mounted + `}],"securityContext":{"windowsOptions":{"hostProcess":true}}`, "", false},
+		{"labelled namespace", "Pod", csi, `"containers":[` + mounted + `}]`, "true", false},
+		{"label not true", "Pod", csi, `"containers":[` + mounted + `}]`, "yes", true},
+		{"daemonset", "DaemonSet", csi, `"containers":[` + mounted + `}]`, "", true},
+		{"cronjob", "CronJob", csi, `"containers":[` + mounted + `}]`, "", true},
+	} {
+		var spec map[string]any
+		if err := json.Unmarshal([]byte(`{"volumes":[{"name":"p","hostPath":{"path":"`+tc.path+`"}}],`+tc.spec+`}`), &spec); err != nil {
 			t.Fatal(err)
 		}
-		return s
-	}
-	const mounted = `{"name":"c","volumeMounts":[{"name":"p","mountPath":"C:\\p"}]`
-	tests := map[string]struct {
-		kind   string
-		object map[string]any
-		labels map[string]any
-		denied bool
-	}{
-		"plain container":     {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[`+mounted+`}]`, "")}, nil, true},
-		"init container":      {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[],"initContainers":[`+mounted+`}]`, "")}, nil, true},
-		"forward slashes":     {"Pod", map[string]any{"spec": spec(`"//./PIPE/CSI-Proxy-smb-v1"`, `"containers":[`+mounted+`}]`, "")}, nil, true},
-		"other pipe":          {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\docker_engine"`, `"containers":[`+mounted+`}]`, "")}, nil, false},
-		"not mounted":         {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[{"name":"c"}]`, "")}, nil, false},
-		"privileged":          {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[`+mounted+`,"securityContext":{"privileged":true}}]`, "")}, nil, false},
-		"pod HostProcess":     {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[`+mounted+`}]`, `{"windowsOptions":{"hostProcess":true}}`)}, nil, false},
-		"labelled namespace":  {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[`+mounted+`}]`, "")}, map[string]any{"pipeguard.io/allow-csi-proxy": "true"}, false},
-		"label not true":      {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[`+mounted+`}]`, "")}, map[string]any{"pipeguard.io/allow-csi-proxy": "yes"}, true},
-		"cronjob":             {"CronJob", map[string]any{"spec": map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[`+mounted+`}]`, "")}}}}}, nil, true},
-		"daemonset":           {"DaemonSet", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[`+mounted+`}]`, "")}}}, nil, true},
-		"daemonset, no spec":  {"DaemonSet", map[string]any{"spec": map[string]any{}}, nil, false},
-		"ephemeral container": {"Pod", map[string]any{"spec": spec(`"\\\\.\\pipe\\csi-proxy-disk-v1"`, `"containers":[],"ephemeralContainers":[`+mounted+`}]`, "")}, nil, true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			review := map[string]any{"kind": map[string]any{"kind": tc.kind}, "namespace": "ns", "object": tc.object,
-				"namespaceObject": map[string]any{"metadata": map[string]any{"name": "ns", "labels": tc.labels}}}
-			rs, err := query.Eval(context.Background(), rego.EvalInput(map[string]any{"review": review, "parameters": map[string]any{}}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			denied := len(rs) > 0 && len(rs[0].Expressions[0].Value.([]any)) > 0
-			if denied != tc.denied {
-				t.Errorf("denied %v, want %v (%v)", denied, tc.denied, rs)
-			}
-		})
-	}
-}
-
-func TestCustomResourceDefinitions(t *testing.T) {
-	crd := `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: configs.config.gatekeeper.sh
-spec:
-  group: config.gatekeeper.sh
-  names: {kind: Config, plural: configs}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object}}
-`
-	other := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gatekeeper-system\n"
-	got, err := customResourceDefinitions([]byte(other + "---\n" + crd + "---\n" + other))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || got[0].Name != "configs.config.gatekeeper.sh" || got[0].Spec.Names.Kind != "Config" {
-		t.Fatalf("got %+v, want the one CRD", got)
-	}
-	for name, manifest := range map[string]string{
-		"no CRD":      other,
-		"old version": strings.Replace(crd, "apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1", 1),
-		"bad field":   crd + "  colour: blue\n",
-		"not YAML":    "kind: [",
-	} {
-		if _, err := customResourceDefinitions([]byte(manifest)); err == nil {
-			t.Errorf("%s: no error", name)
+		object := map[string]any{"spec": spec}
+		switch tc.kind {
+		case "DaemonSet":
+			object = map[string]any{"spec": map[string]any{"template": object}}
+		case "CronJob":
+			object = map[string]any{"spec": map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": object}}}}
+		}
+		review := map[string]any{"kind": map[string]any{"kind": tc.kind}, "namespace": "ns", "object": object,
+			"namespaceObject": map[string]any{"metadata": map[string]any{"name": "ns", "labels": map[string]any{"pipeguard.io/allow-csi-proxy": tc.label}}}}
+		rs, err := query.Eval(context.Background(), rego.EvalInput(map[string]any{"review": review, "parameters": map[string]any{}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if denied := len(rs) > 0 && len(rs[0].Expressions[0].Value.([]any)) > 0; denied != tc.denied {
+			t.Errorf("%s: denied %v, want %v (%v)", tc.name, denied, tc.denied, rs)
 		}
 	}
 }
@@ -176,18 +132,6 @@ func TestGatekeeperVersionRejects(t *testing.T) {
 	}
 	if _, err := gatekeeperVersion(self); err == nil || !strings.Contains(err.Error(), "was not built from "+gatekeeperModule) {
 		t.Errorf("foreign executable: %v", err)
-	}
-	notGo := filepath.Join(t.TempDir(), "script")
-	os.WriteFile(notGo, []byte("#!/bin/sh\n"), 0o755)
-	if _, err := gatekeeperVersion(notGo); err == nil || !strings.Contains(err.Error(), "not a Go executable") {
-		t.Errorf("not a Go executable: %v", err)
-	}
-}
-
-// The serve subcommand serves pipeguard's targets, not the peers.
-func TestServeRefusesThePeer(t *testing.T) {
-	if _, err := parseServeFlags([]string{"--target", TargetGatekeeper}); err == nil {
-		t.Fatal("no error")
 	}
 }
 
@@ -216,7 +160,7 @@ func TestGatekeeperDecidesTheMix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var log strings.Builder
-	env, err := startGatekeeperEnv(ctx, bin, "", smallNamespaces, &log)
+	env, err := startGatekeeperEnv(ctx, bin, smallNamespaces, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,13 +169,12 @@ func TestGatekeeperDecidesTheMix(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	const n = 200
-	r, err := Run(ctx, Options{Target: TargetGatekeeper, Workers: 4, Requests: n, Duration: time.Minute, gatekeeper: env})
+	r, err := Run(ctx, Options{Target: TargetGatekeeper, Duration: time.Second, gatekeeper: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Sent != n || r.Errors != 0 {
-		t.Fatalf("sent %d, errors %d %v; want %d sent and no errors; first error: %s", r.Sent, r.Errors, r.ErrorKinds, n, r.FirstError)
+	if r.Sent < 20 || r.Errors != 0 {
+		t.Fatalf("sent %d, errors %d; want the whole mix answered without errors; first error: %s", r.Sent, r.Errors, r.FirstError)
 	}
 	if r.CPUPerReviewMs <= 0 || r.PeakRSSBytes <= 0 {
 		t.Errorf("CPU %v ms/review, peak RSS %d; want Gatekeeper's", r.CPUPerReviewMs, r.PeakRSSBytes)
@@ -241,24 +184,19 @@ func TestGatekeeperDecidesTheMix(t *testing.T) {
 	}
 }
 
-// A webhook that does not decide the mix as pipeguard does is caught before
-// it is measured, with the kind it got wrong.
+// A webhook that does not decide the mix as pipeguard does, here the floor,
+// is caught before it is measured, with the kind it got wrong.
 func TestDecideEveryKindCatchesAWrongRule(t *testing.T) {
 	m, err := newMix()
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowAll := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review struct{ Request struct{ UID string } }
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.Request.UID)
-	}))
-	defer allowAll.Close()
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: allowAll.Certificate().Raw})
-	c, err := newClient(allowAll.URL, caPEM, m, smallNamespaces, 1, 1)
+	floor, err := startChild(context.Background(), TargetFloor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer floor.Stop()
+	c, err := newClient(floor.URL, floor.CAPEM, m, smallNamespaces, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

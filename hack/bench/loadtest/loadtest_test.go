@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
 // TestMain lets the test binary serve as the server process: Run re-runs
@@ -25,40 +28,27 @@ func TestMain(m *testing.M) {
 
 // Every served target answers every request of the mix, over the real
 // server in a process of its own, with the decision its kind expects (the
-// floor allows everything). Timing is not asserted. The gatekeeper target
-// has TestGatekeeperDecidesTheMix.
+// floor allows everything): send counts any other answer as an error.
+// Timing is not asserted. The gatekeeper target has
+// TestGatekeeperDecidesTheMix.
 func TestTargetsDecideTheMix(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
-	m, err := newMix()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, target := range servedTargets() {
-		t.Run(target, func(t *testing.T) {
-			const n = 200
+	for _, tg := range targets {
+		if tg.peer {
+			continue
+		}
+		t.Run(tg.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			r, err := Run(ctx, Options{Target: target, Workers: 4, Requests: n, Duration: time.Minute})
+			r, err := Run(ctx, Options{Target: tg.name, Duration: 300 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Sent != n || r.Errors != 0 {
-				t.Fatalf("sent %d, errors %d %v; want %d sent and no errors; first error: %s", r.Sent, r.Errors, r.ErrorKinds, n, r.FirstError)
+			if r.Sent < 20 || r.Errors != 0 {
+				t.Fatalf("sent %d, errors %d; want the whole mix answered without errors; first error: %s", r.Sent, r.Errors, r.FirstError)
 			}
 			if _, err := os.Stat("/proc/self/status"); err == nil && r.PeakRSSBytes <= 0 {
 				t.Errorf("peak RSS %d; want the serving process's", r.PeakRSSBytes)
-			}
-			for _, k := range m.kinds {
-				d := r.Decisions[k.name]
-				allowed := k.allowed || target == TargetFloor
-				switch {
-				case d == nil:
-					t.Errorf("%s: never sent", k.name)
-				case allowed && (d.Allowed == 0 || d.Denied > 0):
-					t.Errorf("%s: %d allowed, %d denied; want all allowed", k.name, d.Allowed, d.Denied)
-				case !allowed && (d.Denied == 0 || d.Allowed > 0):
-					t.Errorf("%s: %d allowed, %d denied; want all denied", k.name, d.Allowed, d.Denied)
-				}
 			}
 		})
 	}
@@ -79,64 +69,32 @@ func TestReviewsHaveTheSizeOfRealOnes(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	tests := map[string]struct {
-		args    []string
-		targets []string
-		wantErr bool
-	}{
-		"default":        {targets: allTargets},
-		"target list":    {args: []string{"--targets", "floor,pipeguard"}, targets: []string{"floor", "pipeguard"}},
-		"bad target":     {args: []string{"--targets", "opa"}, wantErr: true},
-		"gatekeeper":     {args: []string{"--targets", "pipeguard,gatekeeper", "--gatekeeper", "/opt/gatekeeper"}, targets: []string{"pipeguard", "gatekeeper"}},
-		"no rounds":      {args: []string{"--rounds", "0"}, wantErr: true},
-		"too many":       {args: []string{"--workers", "100000"}, wantErr: true},
-		"stray argument": {args: []string{"now"}, wantErr: true},
-		"removed flag":   {args: []string{"--steal-limit", "1"}, wantErr: true},
+	cfg, err := parseFlags([]string{"--targets", "pipeguard,gatekeeper", "--gatekeeper", "/opt/gatekeeper"})
+	if err != nil || !slices.Equal(cfg.targets, []string{"pipeguard", "gatekeeper"}) {
+		t.Fatalf("%v, %+v", err, cfg)
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			cfg, err := parseFlags(tc.args)
-			if tc.wantErr {
-				if err == nil {
-					t.Fatal("no error")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(cfg.targets, tc.targets) {
-				t.Fatalf("targets %q, want %q", cfg.targets, tc.targets)
-			}
-		})
+	if cfg, err := parseFlags(nil); err != nil || !slices.Equal(cfg.targets, allTargets) {
+		t.Fatalf("defaults: %v, %+v", err, cfg)
+	}
+	for _, args := range [][]string{{"--targets", "opa"}, {"--rounds", "0"}, {"--duration", "0s"}, {"now"}, {"--workers", "8"}} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("%q: no error", args)
+		}
 	}
 }
 
-// The server process refuses a bad command line before it serves anything,
-// with exit code 2 and the reason.
+// The server process refuses a bad command line, the peers included,
+// before it serves anything, with exit code 2 and the reason; the parent
+// reports that reason.
 func TestServeRejectsBadFlags(t *testing.T) {
-	for name, args := range map[string][]string{
-		"bad target":     {"--target", "opa"},
-		"stray argument": {"now"},
-		"unknown flag":   {"--rate", "5"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			var out, errOut strings.Builder
-			if code := serveMain(args, strings.NewReader(""), &out, &errOut); code != 2 {
-				t.Fatalf("exit code %d, want 2", code)
-			}
-			if out.Len() > 0 || !strings.HasPrefix(errOut.String(), "loadtest serve: ") {
-				t.Fatalf("stdout %q, stderr %q; want nothing served and the reason", out.String(), errOut.String())
-			}
-		})
+	for _, args := range [][]string{{"--target", "opa"}, {"--target", TargetGatekeeper}, {"now"}, {"--rate", "5"}} {
+		var out, errOut strings.Builder
+		if code := serveMain(args, strings.NewReader(""), &out, &errOut); code != 2 || out.Len() > 0 || !strings.HasPrefix(errOut.String(), "loadtest serve: ") {
+			t.Errorf("%q: exit code %d, stdout %q, stderr %q; want 2, nothing served and the reason", args, code, out.String(), errOut.String())
+		}
 	}
-}
-
-// A server process that cannot start is reported with its reason.
-func TestChildStartFailureIsReported(t *testing.T) {
-	_, err := startChild(context.Background(), "opa")
-	if err == nil || !strings.Contains(err.Error(), `--target "opa" is unknown`) {
-		t.Fatalf("error %v, want the server process's reason", err)
+	if _, err := startChild(context.Background(), "opa"); err == nil || !strings.Contains(err.Error(), `--target "opa" is unknown`) {
+		t.Errorf("error %v, want the server process's reason", err)
 	}
 }
 
@@ -153,5 +111,28 @@ func TestServerGOGCMatchesTheDeployment(t *testing.T) {
 	}
 	if string(m[1]) != serverGOGC {
 		t.Errorf("config/manager sets GOGC %s, the load tool's servers run with %s", m[1], serverGOGC)
+	}
+}
+
+// Through a real kube-apiserver, pipeguard and the ValidatingAdmissionPolicy
+// both deny a CSI node pod in a namespace without the allowance (endToEnd
+// waits for that before measuring) and every target's namespace admits the
+// pods measured. Timing is not asserted.
+func TestEndToEnd(t *testing.T) {
+	if _, err := testenv.AssetsDir(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no control plane: %v", err)
+		}
+		t.Skipf("no control plane: %v; build one with hack/control-plane.sh and set %s", err, testenv.AssetsEnv)
+	}
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runs, err := endToEnd(ctx, 1, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(runs), len(e2eTargets)*2; got != want {
+		t.Fatalf("%d results, want %d (every target, pods with and without a hostPath)", got, want)
 	}
 }

@@ -18,8 +18,7 @@
 // waits until it decides every kind of review of the mix as pipeguard does
 // and then loads its /v1/admit as the other targets are loaded.
 //
-//	go run ./hack/bench/loadtest --rounds 5 --json results.json
-//	go run ./hack/bench/loadtest --targets floor,pipeguard --rounds 3 --duration 3s
+//	go run ./hack/bench/loadtest --targets floor,pipeguard --rounds 3 --duration 3s --json results.json
 //	KUBEBUILDER_ASSETS="$(hack/control-plane.sh | tail -n 1)" go run ./hack/bench/loadtest --targets floor,pipeguard,gatekeeper
 //
 // The e2e subcommand measures, through kube-apiserver and etcd started from
@@ -36,6 +35,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -47,6 +47,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 	"github.com/pipeguard/pipeguard/hack/bench/internal/sysinfo"
 )
 
@@ -54,19 +55,19 @@ import (
 type config struct {
 	targets  []string
 	rounds   int
-	base     Options
+	duration time.Duration
 	jsonPath string
-	// The gatekeeper target's executable, its manifest ("": found in the
-	// module cache) and where to describe it as JSON for the report.
-	gatekeeperBin, gatekeeperManifest, gatekeeperJSON string
+	// The gatekeeper target's executable and where to describe it as JSON
+	// for the report.
+	gatekeeperBin, gatekeeperJSON string
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == serveCommand {
+	ctrl.SetLogger(logr.Discard())
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == serveCommand:
 		os.Exit(serveMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-	}
-	if len(os.Args) > 1 && os.Args[1] == e2eCommand {
-		ctrl.SetLogger(logr.Discard())
+	case len(os.Args) > 1 && os.Args[1] == e2eCommand:
 		os.Exit(e2eMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run())
@@ -78,38 +79,31 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		return 2
 	}
-	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
 	fmt.Printf("GOMAXPROCS %d, %s, %s/%s; load average before: %s\n",
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, sysinfo.LoadAverage())
+	var gk *gatekeeperEnv
 	if slices.Contains(cfg.targets, TargetGatekeeper) {
-		env, err := startGatekeeperEnv(ctx, cfg.gatekeeperBin, cfg.gatekeeperManifest, targetOf(TargetGatekeeper).namespaces, os.Stderr)
-		if err != nil {
+		if gk, err = startGatekeeperEnv(ctx, cfg.gatekeeperBin, smallNamespaces, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "loadtest:", err)
 			return 1
 		}
 		defer func() {
-			if err := env.stop(); err != nil {
+			if err := gk.stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "loadtest: stopping Gatekeeper's control plane:", err)
 			}
 		}()
-		cfg.base.gatekeeper = env
 		if cfg.gatekeeperJSON != "" {
-			defer func() {
-				out, _ := json.MarshalIndent(env.peer, "", "  ")
-				if err := os.WriteFile(cfg.gatekeeperJSON, append(out, '\n'), 0o644); err != nil {
-					fmt.Fprintln(os.Stderr, "loadtest:", err)
-				}
-			}()
+			defer writeJSON(cfg.gatekeeperJSON, &gk.peer)
 		}
 	}
-	var results []*Result
+	var runs []*Result
 	for round := range cfg.rounds {
 		for i := range cfg.targets {
-			opts := cfg.base
-			opts.Target, opts.Round = cfg.targets[(i+round)%len(cfg.targets)], round
+			opts := Options{Target: cfg.targets[(i+round)%len(cfg.targets)], Round: round,
+				Duration: cfg.duration, Warmup: warmup, gatekeeper: gk}
 			r, err := Run(ctx, opts)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "loadtest: %s, round %d: %v\n", opts.Target, round+1, err)
@@ -117,20 +111,15 @@ func run() int {
 			}
 			fmt.Fprintf(os.Stderr, "round %d %-19s %7.0f reviews/s  cpu %.1f µs/review  p50 %.3f ms  errors %d\n",
 				round+1, r.Target, r.ReviewsPerSecond, 1000*r.CPUPerReviewMs, r.P50, r.Errors)
-			results = append(results, r)
+			runs = append(runs, r)
 		}
 	}
 	fmt.Printf("load average after: %s\n\n", sysinfo.LoadAverage())
-	printSummary(os.Stdout, results, cfg.targets)
-
-	if cfg.jsonPath != "" {
-		out, _ := json.MarshalIndent(results, "", "  ")
-		if err := os.WriteFile(cfg.jsonPath, append(out, '\n'), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "loadtest:", err)
-			return 1
-		}
+	printSummary(os.Stdout, runs, cfg.targets)
+	if cfg.jsonPath != "" && !writeJSON(cfg.jsonPath, runs) {
+		return 1
 	}
-	for _, r := range results {
+	for _, r := range runs {
 		if r.Errors > 0 {
 			return 1
 		}
@@ -138,36 +127,75 @@ func run() int {
 	return 0
 }
 
+// writeJSON writes v as indented JSON to path and reports whether it did.
+func writeJSON(path string, v any) bool {
+	out, _ := json.MarshalIndent(v, "", "  ")
+	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		return false
+	}
+	return true
+}
+
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	targets := fs.String("targets", strings.Join(allTargets, ","), "comma-separated targets, each run once per round: "+strings.Join(allTargets, ", "))
-	rounds := fs.Int("rounds", 5, "rounds; each runs every target once")
-	workers := fs.Int("workers", 16, "concurrent senders, each sending its next review as soon as the last is answered")
-	duration := fs.Duration("duration", 5*time.Second, "measured time of each run")
-	requests := fs.Int("requests", 0, "also stop each run after this many requests (0: no limit)")
-	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each run")
-	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
-	gkBin := fs.String("gatekeeper", filepath.Join("bin", "tools", "gatekeeper"), "Gatekeeper's executable, for the "+TargetGatekeeper+" target")
-	gkManifest := fs.String("gatekeeper-manifest", "", "Gatekeeper's deploy/gatekeeper.yaml, whose CRDs the "+TargetGatekeeper+" target installs (default: from the module cache, for the executable's version)")
-	gkJSON := fs.String("gatekeeper-json", "", "also write Gatekeeper's version, rule and command line as JSON to this file, when the "+TargetGatekeeper+" target runs")
+	cfg := &config{}
+	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; each runs every target once")
+	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "measured time of each run")
+	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&cfg.gatekeeperBin, "gatekeeper", filepath.Join("bin", "tools", "gatekeeper"), "Gatekeeper's executable, for the "+TargetGatekeeper+" target")
+	fs.StringVar(&cfg.gatekeeperJSON, "gatekeeper-json", "", "also write Gatekeeper's version, rule and command line as JSON to this file, when the "+TargetGatekeeper+" target runs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q; every setting is a flag", fs.Args())
-	}
-	cfg := &config{rounds: *rounds, jsonPath: *jsonPath, gatekeeperBin: *gkBin, gatekeeperManifest: *gkManifest, gatekeeperJSON: *gkJSON,
-		base: Options{Workers: *workers, Duration: *duration, Requests: *requests, Warmup: *warmup}}
 	for _, t := range strings.Split(*targets, ",") {
 		if targetOf(t) == nil {
 			return nil, fmt.Errorf("--targets: %q is unknown; use %s", t, strings.Join(allTargets, ", "))
 		}
 		cfg.targets = append(cfg.targets, t)
 	}
-	if cfg.rounds < 1 || cfg.rounds > 100 {
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("unexpected arguments %q; every setting is a flag", fs.Args())
+	case cfg.rounds < 1 || cfg.rounds > 100:
 		return nil, fmt.Errorf("--rounds %d is out of range; use 1 to 100", cfg.rounds)
+	case cfg.duration <= 0 || cfg.duration > 10*time.Minute:
+		return nil, fmt.Errorf("--duration %v is out of range; use up to 10m", cfg.duration)
 	}
-	o := cfg.base
-	o.Target = cfg.targets[0]
-	return cfg, o.validate()
+	return cfg, nil
+}
+
+// printSummary writes each target's medians over the rounds and, beside
+// the floor's, the median of its per-round ratios to the floor.
+func printSummary(w io.Writer, runs []*Result, names []string) {
+	rps := func(r *Result) float64 { return r.ReviewsPerSecond }
+	cpu := func(r *Result) float64 { return r.CPUPerReviewMs }
+	median := func(name string, m func(*Result) float64) float64 { return results.Median(results.Of(runs, name, m)) }
+	toFloor := func(name string, m func(*Result) float64) float64 {
+		return results.Median(results.RoundRatios(runs, name, TargetFloor, m))
+	}
+	fmt.Fprintf(w, "%-19s %6s %9s %10s %8s %8s %12s %12s\n", "target", "rounds", "reviews/s", "cpu µs/rev", "p50 ms", "errors", "rate/floor", "cpu/floor")
+	for _, name := range names {
+		errs := 0
+		for _, r := range runs {
+			if r.Target == name {
+				errs += r.Errors
+			}
+		}
+		fmt.Fprintf(w, "%-19s %6d %9.0f %10.1f %8.3f %8d %11.2f× %11.2f×\n", name, len(results.Of(runs, name, rps)),
+			median(name, rps), 1000*median(name, cpu), median(name, func(r *Result) float64 { return r.P50 }),
+			errs, toFloor(name, rps), toFloor(name, cpu))
+	}
+	if slices.Contains(names, TargetGatekeeper) && slices.Contains(names, TargetPipeguard) {
+		fmt.Fprintf(w, "pipeguard ÷ gatekeeper: reviews/s %.2f×, Gatekeeper's CPU per review %.2f× pipeguard's (medians of the per-round ratios)\n",
+			results.Median(results.RoundRatios(runs, TargetPipeguard, TargetGatekeeper, rps)), results.Median(results.RoundRatios(runs, TargetGatekeeper, TargetPipeguard, cpu)))
+	}
+	for _, r := range runs {
+		if r.FirstError != "" {
+			fmt.Fprintf(w, "%s, round %d: %d errors; first: %s\n", r.Target, r.Round+1, r.Errors, r.FirstError)
+		}
+	}
+	fmt.Fprintln(w, "Medians over the rounds; x/floor: the median of the per-round ratios to the floor. cpu: the server process's")
+	fmt.Fprintln(w, "CPU time per correct review.")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,19 +10,28 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
+	"github.com/pipeguard/pipeguard/hack/bench/internal/childproc"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -77,17 +87,6 @@ var allTargets = func() (out []string) {
 // smallNamespaces is the namespace count of every target but the scale one.
 const smallNamespaces = 20
 
-// servedTargets names the targets the serve subcommand serves: all but the
-// peers.
-func servedTargets() (out []string) {
-	for _, t := range targets {
-		if !t.peer {
-			out = append(out, t.name)
-		}
-	}
-	return out
-}
-
 func targetOf(name string) *target {
 	for _, t := range targets {
 		if t.name == name {
@@ -95,6 +94,88 @@ func targetOf(name string) *target {
 		}
 	}
 	return nil
+}
+
+// serveCommand is the name of the hidden subcommand that serves one target
+// in a process of its own: loadtest re-executes itself with it, so that the
+// load generator's timers and garbage collection stay out of the server's
+// process and the RSS and CPU time measured are the server's alone.
+const serveCommand = "serve"
+
+// serverGOGC is the GOGC of a server process: what config/manager sets
+// for pipeguard-webhook (TestServerGOGCMatchesTheDeployment).
+const serverGOGC = "400"
+
+// serving is what a server process prints, as one JSON line on stdout,
+// once it listens.
+type serving struct {
+	URL   string `json:"url"`
+	CAPEM []byte `json:"caPEM"`
+}
+
+// serveMain runs a server process: it serves the target on a free
+// loopback port, prints where (a serving line) and serves until stdin is
+// closed, which the parent does to stop it and which also happens when
+// the parent dies.
+func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("loadtest "+serveCommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	name := fs.String("target", TargetPipeguard, "the target to serve")
+	err := fs.Parse(args)
+	t := targetOf(*name)
+	switch {
+	case err == nil && fs.NArg() > 0:
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
+	case err == nil && (t == nil || t.peer):
+		err = fmt.Errorf("--target %q is unknown or not served here", *name)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest serve:", err)
+		return 2
+	}
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	h, err := newHandler(ctx, t)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest serve:", err)
+		return 1
+	}
+	srv, err := startServer(ctx, h)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest serve: starting the webhook server:", err)
+		return 1
+	}
+	if err := childproc.Serving(serving{URL: srv.url, CAPEM: srv.caPEM}, stdin, stdout, stop); err != nil {
+		srv.stop()
+		return 1
+	}
+	<-ctx.Done()
+	if err := srv.stop(); err != nil {
+		fmt.Fprintln(stderr, "loadtest serve: stopping:", err)
+		return 1
+	}
+	return 0
+}
+
+// child is a server process started by startChild.
+type child struct {
+	*childproc.Process
+	serving
+}
+
+// startChild starts a server process for target: this executable, re-run
+// with the serve subcommand. It may take a minute to compile its policies
+// and start listening.
+func startChild(ctx context.Context, target string) (*child, error) {
+	c := &child{}
+	p, err := childproc.Start(ctx, "server process", []string{serveCommand, "--target", target}, []string{"GOGC=" + serverGOGC},
+		time.Minute, &c.serving, func() bool { return c.URL != "" })
+	if err != nil {
+		return nil, err
+	}
+	c.Process = p
+	return c, nil
 }
 
 // server is a running controller-runtime webhook server on loopback.
@@ -109,9 +190,6 @@ type server struct {
 // newHandler builds the admission handler of a target, with the same
 // metrics observer pipeguard-webhook uses, on a private registry.
 func newHandler(ctx context.Context, t *target) (admission.Handler, error) {
-	if t.peer {
-		return nil, fmt.Errorf("target %q is another project's webhook, not served here", t.name)
-	}
 	if t.allowAll {
 		return admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") }), nil
 	}
@@ -145,57 +223,43 @@ func startServer(ctx context.Context, h admission.Handler) (*server, error) {
 		return nil, err
 	}
 	caPEM, err := writeCert(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
 	// The port is found free, released, then bound by the server: another
 	// process may take it in between, so binding is retried.
-	for attempt := 0; ; attempt++ {
-		s, err := listen(ctx, h, dir)
-		if err == nil {
-			s.caPEM = caPEM
+	for attempt := 1; err == nil && attempt <= 5; attempt++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		ws := ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host: "127.0.0.1", Port: port, CertDir: dir, CertName: "tls.crt", KeyName: "tls.key",
+		})
+		ws.Register(app.Path, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+		sctx, cancel := context.WithCancel(ctx)
+		s := &server{url: fmt.Sprintf("https://127.0.0.1:%d%s", port, app.Path), caPEM: caPEM, dir: dir, cancel: cancel, done: make(chan error, 1)}
+		go func() { s.done <- ws.Start(sctx) }()
+		if err = awaitStarted(ws.StartedChecker(), s.done); err == nil {
 			return s, nil
 		}
-		if attempt == 4 {
-			os.RemoveAll(dir)
-			return nil, err
-		}
+		cancel()
 	}
+	os.RemoveAll(dir)
+	return nil, err
 }
 
-func listen(ctx context.Context, h admission.Handler, dir string) (*server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	ws := ctrlwebhook.NewServer(ctrlwebhook.Options{
-		Host: "127.0.0.1", Port: port, CertDir: dir, CertName: "tls.crt", KeyName: "tls.key",
-	})
-	ws.Register(app.Path, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
-	sctx, cancel := context.WithCancel(ctx)
-	s := &server{url: fmt.Sprintf("https://127.0.0.1:%d%s", port, app.Path), dir: dir, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- ws.Start(sctx) }()
-	started := ws.StartedChecker()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+// awaitStarted waits up to 10 s until started passes, unless the server
+// ends first, with its error on done.
+func awaitStarted(started healthz.Checker, done <-chan error) error {
+	for deadline := time.Now().Add(10 * time.Second); started(nil) != nil; {
+		if time.Now().After(deadline) {
+			return errors.New("webhook server did not start within 10s")
+		}
 		select {
-		case err := <-s.done:
-			cancel()
-			if err == nil {
-				err = errors.New("webhook server stopped while starting")
-			}
-			return nil, err
+		case err := <-done:
+			return cmp.Or(err, errors.New("webhook server stopped while starting"))
 		case <-time.After(5 * time.Millisecond):
 		}
-		if started(nil) == nil {
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			return nil, fmt.Errorf("webhook server on port %d did not start within 10s", port)
-		}
 	}
+	return nil
 }
 
 // stop shuts the server down and removes its certificate.
@@ -255,4 +319,69 @@ func writeCert(dir string) ([]byte, error) {
 		return nil, err
 	}
 	return certPEM, nil
+}
+
+// namespaces returns n namespaces ns-00000… with the labels a cluster
+// usually sets. Every tenth carries pipeguard's allowance label, and some
+// carry labels that generated policies select on.
+func namespaces(n int) webhook.StaticNamespaces {
+	out := make(webhook.StaticNamespaces, n)
+	for i := range n {
+		name := fmt.Sprintf(nsFormat, i)
+		labels := map[string]string{
+			"kubernetes.io/metadata.name": name,
+			"team":                        fmt.Sprintf("team-%d", i%97),
+			"environment":                 []string{"prod", "staging", "dev"}[i%3],
+		}
+		if i%10 == 0 {
+			labels[policy.AllowLabel] = "true"
+		}
+		if i%7 == 0 {
+			labels[fmt.Sprintf("agents.example.com/vendor-%d", i%5)] = "true"
+		}
+		out[name] = labels
+	}
+	return out
+}
+
+// accessPolicies returns n PipeAccessPolicies: the default policy, then
+// policies for vendor agent pipes with distinct patterns. A few select
+// namespaces by label or name, one warns, one is a dryrun, and two also
+// protect CSI Proxy pipes, so that some mounts are protected by several
+// policies. None changes a decision of the request mix.
+func accessPolicies(n int) []v1alpha1.PipeAccessPolicy {
+	csiProxy := policy.DefaultPolicy()
+	csiProxy.Name = "csi-proxy"
+	out := []v1alpha1.PipeAccessPolicy{csiProxy}
+	for i := 1; i < n; i++ {
+		p := v1alpha1.PipeAccessPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("vendor-%03d", i)},
+			Spec: v1alpha1.PipeAccessPolicySpec{
+				Pipes:             []string{fmt.Sprintf("vendor%03d-agent-*", i), fmt.Sprintf("vendor%03d-control", i)},
+				EnforcementAction: v1alpha1.Deny,
+			},
+		}
+		switch i {
+		case 1, 2:
+			p.Spec.Pipes = append(p.Spec.Pipes, []string{"csi-proxy-disk-*", "csi-proxy-smb-v1"}[i-1])
+		case 3:
+			p.Spec.EnforcementAction = v1alpha1.Warn
+		case 4:
+			p.Spec.EnforcementAction = v1alpha1.DryRun
+		}
+		switch {
+		case i%10 == 1:
+			p.Spec.Allow.NamespaceSelector = &metav1.LabelSelector{
+				MatchLabels: map[string]string{fmt.Sprintf("agents.example.com/vendor-%d", i%5): "true"},
+			}
+		case i%10 == 5:
+			p.Spec.Allow.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "environment", Operator: metav1.LabelSelectorOpIn, Values: []string{"staging", "dev"}},
+			}}
+		case i%10 == 7:
+			p.Spec.Allow.Namespaces = []string{fmt.Sprintf(nsFormat, i)}
+		}
+		out = append(out, p)
+	}
+	return out
 }

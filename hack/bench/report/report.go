@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,7 +60,7 @@ func webhook(w writer, in *Input) {
 	first := in.Webhook[0]
 	w("## Webhook\n\n")
 	w("`hack/bench/loadtest` sends AdmissionReviews shaped as kube-apiserver sends them (pods and Deployments with\n")
-	w("managedFields, defaults and the ServiceAccount token volume; %s bytes on average) over HTTPS on loopback, from %d\n", thousands(first.ReviewBytes), first.Workers)
+	w("managedFields, defaults and the ServiceAccount token volume; %s bytes on average) over HTTPS on loopback, from %d\n", thousands(float64(first.ReviewBytes)), first.Workers)
 	w("workers that each send the next review as soon as the last is answered. The mix: pods and Deployments without a host\n")
 	w("path, a log shipper mounting a host directory, CSI node pods allowed as HostProcess or by their namespace's label, and\n")
 	w("pods and Deployments that must be denied; every answer is checked. Each server runs in a process of its own, started\n")
@@ -73,46 +74,20 @@ func webhook(w writer, in *Input) {
 	w("Each round runs every target once, in an order that rotates from round to round.\n\n")
 	w("| target | rounds | reviews/s | server CPU µs/review | p50 ms | p99 ms | peak RSS MiB | errors | reviews/s ÷ floor | CPU ÷ floor |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, t := range webhookTargets(in) {
-		errs := 0
-		for _, r := range in.Webhook {
-			if r.Target == t {
-				errs += r.Errors
+	var seen []string
+	for _, r := range in.Webhook {
+		if t := r.Target; !slices.Contains(seen, t) {
+			seen = append(seen, t)
+			errs := 0
+			for _, e := range of(in, t, func(r *Review) float64 { return float64(r.Errors) }) {
+				errs += int(e)
 			}
+			w("| %s | %d | %s | %.1f | %.3f | %.3f | %.1f | %d | %.2f× | %.2f× |\n", cell(t), len(of(in, t, rps)), thousands(median(of(in, t, rps))),
+				1000*median(of(in, t, cpu)), median(of(in, t, p50)), median(of(in, t, p99)),
+				median(of(in, t, rss))/(1<<20), errs, median(toFloor(in, t, rps)), median(toFloor(in, t, cpu)))
 		}
-		w("| %s | %d | %s | %s | %s | %s | %s | %d | %s× | %s× |\n", cell(t), len(of(in, t, rps)), num0(median(of(in, t, rps))),
-			x1(1000*median(of(in, t, cpu))), ms(median(of(in, t, p50))), ms(median(of(in, t, p99))),
-			mib(int64(median(of(in, t, rss)))), errs, x2(median(toFloor(in, t, rps))), x2(median(toFloor(in, t, cpu))))
 	}
 	w("\nMedians over the rounds; the ratios are the medians of each round's ratio to the floor of the same round.\n\n")
-}
-
-func endToEndRuns(w writer, in *Input) {
-	if len(in.E2E) == 0 {
-		return
-	}
-	w("## End to end\n\n")
-	w("`hack/bench/loadtest e2e` starts kube-apiserver and etcd, serves the floor and pipeguard as webhooks and pipeguard's\n")
-	w("default rule as a ValidatingAdmissionPolicy, each over a namespace of its own (labelled with the allowance, so that\n")
-	w("every pod is admitted), and creates pods one after another in each namespace in turn, round after round, the order\n")
-	w("rotating: CSI node pods whose containers mount csi-proxy pipes through hostPath volumes, and pods without a host\n")
-	w("path. Added p50: the median over rounds of the difference to the namespace no admission check covers.\n\n")
-	w("| admission check | hostPath pods p50 ms | added ms | other pods p50 ms | added ms |\n|---|---:|---:|---:|---:|\n")
-	for _, t := range []string{"none", "floor", "pipeguard", "validatingadmissionpolicy"} {
-		p50 := func(kind string) float64 {
-			var vs []float64
-			for _, r := range in.E2E {
-				if r.Target == t && r.Kind == kind {
-					vs = append(vs, r.P50)
-				}
-			}
-			return median(vs)
-		}
-		added := func(kind string) float64 { return median(results.AddedP50(in.E2E, t, "none", kind)) }
-		w("| %s | %s | %s | %s | %s |\n", t, ms(p50("hostpath")), ms(added("hostpath")), ms(p50("no-hostpath")), ms(added("no-hostpath")))
-	}
-	w("\npipeguard decides with its shipped rules, `rego/admission.rego`, and the built-in default PipeAccessPolicy. The\n")
-	w("ValidatingAdmissionPolicy's rule, in CEL (it knows only the canonical spelling of a pipe path):\n\n```cel\n%s\n```\n\n", in.VAPRule)
 }
 
 // gatekeeperRule shows the rule Gatekeeper decided beside pipeguard's.
@@ -140,23 +115,96 @@ func gatekeeperRule(w writer, in *Input) {
 	w("```rego\n%s\n```\n\n", strings.TrimRight(gk.Rego, "\n"))
 }
 
-// webhookTargets lists the targets of the webhook runs in the order first
-// seen.
-func webhookTargets(in *Input) []string {
-	var out []string
-	for _, r := range in.Webhook {
-		if !contains(out, r.Target) {
-			out = append(out, r.Target)
-		}
+func endToEndRuns(w writer, in *Input) {
+	if len(in.E2E) == 0 {
+		return
 	}
-	return out
+	w("## End to end\n\n")
+	w("`hack/bench/loadtest e2e` starts kube-apiserver and etcd, serves the floor and pipeguard as webhooks and pipeguard's\n")
+	w("default rule as a ValidatingAdmissionPolicy, each over a namespace of its own (labelled with the allowance, so that\n")
+	w("every pod is admitted), and creates pods one after another in each namespace in turn, round after round, the order\n")
+	w("rotating: CSI node pods whose containers mount csi-proxy pipes through hostPath volumes, and pods without a host\n")
+	w("path. Added p50: the median over rounds of the difference to the namespace no admission check covers.\n\n")
+	w("| admission check | hostPath pods p50 ms | added ms | other pods p50 ms | added ms |\n|---|---:|---:|---:|---:|\n")
+	for _, t := range []string{"none", "floor", "pipeguard", "validatingadmissionpolicy"} {
+		w("| %s", t)
+		for _, kind := range []string{"hostpath", "no-hostpath"} {
+			var p50s []float64
+			for _, r := range in.E2E {
+				if r.Target == t && r.Kind == kind {
+					p50s = append(p50s, r.P50)
+				}
+			}
+			w(" | %.3f | %.3f", median(p50s), median(results.AddedP50(in.E2E, t, "none", kind)))
+		}
+		w(" |\n")
+	}
+	w("\npipeguard decides with its shipped rules, `rego/admission.rego`, and the built-in default PipeAccessPolicy. The\n")
+	w("ValidatingAdmissionPolicy's rule, in CEL (it knows only the canonical spelling of a pipe path):\n\n```cel\n%s\n```\n\n", in.VAPRule)
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
+func agent(w writer, in *Input) {
+	a := in.Agent
+	if a == nil {
+		return
+	}
+	w("## Agent\n\n")
+	w("`hack/bench/agentload` calls filesystem v1 PathExists (a read) and Mkdir (a mutating call; each makes a new directory)\n")
+	w("through real unix sockets, each client on its own connection, on two agents in processes of their own: one that\n")
+	w("gates and audits every request as pipeguard-agent does (the shipped rules, Metadata level, default durability: a\n")
+	w("mutating call's write-ahead record is synced before it runs), with its audit log on %s, and one with neither.\n", cell(a.AuditFilesystem))
+	w("The load alternates between them every %s ms, so both see the same machine.\n\n", strconv.FormatFloat(a.SliceMs, 'f', -1, 64))
+	w("| op | clients | agent | calls/s | p50 ms | p90 ms | p99 ms | max ms | errors | agent CPU ms/call | RSS MiB | peak RSS MiB |\n")
+	w("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range a.Cases {
+		for _, v := range []struct {
+			name string
+			s    *results.AgentStats
+		}{{"ungated", c.Ungated}, {"gated + audited", c.Gated}} {
+			w("| %s | %d | %s | %s | %.3f | %.3f | %.3f | %.3f | %d | %.3f | %.1f | %.1f |\n", cell(c.Op), c.Clients, v.name,
+				thousands(v.s.CallsPerSecond), v.s.P50, v.s.P90, v.s.P99, v.s.Max, v.s.Errors,
+				v.s.CPUPerCallMs, float64(v.s.RSSBytes)/(1<<20), float64(v.s.PeakRSSBytes)/(1<<20))
 		}
 	}
-	return false
+	w("\n| op | clients | gated calls/s / ungated | overhead | p99 gated / ungated |\n|---|---:|---:|---:|---:|\n")
+	for _, c := range a.Cases {
+		w("| %s | %d | %.1f%% | %+.1f%% | %.2f× |\n", cell(c.Op), c.Clients, 100*ratio(c.Gated.CallsPerSecond, c.Ungated.CallsPerSecond),
+			c.OverheadPercent, c.P99Ratio)
+	}
+	w("\nOverhead: how much longer the gated agent takes for the same calls, (ungated calls/s ÷ gated calls/s − 1) × 100.\n\n")
+}
+
+func goBench(w writer, in *Input) {
+	if len(in.GoBench) == 0 {
+		return
+	}
+	w("## Go benchmarks\n\n")
+	w("`make bench-go`: the admission path, the rego engine, the handler of each target for each kind of request, and the\n")
+	w("agent (BenchmarkGuardOverhead compares gated and ungated agents in one process), on one core.\n\n")
+	w("<details><summary>go test -bench output</summary>\n\n```text\n%s\n```\n\n</details>\n", strings.Join(in.GoBench, "\n"))
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// thousands writes v rounded to a whole number, with commas between groups
+// of three digits.
+func thousands(v float64) string {
+	s := strconv.Itoa(int(v + 0.5))
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// cell makes s safe inside a markdown table cell.
+func cell(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

@@ -49,34 +49,16 @@ func median(vs []float64) float64 { return results.Median(vs) }
 // measured.
 func targets(w writer, in *Input, elapsed time.Duration) {
 	w("## Targets\n\n| target | measured | met |\n|---|---|---|\n")
-	ratio := func(label, target string, m func(*Review) float64, limit float64, atLeast bool) {
-		rs := toFloor(in, target, m)
-		if len(rs) == 0 {
-			w("| %s | not measured | – |\n", label)
-			return
-		}
-		v := median(rs)
-		ok := v <= limit
-		if atLeast {
-			ok = v >= limit
-		}
-		w("| %s | %s× (median of %d rounds: %s) | %s |\n", label, x2(v), len(rs), list(rs), met(ok))
-	}
-	ratio(fmt.Sprintf("pipeguard: saturated throughput ≥ %s× the floor's", x1(throughputTarget)), "pipeguard", rps, throughputTarget, true)
-	ratio(fmt.Sprintf("pipeguard: CPU time per review ≤ %s× the floor's", x1(cpuTarget)), "pipeguard", cpu, cpuTarget, false)
-	ratio(fmt.Sprintf("pipeguard without its decision cache: saturated throughput ≥ %s× the floor's", x1(uncachedTarget)), "pipeguard-uncached", rps, uncachedTarget, true)
-	for _, m := range []struct {
-		name string
-		f    func(*Review) float64
-	}{{"p50 latency", p50}, {"peak RSS", rss}} {
-		rs := results.RoundRatios(in.Webhook, "pipeguard-scale", "pipeguard", m.f)
-		label := fmt.Sprintf("10,000 namespaces and 50 policies: %s ≤ %s× the default policy's", m.name, x1(scaleTarget))
-		if len(rs) == 0 {
-			w("| %s | not measured | – |\n", label)
-			continue
-		}
-		w("| %s | %s× (median of %d rounds) | %s |\n", label, x2(median(rs)), len(rs), met(median(rs) <= scaleTarget))
-	}
+	judge(w, fmt.Sprintf("pipeguard: saturated throughput ≥ %.1f× the floor's", throughputTarget),
+		toFloor(in, "pipeguard", rps), throughputTarget, true, true)
+	judge(w, fmt.Sprintf("pipeguard: CPU time per review ≤ %.1f× the floor's", cpuTarget),
+		toFloor(in, "pipeguard", cpu), cpuTarget, false, true)
+	judge(w, fmt.Sprintf("pipeguard without its decision cache: saturated throughput ≥ %.1f× the floor's", uncachedTarget),
+		toFloor(in, "pipeguard-uncached", rps), uncachedTarget, true, true)
+	judge(w, fmt.Sprintf("10,000 namespaces and 50 policies: p50 latency ≤ %.1f× the default policy's", scaleTarget),
+		results.RoundRatios(in.Webhook, "pipeguard-scale", "pipeguard", p50), scaleTarget, false, false)
+	judge(w, fmt.Sprintf("10,000 namespaces and 50 policies: peak RSS ≤ %.1f× the default policy's", scaleTarget),
+		results.RoundRatios(in.Webhook, "pipeguard-scale", "pipeguard", rss), scaleTarget, false, false)
 	endToEnd(w, in)
 	gatekeeperRow(w, in)
 	if elapsed > 0 {
@@ -88,15 +70,34 @@ func targets(w writer, in *Input, elapsed time.Duration) {
 	w("\n")
 }
 
+// judge writes the row of a target met by the median of the per-round
+// ratios rs: at least limit when atLeast, else at most limit. listed shows
+// every round's ratio.
+func judge(w writer, label string, rs []float64, limit float64, atLeast, listed bool) {
+	if len(rs) == 0 {
+		w("| %s | not measured | – |\n", label)
+		return
+	}
+	v, rounds := median(rs), ""
+	if listed {
+		rounds = ": " + list(rs)
+	}
+	ok := v <= limit
+	if atLeast {
+		ok = v >= limit
+	}
+	w("| %s | %.2f× (median of %d rounds%s) | %s |\n", label, v, len(rs), rounds, met(ok))
+}
+
 // agentRows judges the agent's gate and audit: reads against the ungated
 // agent in the same run, mutating calls against the fsync floor measured
 // in the same run, and an admin policy's decision on repeated inputs.
 func agentRows(w writer, in *Input) {
 	readLabel := func(clients int) string {
-		return fmt.Sprintf("agent reads (PathExists, %d client%s): gated calls/s ≥ %s× ungated", clients, plural(clients), trimFloat(agentReadTarget))
+		return fmt.Sprintf("agent reads (PathExists, %d client%s): gated calls/s ≥ %g× ungated", clients, plural(clients), agentReadTarget)
 	}
 	mutLabel := func(clients int) string {
-		return fmt.Sprintf("agent mutating calls (Mkdir, %d client%s): added p50 ≤ the fsync floor's p50 + %s ms", clients, plural(clients), trimFloat(agentMutatingLimit))
+		return fmt.Sprintf("agent mutating calls (Mkdir, %d client%s): added p50 ≤ the fsync floor's p50 + %g ms", clients, plural(clients), agentMutatingLimit)
 	}
 	if in.Agent == nil {
 		w("| %s | not measured | – |\n| %s | not measured | – |\n", readLabel(1), mutLabel(1))
@@ -105,20 +106,20 @@ func agentRows(w writer, in *Input) {
 			switch c.Op {
 			case "PathExists":
 				r := c.Gated.CallsPerSecond / c.Ungated.CallsPerSecond
-				w("| %s | %s× (%s vs %s calls/s; CPU per call %s vs %s ms) | %s |\n", readLabel(c.Clients), x2(r),
-					num0(c.Gated.CallsPerSecond), num0(c.Ungated.CallsPerSecond), ms(c.Gated.CPUPerCallMs), ms(c.Ungated.CPUPerCallMs), met(r >= agentReadTarget))
+				w("| %s | %.2f× (%s vs %s calls/s; CPU per call %.3f vs %.3f ms) | %s |\n", readLabel(c.Clients), r,
+					thousands(c.Gated.CallsPerSecond), thousands(c.Ungated.CallsPerSecond), c.Gated.CPUPerCallMs, c.Ungated.CPUPerCallMs, met(r >= agentReadTarget))
 			case "Mkdir":
 				if c.FsyncP50 == 0 {
 					w("| %s | not measured: no fsync floor in the results | – |\n", mutLabel(c.Clients))
 					continue
 				}
 				added := c.Gated.P50 - c.Ungated.P50
-				w("| %s | added %s ms, fsync floor %s ms (p50 gated %s, ungated %s ms) | %s |\n", mutLabel(c.Clients), ms(added), ms(c.FsyncP50),
-					ms(c.Gated.P50), ms(c.Ungated.P50), met(added <= c.FsyncP50+agentMutatingLimit))
+				w("| %s | added %.3f ms, fsync floor %.3f ms (p50 gated %.3f, ungated %.3f ms) | %s |\n", mutLabel(c.Clients), added, c.FsyncP50,
+					c.Gated.P50, c.Ungated.P50, met(added <= c.FsyncP50+agentMutatingLimit))
 			}
 		}
 	}
-	label := fmt.Sprintf("agent admin policy, repeated inputs: a gate decision ≤ %s µs", trimFloat(agentDecisionTarget))
+	label := fmt.Sprintf("agent admin policy, repeated inputs: a gate decision ≤ %g µs", agentDecisionTarget)
 	if v, ok := goBenchNs(in.GoBench, "BenchmarkDecide/allow"); ok {
 		w("| %s | %.1f µs (`BenchmarkDecide/allow`, the sample policy) | %s |\n", label, v/1000, met(v/1000 <= agentDecisionTarget))
 	} else {
@@ -126,8 +127,8 @@ func agentRows(w writer, in *Input) {
 	}
 }
 
-// goBenchNs returns the ns/op of benchmark name (with or without its -N
-// suffix) in the Go benchmark output lines.
+// goBenchNs returns the ns/op of benchmark name in the Go benchmark output
+// lines.
 func goBenchNs(lines []string, name string) (float64, bool) {
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -169,24 +170,24 @@ func endToEnd(w writer, in *Input) {
 		kind, label string
 		limit       float64
 	}{
-		{"hostpath", fmt.Sprintf("end to end through kube-apiserver, pods with hostPath pipe mounts: added p50 ≤ the floor's + %s ms", trimFloat(e2eHostPathLimit)), e2eHostPathLimit},
-		{"no-hostpath", fmt.Sprintf("end to end through kube-apiserver, pods without a hostPath: no cost beyond the floor's (≤ %s ms)", trimFloat(e2ePlainLimit)), e2ePlainLimit},
+		{"hostpath", fmt.Sprintf("end to end through kube-apiserver, pods with hostPath pipe mounts: added p50 ≤ the floor's + %g ms", e2eHostPathLimit), e2eHostPathLimit},
+		{"no-hostpath", fmt.Sprintf("end to end through kube-apiserver, pods without a hostPath: no cost beyond the floor's (≤ %g ms)", e2ePlainLimit), e2ePlainLimit},
 	} {
 		over := results.AddedP50(in.E2E, "pipeguard", "floor", k.kind)
 		if len(over) == 0 {
 			w("| %s | not measured | – |\n", k.label)
 			continue
 		}
-		added := func(t string) string { return ms(median(results.AddedP50(in.E2E, t, "none", k.kind))) }
-		w("| %s | pipeguard − floor %s ms (median of %d rounds); added to no admission check: pipeguard %s ms, floor %s ms, ValidatingAdmissionPolicy %s ms | %s |\n",
-			k.label, ms(median(over)), len(over), added("pipeguard"), added("floor"), added("validatingadmissionpolicy"), met(median(over) <= k.limit))
+		added := func(t string) float64 { return median(results.AddedP50(in.E2E, t, "none", k.kind)) }
+		w("| %s | pipeguard − floor %.3f ms (median of %d rounds); added to no admission check: pipeguard %.3f ms, floor %.3f ms, ValidatingAdmissionPolicy %.3f ms | %s |\n",
+			k.label, median(over), len(over), added("pipeguard"), added("floor"), added("validatingadmissionpolicy"), met(median(over) <= k.limit))
 	}
 }
 
 // gatekeeperRow judges pipeguard's saturated throughput against OPA
 // Gatekeeper's, deciding the same rule, in the same rounds.
 func gatekeeperRow(w writer, in *Input) {
-	label := fmt.Sprintf("saturated throughput ≥ %s× OPA Gatekeeper's with the same rule", trimFloat(gatekeeperTarget))
+	label := fmt.Sprintf("saturated throughput ≥ %g× OPA Gatekeeper's with the same rule", gatekeeperTarget)
 	rs := results.RoundRatios(in.Webhook, "pipeguard", "gatekeeper", rps)
 	if len(rs) == 0 {
 		reason := "no gatekeeper runs in the results (`make bench` runs them; `hack/bench/loadtest --targets pipeguard,gatekeeper` needs Gatekeeper's executable and a control plane)"
@@ -201,10 +202,10 @@ func gatekeeperRow(w writer, in *Input) {
 	// rego decides each one, as Gatekeeper's does.
 	uncached := ""
 	if us := results.RoundRatios(in.Webhook, "pipeguard-uncached", "gatekeeper", rps); len(us) > 0 {
-		uncached = fmt.Sprintf("; pipeguard without its decision cache: %s×", x2(median(us)))
+		uncached = fmt.Sprintf("; pipeguard without its decision cache: %.2f×", median(us))
 	}
-	w("| %s | %s× (median of %d rounds: %s); Gatekeeper's CPU time per review: %s× pipeguard's%s | %s |\n",
-		label, x2(median(rs)), len(rs), list(rs), x2(median(cpus)), uncached, met(median(rs) >= gatekeeperTarget))
+	w("| %s | %.2f× (median of %d rounds: %s); Gatekeeper's CPU time per review: %.2f× pipeguard's%s | %s |\n",
+		label, median(rs), len(rs), list(rs), median(cpus), uncached, met(median(rs) >= gatekeeperTarget))
 }
 
 func met(ok bool) string {
@@ -217,7 +218,7 @@ func met(ok bool) string {
 func list(vs []float64) string {
 	var s []string
 	for _, v := range vs {
-		s = append(s, x2(v))
+		s = append(s, strconv.FormatFloat(v, 'f', 2, 64))
 	}
 	return strings.Join(s, ", ")
 }

@@ -15,7 +15,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +30,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *bytes.Buffer
-	pid    string
+	pid    int
 }
 
 // Start runs this executable with args, and env added to its environment,
@@ -57,7 +56,7 @@ func Start(ctx context.Context, what string, args, env []string, timeout time.Du
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the %s: %w", what, err)
 	}
-	p.pid = strconv.Itoa(cmd.Process.Pid)
+	p.pid = cmd.Process.Pid
 	line := make(chan []byte, 1)
 	go func() {
 		b, _ := bufio.NewReader(out).ReadBytes('\n')
@@ -78,6 +77,21 @@ func Start(ctx context.Context, what string, args, env []string, timeout time.Du
 		p.kill()
 		return nil, ctx.Err()
 	}
+}
+
+// Serving is the child's side of Start: it prints ready as the JSON line
+// Start waits for, then calls stop once stdin is closed, as it is when the
+// parent stops the process or dies.
+func Serving(ready any, stdin io.Reader, stdout io.Writer, stop func()) error {
+	line, _ := json.Marshal(ready)
+	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+		return err
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		stop()
+	}()
+	return nil
 }
 
 // CPU is the process's user and system CPU time so far.

@@ -3,14 +3,10 @@
 // and the medians both print.
 package results
 
-import "slices"
-
-// Decisions counts the answers to one kind of request.
-type Decisions struct {
-	Allowed int `json:"allowed"`
-	Denied  int `json:"denied"`
-	Errors  int `json:"errors"`
-}
+import (
+	"slices"
+	"time"
+)
 
 // Review is one measured run of hack/bench/loadtest: one target in one
 // round, closed loop. Latencies are in milliseconds.
@@ -25,10 +21,7 @@ type Review struct {
 	Seconds     float64 `json:"seconds"`
 	Sent        int     `json:"sent"`
 	Errors      int     `json:"errors"`
-	// ErrorKinds counts errors by kind: timeout, http-status,
-	// wrong-decision, wrong-uid, other.
-	ErrorKinds map[string]int `json:"errorKinds,omitempty"`
-	FirstError string         `json:"firstError,omitempty"`
+	FirstError  string  `json:"firstError,omitempty"`
 	// ReviewsPerSecond counts correct answers over the run's wall time.
 	ReviewsPerSecond float64 `json:"reviewsPerSecond"`
 	P50              float64 `json:"p50Ms"`
@@ -39,8 +32,7 @@ type Review struct {
 	CPUPerReviewMs float64 `json:"cpuPerReviewMs"`
 	// PeakRSSBytes is the serving process's VmHWM; each run starts its
 	// server afresh.
-	PeakRSSBytes int64                 `json:"peakRssBytes"`
-	Decisions    map[string]*Decisions `json:"decisions"`
+	PeakRSSBytes int64 `json:"peakRssBytes"`
 }
 
 // Median is the median of vs (the mean of the middle two for an even
@@ -55,6 +47,16 @@ func Median(vs []float64) float64 {
 	}
 	return s[len(s)/2]
 }
+
+// Quantile is the nearest-rank quantile q of sorted latencies, in
+// milliseconds.
+func Quantile(sorted []time.Duration, q float64) float64 {
+	i := int(float64(len(sorted))*q+0.999999) - 1
+	return Ms(sorted[min(max(i, 0), len(sorted)-1)])
+}
+
+// Ms is d in milliseconds, to the microsecond.
+func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // RoundRatios returns, for every round in which both target and ref were
 // measured, metric(target's run) / metric(ref's run).
@@ -174,4 +176,18 @@ type AgentResults struct {
 	AuditFilesystem string       `json:"auditFilesystem"`
 	SliceMs         float64      `json:"sliceMs"`
 	Cases           []*AgentCase `json:"cases"`
+}
+
+// GatekeeperPeer describes the OPA Gatekeeper that hack/bench/loadtest
+// measured (its --gatekeeper-json), for the report.
+type GatekeeperPeer struct {
+	// Version is the Gatekeeper module version the executable was built
+	// from.
+	Version string `json:"version"`
+	// Rego is the ConstraintTemplate's rego; Kinds what the Constraint
+	// matches.
+	Rego  string   `json:"rego"`
+	Kinds []string `json:"kinds"`
+	// Args is Gatekeeper's command line, without the executable.
+	Args []string `json:"args"`
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -66,13 +65,10 @@ func LoadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// Self names this process to Memory and CPUTime.
-const Self = "self"
-
-// Memory reads VmRSS and VmHWM (peak RSS) of process pid (Self: this one)
-// from /proc/<pid>/status; it returns zeros where there is no such file.
-func Memory(pid string) (rss, hwm int64) {
-	p, err := proc(pid)
+// Memory reads VmRSS and VmHWM (peak RSS) of process pid from
+// /proc/<pid>/status; it returns zeros where there is no such file.
+func Memory(pid int) (rss, hwm int64) {
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, 0
 	}
@@ -83,10 +79,10 @@ func Memory(pid string) (rss, hwm int64) {
 	return int64(s.VmRSS), int64(s.VmHWM)
 }
 
-// CPUTime is the user and system CPU time of process pid (Self: this one)
-// so far, from /proc/<pid>/stat, or zero where there is no such file.
-func CPUTime(pid string) time.Duration {
-	p, err := proc(pid)
+// CPUTime is the user and system CPU time of process pid so far, from
+// /proc/<pid>/stat, or zero where there is no such file.
+func CPUTime(pid int) time.Duration {
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0
 	}
@@ -96,22 +92,6 @@ func CPUTime(pid string) time.Duration {
 	}
 	// utime and stime are in ticks of 1/100 s (USER_HZ).
 	return time.Duration(s.UTime+s.STime) * 10 * time.Millisecond
-}
-
-// proc opens process pid (Self: this one) of /proc.
-func proc(pid string) (procfs.Proc, error) {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return procfs.Proc{}, err
-	}
-	if pid == Self {
-		return fs.Self()
-	}
-	n, err := strconv.Atoi(pid)
-	if err != nil {
-		return procfs.Proc{}, err
-	}
-	return fs.Proc(n)
 }
 
 // Filesystem is the type of the file system holding path (ext4, tmpfs…),
