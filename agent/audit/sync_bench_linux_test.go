@@ -14,17 +14,17 @@ import (
 )
 
 // BenchmarkWriteAhead measures what a mutating call's durable write-ahead
-// record costs on this file system, and why it costs more than the fsync
-// floor measured alone: a call that changes the host's metadata (Mkdir)
-// leaves that change in the file system's journal, and the next record's
-// fsync commits it too. Each iteration runs every case once, interleaved,
-// and the metrics are each case's median in µs (the mkdir is not timed):
+// record costs on this file system, against the alternative of writing over
+// a preallocated file. Each iteration runs every case once, interleaved,
+// and the metrics are each case's median in µs (a case's mkdir is not
+// timed):
 //
-//   - append+fsync: a 1 KiB line appended and fsynced, the floor;
+//   - append+fsync: a 1 KiB line appended and fsynced, what Log does;
 //   - prealloc+fdatasync: the same bytes written over a preallocated,
-//     pre-zeroed file and fdatasynced, which changes no metadata of its
-//     own (as etcd's WAL segments do);
-//   - …/mkdir: the same, each after a mkdir on the same file system;
+//     pre-zeroed file and fdatasynced, which changes neither the file's
+//     size nor its blocks (as etcd's WAL segments are written);
+//   - …/mkdir: the same, each after a mkdir on the same file system, as
+//     a Mkdir call leaves the journal;
 //   - Log/mkdir: a durable Append of a real record after a mkdir.
 func BenchmarkWriteAhead(b *testing.B) {
 	dir := b.TempDir()
