@@ -33,10 +33,7 @@ func TestKill9UnderLoadAnchored(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := env.KubeconfigFile(t)
 	const node = "win-node-1"
 	sockets, kubelet, auditPath := filepath.Join(dir, "sockets"), filepath.Join(dir, "kubelet"), filepath.Join(dir, "audit", "audit.log")
 	os.MkdirAll(kubelet, 0o755)

@@ -28,10 +28,7 @@ func TestAuditVerifyAgainstTheClusterAnchor(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := env.KubeconfigFile(t)
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: anchor.DefaultNamespace}}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,10 +32,7 @@ func TestPolicyEvalCluster(t *testing.T) {
 	}
 	env := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}})
 	ctx := context.Background()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := env.KubeconfigFile(t)
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},

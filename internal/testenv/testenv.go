@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -104,8 +105,14 @@ func (e *Env) UserConfig(t testing.TB, name string, groups ...string) *rest.Conf
 	return u.Config()
 }
 
-// Kubeconfig returns a kubeconfig file's content for the cluster
-// administrator, for running kubectl against the control plane.
-func (e *Env) Kubeconfig() []byte {
-	return e.plane.KubeConfig
+// KubeconfigFile writes a kubeconfig for the cluster administrator into a
+// directory of t's and returns its path, for running kubectl or a
+// command against the control plane.
+func (e *Env) KubeconfigFile(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(p, e.plane.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

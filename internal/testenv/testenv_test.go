@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -79,10 +78,7 @@ func TestControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		kubeconfig := env.KubeconfigFile(t)
 		kubectl := func(args ...string) []byte {
 			t.Helper()
 			cmd := exec.CommandContext(ctx, filepath.Join(dir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)

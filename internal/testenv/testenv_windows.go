@@ -30,5 +30,5 @@ func (e *Env) UserConfig(t testing.TB, _ string, _ ...string) *rest.Config {
 	return nil
 }
 
-// Kubeconfig is never reached on Windows, where Start returns no Env.
-func (e *Env) Kubeconfig() []byte { return nil }
+// KubeconfigFile is never reached on Windows, where Start returns no Env.
+func (e *Env) KubeconfigFile(testing.TB) string { return "" }

@@ -47,10 +47,7 @@ func startCluster(t *testing.T) kubectl {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := env.KubeconfigFile(t)
 	return kubectl{bin: filepath.Join(assets, "kubectl"), kubeconfig: kubeconfig}
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
-	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
 const node = "win-node-1"
@@ -216,15 +215,6 @@ func copyLog(t *testing.T, path string) string {
 		}
 	}
 	return filepath.Join(dst, filepath.Base(path))
-}
-
-func writeKubeconfig(t *testing.T, env *testenv.Env) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(p, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func verifyAnchored(t *testing.T, path, kubeconfig string) *audit.Report {

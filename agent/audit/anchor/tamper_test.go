@@ -19,7 +19,7 @@ func TestTamperingIsDetectedAgainstTheAnchor(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	c := kubernetes.NewForConfigOrDie(env.Config)
 	createNamespace(t, c)
-	kubeconfig := writeKubeconfig(t, env)
+	kubeconfig := env.KubeconfigFile(t)
 	pristine := anchoredLog(t, c)
 
 	rep := verifyAnchored(t, pristine, kubeconfig)
