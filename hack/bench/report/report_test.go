@@ -146,20 +146,25 @@ func TestRunRejects(t *testing.T) {
 		return dir
 	}
 	for name, tc := range map[string]struct {
-		args []string
-		code int
+		args  []string
+		code  int
+		words string
 	}{
-		"stray argument":     {[]string{"now"}, 2},
-		"negative elapsed":   {[]string{"--elapsed", "-1s"}, 2},
-		"machine argument":   {[]string{"machine", "x"}, 2},
-		"no results":         {[]string{"--in", t.TempDir(), "--out", t.TempDir()}, 1},
-		"run without target": {[]string{"--in", badInput("webhook.json", `[{"round":1}]`), "--out", t.TempDir()}, 1},
-		"gatekeeper no rego": {[]string{"--in", badInput("gatekeeper.json", `{"version": "v3.23.1", "kinds": ["Pod"]}`), "--out", t.TempDir()}, 1},
-		"gatekeeper no JSON": {[]string{"--in", badInput("gatekeeper.json", `{"version":`), "--out", t.TempDir()}, 1},
+		"stray argument":      {[]string{"now"}, 2, `unexpected arguments ["now"]`},
+		"negative elapsed":    {[]string{"--elapsed", "-1s"}, 2, "--elapsed -1s is negative"},
+		"machine argument":    {[]string{"machine", "x"}, 2, "takes no arguments"},
+		"no results":          {[]string{"--in", t.TempDir(), "--out", t.TempDir()}, 1, "machine.json"},
+		"run without target":  {[]string{"--in", badInput("webhook.json", `[{"round":1}]`), "--out", t.TempDir()}, 1, "webhook.json: a run without a target"},
+		"gatekeeper no rego":  {[]string{"--in", badInput("gatekeeper.json", `{"version": "v3.23.1", "kinds": ["Pod"]}`), "--out", t.TempDir()}, 1, "gatekeeper.json: Gatekeeper's version, its rule's rego and the kinds it matches are all required"},
+		"gatekeeper no kinds": {[]string{"--in", badInput("gatekeeper.json", `{"version": "v3.23.1", "rego": "package x"}`), "--out", t.TempDir()}, 1, "the kinds it matches are all required"},
+		"gatekeeper no JSON":  {[]string{"--in", badInput("gatekeeper.json", `{"version":`), "--out", t.TempDir()}, 1, "gatekeeper.json: unexpected end of JSON input"},
 	} {
 		var stdout, stderr strings.Builder
 		if code := run(tc.args, &stdout, &stderr); code != tc.code || !strings.HasPrefix(stderr.String(), "report") {
 			t.Errorf("%s: exit code %d, stderr %q; want %d and the reason", name, code, stderr.String(), tc.code)
+		}
+		if !strings.Contains(stderr.String(), tc.words) {
+			t.Errorf("%s: stderr %q does not say %q", name, stderr.String(), tc.words)
 		}
 	}
 }
