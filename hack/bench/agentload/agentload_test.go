@@ -66,9 +66,12 @@ func TestRunMeasuresBothAgents(t *testing.T) {
 	for _, c := range res.Cases {
 		got = append(got, c.Op+"/"+map[int]string{1: "1", 16: "16"}[c.Clients])
 		for name, s := range map[string]*results.AgentStats{"ungated": c.Ungated, "gated": c.Gated} {
-			if s == nil || s.Calls == 0 || s.Errors != 0 || s.CallsPerSecond <= 0 || s.P99 < s.P50 || s.Max < s.P99 {
+			if s == nil || s.Calls == 0 || s.Errors != 0 || s.CallsPerSecond <= 0 || s.P99 < s.P50 || s.PeakRSSBytes < 0 {
 				t.Errorf("%s x%d %s: %+v", c.Op, c.Clients, name, s)
 			}
+		}
+		if c.Rounds < 1 || c.Ratio <= 0 {
+			t.Errorf("%s x%d: %d rounds, median ratio %v", c.Op, c.Clients, c.Rounds, c.Ratio)
 		}
 		if c.Op == OpMkdir && c.FsyncP50 <= 0 {
 			t.Errorf("%s x%d: no fsync floor", c.Op, c.Clients)
@@ -83,7 +86,7 @@ func TestRunMeasuresBothAgents(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 1 {
 		t.Errorf("left behind in --dir: %v", left)
 	}
-	if !strings.Contains(out.String(), "overhead") {
+	if !strings.Contains(out.String(), "rounds)") || !strings.Contains(out.String(), "added beyond it") {
 		t.Errorf("no summary in\n%s", out.String())
 	}
 }

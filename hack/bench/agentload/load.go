@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -86,49 +87,49 @@ type tally struct {
 	cpu       time.Duration
 }
 
+// add counts r's calls in t as well.
+func (t *tally) add(r *tally) {
+	t.latencies = append(t.latencies, r.latencies...)
+	t.errors += r.errors
+	t.elapsed += r.elapsed
+	t.cpu += r.cpu
+	t.firstErr = cmp.Or(t.firstErr, r.firstErr)
+}
+
 // slice runs clients closed-loop workers against t for d: each makes a
 // call as soon as its previous one is answered.
 func (t *target) slice(op string, clients int, d time.Duration, into *tally) {
 	f := t.call(op)
-	cpu := t.proc.CPU()
-	lats := make([][]time.Duration, clients)
-	errs := make([]error, clients)
-	nerr := make([]int, clients)
+	cpu, start := t.proc.CPU(), time.Now()
+	workers := make([]tally, clients)
 	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
-	for i := range clients {
-		c := t.clients[i]
+	for i := range workers {
+		w, c := &workers[i], t.clients[i]
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
+			for time.Since(start) < d {
 				begin := time.Now()
 				if err := f(c); err != nil {
-					nerr[i]++
-					if errs[i] == nil {
-						errs[i] = err
-					}
+					w.errors++
+					w.firstErr = cmp.Or(w.firstErr, err.Error())
 					continue
 				}
-				lats[i] = append(lats[i], time.Since(begin))
+				w.latencies = append(w.latencies, time.Since(begin))
 			}
 		})
 	}
 	wg.Wait()
+	for i := range workers {
+		into.add(&workers[i])
+	}
 	into.elapsed += time.Since(start)
 	into.cpu += t.proc.CPU() - cpu
-	for i := range clients {
-		into.latencies = append(into.latencies, lats[i]...)
-		into.errors += nerr[i]
-		if errs[i] != nil && into.firstErr == "" {
-			into.firstErr = errs[i].Error()
-		}
-	}
 }
 
 // measureCase loads both targets with the same op and number of clients,
 // alternating between them in slices (ungated first in one round, gated
 // first in the next) so that both see the same machine, until each has
-// been measured for d. Warm-up slices come first and are not counted.
+// been measured for d, and judges the gated agent by medians of each
+// round's ratios. Warm-up slices come first and are not counted.
 func measureCase(ctx context.Context, targets [2]*target, op string, clients int, d, warmup time.Duration) (*results.AgentCase, error) {
 	for _, t := range targets {
 		if err := t.connect(clients); err != nil {
@@ -150,47 +151,47 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 		}
 		defer floor.close()
 	}
-	for round := 0; ctx.Err() == nil; round++ {
+	c := &results.AgentCase{Op: op, Clients: clients}
+	var ratios, floors, overFloor []float64
+	for ; ctx.Err() == nil; c.Rounds++ {
 		left := d - tallies[0].elapsed
 		if left <= 0 {
 			break
 		}
+		var round [2]tally
 		for j := range 2 {
-			i := (j + round) % 2
-			targets[i].slice(op, clients, min(slice, left), &tallies[i])
+			i := (j + c.Rounds) % 2
+			targets[i].slice(op, clients, min(slice, left), &round[i])
+		}
+		u, g := summarize(&round[0], nil), summarize(&round[1], nil)
+		if u.CallsPerSecond > 0 {
+			ratios = append(ratios, g.CallsPerSecond/u.CallsPerSecond)
 		}
 		if floor != nil {
-			if err := floor.slice(min(slice, left)); err != nil {
+			p50, err := floor.slice(min(slice, left))
+			if err != nil {
 				return nil, err
 			}
+			floors, overFloor = append(floors, p50), append(overFloor, g.P50-u.P50-p50)
+		}
+		for i := range tallies {
+			tallies[i].add(&round[i])
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := &results.AgentCase{Op: op, Clients: clients}
 	c.Ungated = summarize(&tallies[0], targets[0].proc)
 	c.Gated = summarize(&tallies[1], targets[1].proc)
-	if c.Gated.CallsPerSecond > 0 {
-		c.OverheadPercent = (c.Ungated.CallsPerSecond/c.Gated.CallsPerSecond - 1) * 100
-	}
-	if c.Ungated.P99 > 0 {
-		c.P99Ratio = c.Gated.P99 / c.Ungated.P99
-	}
-	if floor != nil && len(floor.latencies) > 0 {
-		slices.Sort(floor.latencies)
-		c.FsyncP50 = results.Quantile(floor.latencies, 0.50)
-	}
+	c.Ratio, c.FsyncP50, c.OverFloor = results.Median(ratios), results.Median(floors), results.Median(overFloor)
 	return c, nil
 }
 
 // fsyncFloor appends 1 KB records to a file beside the audit log and
-// fsyncs each, as the agent does for a write-ahead record, timing each
-// append and sync.
+// fsyncs each, as the agent does for a write-ahead record.
 type fsyncFloor struct {
-	f         *os.File
-	record    []byte
-	latencies []time.Duration
+	f      *os.File
+	record []byte
 }
 
 func newFsyncFloor(dir string) (*fsyncFloor, error) {
@@ -202,18 +203,22 @@ func newFsyncFloor(dir string) (*fsyncFloor, error) {
 	return &fsyncFloor{f: f, record: append(record, '\n')}, nil
 }
 
-func (f *fsyncFloor) slice(d time.Duration) error {
-	for end := time.Now().Add(d); time.Now().Before(end); {
+// slice appends and syncs records for d and returns the p50 of those
+// appends, each timed with its sync.
+func (f *fsyncFloor) slice(d time.Duration) (float64, error) {
+	var lats []time.Duration
+	for start := time.Now(); time.Since(start) < d; {
 		begin := time.Now()
 		if _, err := f.f.Write(f.record); err != nil {
-			return fmt.Errorf("the fsync floor: %w", err)
+			return 0, fmt.Errorf("the fsync floor: %w", err)
 		}
 		if err := f.f.Sync(); err != nil {
-			return fmt.Errorf("the fsync floor: %w", err)
+			return 0, fmt.Errorf("the fsync floor: %w", err)
 		}
-		f.latencies = append(f.latencies, time.Since(begin))
+		lats = append(lats, time.Since(begin))
 	}
-	return nil
+	slices.Sort(lats)
+	return results.Quantile(lats, 0.50), nil
 }
 
 func (f *fsyncFloor) close() { f.f.Close() }
@@ -226,10 +231,11 @@ func summarize(t *tally, p *child) *results.AgentStats {
 	}
 	if n := len(t.latencies); n > 0 {
 		slices.Sort(t.latencies)
-		s.P50, s.P90, s.P99 = results.Quantile(t.latencies, 0.50), results.Quantile(t.latencies, 0.90), results.Quantile(t.latencies, 0.99)
-		s.Max = results.Ms(t.latencies[n-1])
+		s.P50, s.P99 = results.Quantile(t.latencies, 0.50), results.Quantile(t.latencies, 0.99)
 		s.CPUPerCallMs = t.cpu.Seconds() * 1000 / float64(n)
 	}
-	s.RSSBytes, s.PeakRSSBytes = p.Memory()
+	if p != nil {
+		s.PeakRSSBytes = p.PeakRSS()
+	}
 	return s
 }

@@ -150,8 +150,12 @@ func measure(ctx context.Context, cfg *config, out io.Writer) (*results.AgentRes
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("%s with %d clients: %w", op, n, err), stopAll())
 			}
-			fmt.Fprintf(out, "%-10s x%-3d ungated %7.0f calls/s p50 %6.3f p99 %6.3f ms   gated %7.0f calls/s p50 %6.3f p99 %6.3f ms   overhead %5.1f%%\n",
-				op, n, c.Ungated.CallsPerSecond, c.Ungated.P50, c.Ungated.P99, c.Gated.CallsPerSecond, c.Gated.P50, c.Gated.P99, c.OverheadPercent)
+			fmt.Fprintf(out, "%-10s x%-3d ungated %7.0f calls/s p50 %6.3f ms   gated %7.0f calls/s p50 %6.3f ms   gated/ungated %.3f× (median of %d rounds)",
+				op, n, c.Ungated.CallsPerSecond, c.Ungated.P50, c.Gated.CallsPerSecond, c.Gated.P50, c.Ratio, c.Rounds)
+			if c.FsyncP50 > 0 {
+				fmt.Fprintf(out, "   fsync floor p50 %.3f ms, added beyond it %.3f ms", c.FsyncP50, c.OverFloor)
+			}
+			fmt.Fprintln(out)
 			for _, s := range []*results.AgentStats{c.Ungated, c.Gated} {
 				if s.FirstError != "" {
 					fmt.Fprintf(out, "%s x%d: %d errors; first: %s\n", op, n, s.Errors, s.FirstError)

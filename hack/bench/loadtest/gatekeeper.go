@@ -258,7 +258,7 @@ func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
 
 func (p *gatekeeperProc) CPU() time.Duration { return sysinfo.CPUTime(p.pid) }
 
-func (p *gatekeeperProc) Memory() (rss, hwm int64) { return sysinfo.Memory(p.pid) }
+func (p *gatekeeperProc) PeakRSS() int64 { return sysinfo.PeakRSS(p.pid) }
 
 // stop ends the process (SIGTERM, then SIGKILL after gatekeeperStopTimeout)
 // and removes its certificate.

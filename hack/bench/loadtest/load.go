@@ -77,7 +77,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // measured is a serving process whose resources a run measures.
 type measured interface {
 	CPU() time.Duration
-	Memory() (rss, hwm int64)
+	PeakRSS() int64
 }
 
 // drive warms srv up, then loads it for opts.Duration and summarizes the
@@ -107,7 +107,7 @@ func drive(ctx context.Context, c *client, srv measured, opts Options, t *target
 		slices.Sort(tl.latencies)
 		r.P50, r.P99 = results.Quantile(tl.latencies, 0.50), results.Quantile(tl.latencies, 0.99)
 	}
-	_, r.PeakRSSBytes = srv.Memory()
+	r.PeakRSSBytes = srv.PeakRSS()
 	return r, nil
 }
 

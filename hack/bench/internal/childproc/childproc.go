@@ -97,8 +97,8 @@ func Serving(ready any, stdin io.Reader, stdout io.Writer, stop func()) error {
 // CPU is the process's user and system CPU time so far.
 func (p *Process) CPU() time.Duration { return sysinfo.CPUTime(p.pid) }
 
-// Memory is the process's VmRSS now and VmHWM since it started.
-func (p *Process) Memory() (rss, hwm int64) { return sysinfo.Memory(p.pid) }
+// PeakRSS is the process's VmHWM since it started.
+func (p *Process) PeakRSS() int64 { return sysinfo.PeakRSS(p.pid) }
 
 // Stop closes the process's stdin, which makes it shut down, and waits for
 // it; one that does not exit in time is killed.

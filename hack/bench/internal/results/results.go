@@ -137,16 +137,12 @@ type AgentStats struct {
 	// under load.
 	CallsPerSecond float64 `json:"callsPerSecond"`
 	P50            float64 `json:"p50Ms"`
-	P90            float64 `json:"p90Ms"`
 	P99            float64 `json:"p99Ms"`
-	Max            float64 `json:"maxMs"`
 	// CPUPerCallMs and CoresUsed are the agent process's CPU time per
 	// successful call and over the time it was under load.
 	CPUPerCallMs float64 `json:"cpuPerCallMs"`
 	CoresUsed    float64 `json:"coresUsed"`
-	// RSSBytes and PeakRSSBytes are the agent process's VmRSS after the
-	// case and VmHWM since it started.
-	RSSBytes     int64 `json:"rssBytes"`
+	// PeakRSSBytes is the agent process's VmHWM since it started.
 	PeakRSSBytes int64 `json:"peakRssBytes"`
 }
 
@@ -157,16 +153,20 @@ type AgentCase struct {
 	Clients int         `json:"clients"`
 	Ungated *AgentStats `json:"ungated"`
 	Gated   *AgentStats `json:"gated"`
-	// OverheadPercent is how much longer the gated agent takes for the same
-	// number of calls: (ungated calls/s / gated calls/s - 1) × 100.
-	OverheadPercent float64 `json:"overheadPercent"`
-	// P99Ratio is the gated p99 over the ungated p99.
-	P99Ratio float64 `json:"p99Ratio"`
-	// FsyncP50 (ms), for a mutating op, is the p50 of appending a 1 KB
-	// record to a file beside the audit log and fsyncing it, measured in
-	// slices interleaved with the agents': the floor of what a durable
-	// write-ahead record costs on that disk.
+	// Rounds is how many rounds loaded both agents, one slice each.
+	Rounds int `json:"rounds"`
+	// Ratio is the median over the rounds of the gated agent's calls/s
+	// over the ungated agent's in the same round.
+	Ratio float64 `json:"ratio"`
+	// FsyncP50 (ms), for a mutating op, is the median over the rounds of
+	// the p50 of appending a 1 KB record to a file beside the audit log
+	// and fsyncing it, for a slice of each round: the floor of what a
+	// durable write-ahead record costs on that disk.
 	FsyncP50 float64 `json:"fsyncP50Ms,omitempty"`
+	// OverFloor (ms), for a mutating op, is the median over the rounds of
+	// the gated p50 minus the ungated p50 minus the floor's p50, all of
+	// the same round: what the gated agent adds beyond the fsync floor.
+	OverFloor float64 `json:"overFloorMs,omitempty"`
 }
 
 // AgentResults is what a run of hack/bench/agentload measured.

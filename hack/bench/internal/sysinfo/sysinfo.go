@@ -65,18 +65,18 @@ func LoadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// Memory reads VmRSS and VmHWM (peak RSS) of process pid from
-// /proc/<pid>/status; it returns zeros where there is no such file.
-func Memory(pid int) (rss, hwm int64) {
+// PeakRSS reads VmHWM (peak RSS) of process pid from /proc/<pid>/status;
+// it returns zero where there is no such file.
+func PeakRSS(pid int) int64 {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0, 0
+		return 0
 	}
 	s, err := p.NewStatus()
 	if err != nil {
-		return 0, 0
+		return 0
 	}
-	return int64(s.VmRSS), int64(s.VmHWM)
+	return int64(s.VmHWM)
 }
 
 // CPUTime is the user and system CPU time of process pid so far, from
