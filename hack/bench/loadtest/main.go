@@ -166,26 +166,15 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, nil
 }
 
-// printSummary writes each target's medians over the rounds and, beside
-// the floor's, the median of its per-round ratios to the floor.
+// printSummary writes each target's reviews/s and CPU time per review as
+// the medians of their per-round ratios to the floor's, and to Gatekeeper's.
 func printSummary(w io.Writer, runs []*Result, names []string) {
 	rps := func(r *Result) float64 { return r.ReviewsPerSecond }
 	cpu := func(r *Result) float64 { return r.CPUPerReviewMs }
-	median := func(name string, m func(*Result) float64) float64 { return results.Median(results.Of(runs, name, m)) }
-	toFloor := func(name string, m func(*Result) float64) float64 {
-		return results.Median(results.RoundRatios(runs, name, TargetFloor, m))
-	}
-	fmt.Fprintf(w, "%-19s %6s %9s %10s %8s %8s %12s %12s\n", "target", "rounds", "reviews/s", "cpu µs/rev", "p50 ms", "errors", "rate/floor", "cpu/floor")
 	for _, name := range names {
-		errs := 0
-		for _, r := range runs {
-			if r.Target == name {
-				errs += r.Errors
-			}
-		}
-		fmt.Fprintf(w, "%-19s %6d %9.0f %10.1f %8.3f %8d %11.2f× %11.2f×\n", name, len(results.Of(runs, name, rps)),
-			median(name, rps), 1000*median(name, cpu), median(name, func(r *Result) float64 { return r.P50 }),
-			errs, toFloor(name, rps), toFloor(name, cpu))
+		fmt.Fprintf(w, "%-19s reviews/s %.2f× the floor's, CPU per review %.2f× (medians over %d rounds)\n", name,
+			results.Median(results.RoundRatios(runs, name, TargetFloor, rps)), results.Median(results.RoundRatios(runs, name, TargetFloor, cpu)),
+			len(results.Of(runs, name, rps)))
 	}
 	if slices.Contains(names, TargetGatekeeper) && slices.Contains(names, TargetPipeguard) {
 		fmt.Fprintf(w, "pipeguard ÷ gatekeeper: reviews/s %.2f×, Gatekeeper's CPU per review %.2f× pipeguard's (medians of the per-round ratios)\n",
@@ -196,6 +185,4 @@ func printSummary(w io.Writer, runs []*Result, names []string) {
 			fmt.Fprintf(w, "%s, round %d: %d errors; first: %s\n", r.Target, r.Round+1, r.Errors, r.FirstError)
 		}
 	}
-	fmt.Fprintln(w, "Medians over the rounds; x/floor: the median of the per-round ratios to the floor. cpu: the server process's")
-	fmt.Fprintln(w, "CPU time per correct review.")
 }
