@@ -32,7 +32,7 @@ func TestRejectsBadFlags(t *testing.T) {
 			t.Errorf("%q: exit code %d, stderr %q; want 2 and the reason", args, code, errOut.String())
 		}
 	}
-	for _, args := range [][]string{{"--gated"}, {"--dir", t.TempDir(), "now"}, {"--dir", t.TempDir(), "--audit", "x"}} {
+	for _, args := range [][]string{{"--dir", t.TempDir(), "--agent", "fast"}, {"--dir", t.TempDir(), "now"}, {"--dir", t.TempDir(), "--audit", "x"}} {
 		var out, errOut strings.Builder
 		if code := serveMain(args, strings.NewReader(""), &out, &errOut); code != 2 || out.Len() > 0 {
 			t.Errorf("serve %q: exit code %d, stdout %q; want 2 and nothing served", args, code, out.String())
@@ -73,8 +73,8 @@ func TestRunMeasuresBothAgents(t *testing.T) {
 		if c.Rounds < 1 || c.Ratio <= 0 {
 			t.Errorf("%s x%d: %d rounds, median ratio %v", c.Op, c.Clients, c.Rounds, c.Ratio)
 		}
-		if c.Op == OpMkdir && c.FsyncP50 <= 0 {
-			t.Errorf("%s x%d: no fsync floor", c.Op, c.Clients)
+		if mut := c.Op == OpMkdir; mut != (c.FsyncP50 > 0) || mut != (c.FsyncOnly != nil && c.FsyncOnly.Calls > 0 && c.FsyncOnly.Errors == 0) {
+			t.Errorf("%s x%d: fsync floor %v ms, fsync-only agent %+v; want both for Mkdir alone", c.Op, c.Clients, c.FsyncP50, c.FsyncOnly)
 		}
 	}
 	if strings.Join(got, " ") != "PathExists/1 PathExists/16 Mkdir/1 Mkdir/16" {
@@ -86,7 +86,7 @@ func TestRunMeasuresBothAgents(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 1 {
 		t.Errorf("left behind in --dir: %v", left)
 	}
-	if !strings.Contains(out.String(), "rounds)") || !strings.Contains(out.String(), "added beyond it") {
+	if !strings.Contains(out.String(), "rounds)") || !strings.Contains(out.String(), "(fsync-only agent: ") {
 		t.Errorf("no summary in\n%s", out.String())
 	}
 }

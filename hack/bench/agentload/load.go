@@ -29,7 +29,7 @@ const (
 // target is one agent under load and the connections to it, one per
 // client.
 type target struct {
-	name    string // "ungated" or "gated"
+	name    string // agentUngated, agentGated or agentFsyncOnly
 	proc    *child
 	conns   []*grpc.ClientConn
 	clients []fsv1.FilesystemClient
@@ -125,12 +125,13 @@ func (t *target) slice(op string, clients int, d time.Duration, into *tally) {
 	into.cpu += t.proc.CPU() - cpu
 }
 
-// measureCase loads both targets with the same op and number of clients,
-// alternating between them in slices (ungated first in one round, gated
-// first in the next) so that both see the same machine, until each has
-// been measured for d, and judges the gated agent by medians of each
-// round's ratios. Warm-up slices come first and are not counted.
-func measureCase(ctx context.Context, targets [2]*target, op string, clients int, d, warmup time.Duration) (*results.AgentCase, error) {
+// measureCase loads the targets (ungated, gated and, for a mutating op,
+// fsync-only) with the same op and number of clients, alternating between
+// them in slices (in an order that rotates from round to round) so that
+// all see the same machine, until each has been measured for d, and judges
+// the gated agent by medians of each round's ratios. Warm-up slices come
+// first and are not counted.
+func measureCase(ctx context.Context, targets []*target, op string, clients int, d, warmup time.Duration) (*results.AgentCase, error) {
 	for _, t := range targets {
 		if err := t.connect(clients); err != nil {
 			return nil, err
@@ -142,7 +143,7 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 			t.slice(op, clients, min(slice, warmup-w), &scratch)
 		}
 	}
-	var tallies [2]tally
+	tallies := make([]tally, len(targets))
 	var floor *fsyncFloor
 	if op == OpMkdir {
 		var err error
@@ -152,15 +153,15 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 		defer floor.close()
 	}
 	c := &results.AgentCase{Op: op, Clients: clients}
-	var ratios, floors, overFloor []float64
+	var ratios, floors, overFloor, fsyncOnlyOverFloor []float64
 	for ; ctx.Err() == nil; c.Rounds++ {
 		left := d - tallies[0].elapsed
 		if left <= 0 {
 			break
 		}
-		var round [2]tally
-		for j := range 2 {
-			i := (j + c.Rounds) % 2
+		round := make([]tally, len(targets))
+		for j := range targets {
+			i := (j + c.Rounds) % len(targets)
 			targets[i].slice(op, clients, min(slice, left), &round[i])
 		}
 		u, g := summarize(&round[0], nil), summarize(&round[1], nil)
@@ -173,6 +174,9 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 				return nil, err
 			}
 			floors, overFloor = append(floors, p50), append(overFloor, g.P50-u.P50-p50)
+			if len(round) > 2 {
+				fsyncOnlyOverFloor = append(fsyncOnlyOverFloor, summarize(&round[2], nil).P50-u.P50-p50)
+			}
 		}
 		for i := range tallies {
 			tallies[i].add(&round[i])
@@ -183,24 +187,27 @@ func measureCase(ctx context.Context, targets [2]*target, op string, clients int
 	}
 	c.Ungated = summarize(&tallies[0], targets[0].proc)
 	c.Gated = summarize(&tallies[1], targets[1].proc)
-	c.Ratio, c.FsyncP50, c.OverFloor = results.Median(ratios), results.Median(floors), results.Median(overFloor)
+	if len(targets) > 2 {
+		c.FsyncOnly = summarize(&tallies[2], targets[2].proc)
+	}
+	c.Ratio, c.FsyncP50 = results.Median(ratios), results.Median(floors)
+	c.OverFloor, c.FsyncOnlyOverFloor = results.Median(overFloor), results.Median(fsyncOnlyOverFloor)
 	return c, nil
 }
 
 // fsyncFloor appends 1 KB records to a file beside the audit log and
 // fsyncs each, as the agent does for a write-ahead record.
-type fsyncFloor struct {
-	f      *os.File
-	record []byte
-}
+type fsyncFloor struct{ f *os.File }
+
+// record is the 1 KB record of the fsync floor and of the fsync-only agent.
+var record = append(bytes.Repeat([]byte("x"), 1023), '\n')
 
 func newFsyncFloor(dir string) (*fsyncFloor, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "fsync-floor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("the fsync floor's file: %w", err)
 	}
-	record := bytes.Repeat([]byte("x"), 1023)
-	return &fsyncFloor{f: f, record: append(record, '\n')}, nil
+	return &fsyncFloor{f: f}, nil
 }
 
 // slice appends and syncs records for d and returns the p50 of those
@@ -209,7 +216,7 @@ func (f *fsyncFloor) slice(d time.Duration) (float64, error) {
 	var lats []time.Duration
 	for start := time.Now(); time.Since(start) < d; {
 		begin := time.Now()
-		if _, err := f.f.Write(f.record); err != nil {
+		if _, err := f.f.Write(record); err != nil {
 			return 0, fmt.Errorf("the fsync floor: %w", err)
 		}
 		if err := f.f.Sync(); err != nil {

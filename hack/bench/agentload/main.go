@@ -78,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, c := range res.Cases {
-		if c.Ungated.Errors+c.Gated.Errors > 0 {
+		if c.Ungated.Errors+c.Gated.Errors > 0 || c.FsyncOnly != nil && c.FsyncOnly.Errors > 0 {
 			return 1
 		}
 	}
@@ -113,7 +113,7 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, err
 }
 
-// measure starts the two agents and measures every case on them, printing
+// measure starts the agents and measures every case on them, printing
 // each case to out as it is measured.
 func measure(ctx context.Context, cfg *config, out io.Writer) (*results.AgentResults, error) {
 	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
@@ -124,7 +124,7 @@ func measure(ctx context.Context, cfg *config, out io.Writer) (*results.AgentRes
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	var targets [2]*target
+	var targets [3]*target
 	stopAll := func() error {
 		var errs []error
 		for _, t := range targets {
@@ -135,8 +135,8 @@ func measure(ctx context.Context, cfg *config, out io.Writer) (*results.AgentRes
 		}
 		return errors.Join(errs...)
 	}
-	for i, name := range []string{"ungated", "gated"} {
-		p, err := startChild(ctx, filepath.Join(dir, name), name == "gated")
+	for i, name := range []string{agentUngated, agentGated, agentFsyncOnly} {
+		p, err := startChild(ctx, filepath.Join(dir, name), name)
 		if err != nil {
 			return nil, errors.Join(err, stopAll())
 		}
@@ -146,18 +146,22 @@ func measure(ctx context.Context, cfg *config, out io.Writer) (*results.AgentRes
 	fmt.Fprintf(out, "audit log on %s; load alternates between the agents every %v\n", res.AuditFilesystem, slice)
 	for _, op := range ops {
 		for _, n := range clients {
-			c, err := measureCase(ctx, targets, op, n, cfg.duration, cfg.warmup)
+			measured := targets[:2]
+			if op == OpMkdir {
+				measured = targets[:]
+			}
+			c, err := measureCase(ctx, measured, op, n, cfg.duration, cfg.warmup)
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("%s with %d clients: %w", op, n, err), stopAll())
 			}
 			fmt.Fprintf(out, "%-10s x%-3d ungated %7.0f calls/s p50 %6.3f ms   gated %7.0f calls/s p50 %6.3f ms   gated/ungated %.3f× (median of %d rounds)",
 				op, n, c.Ungated.CallsPerSecond, c.Ungated.P50, c.Gated.CallsPerSecond, c.Gated.P50, c.Ratio, c.Rounds)
 			if c.FsyncP50 > 0 {
-				fmt.Fprintf(out, "   fsync floor p50 %.3f ms, added beyond it %.3f ms", c.FsyncP50, c.OverFloor)
+				fmt.Fprintf(out, "   fsync floor p50 %.3f ms, added beyond it %.3f ms (fsync-only agent: %.3f ms)", c.FsyncP50, c.OverFloor, c.FsyncOnlyOverFloor)
 			}
 			fmt.Fprintln(out)
-			for _, s := range []*results.AgentStats{c.Ungated, c.Gated} {
-				if s.FirstError != "" {
+			for _, s := range []*results.AgentStats{c.Ungated, c.Gated, c.FsyncOnly} {
+				if s != nil && s.FirstError != "" {
 					fmt.Fprintf(out, "%s x%d: %d errors; first: %s\n", op, n, s.Errors, s.FirstError)
 				}
 			}

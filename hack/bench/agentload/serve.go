@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/gate"
@@ -22,10 +24,20 @@ import (
 )
 
 // serveCommand is the hidden subcommand that runs one agent in a process
-// of its own: agentload re-executes itself with it, once gated and audited
-// and once with neither, so each agent's CPU time and RSS are its own and
-// the load generator stays out of both.
+// of its own: agentload re-executes itself with it for each of the agents
+// below, so each agent's CPU time and RSS are its own and the load
+// generator stays out of them.
 const serveCommand = "serve"
+
+// The agents measured: one that gates and audits as pipeguard-agent does,
+// one with neither, and one with neither that appends and fsyncs a 1 KB
+// record before each mutating call, as the gated agent's write-ahead record
+// is: the least any agent adds to make a call durable before it runs.
+const (
+	agentUngated   = "ungated"
+	agentGated     = "gated"
+	agentFsyncOnly = "fsync-only"
+)
 
 // auditMaxSize is pipeguard-agent's default --audit-log-maxsize.
 const auditMaxSize = 100 << 20
@@ -38,26 +50,26 @@ type serving struct {
 	AuditLog  string `json:"auditLog,omitempty"`
 }
 
-// serveMain runs an agent process: an agent whose kubelet directory (and,
-// gated, whose audit log) lie in --dir, listening on unix sockets in a new
+// serveMain runs an agent process: an agent whose kubelet directory (and
+// audit log or records) lie in --dir, listening on unix sockets in a new
 // temporary directory. It prints a serving line and serves until stdin is
 // closed, which the parent does to stop it and which also happens when the
 // parent dies.
 func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agentload "+serveCommand, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	gated := fs.Bool("gated", false, "gate and audit every request, as pipeguard-agent does")
+	agent := fs.String("agent", agentUngated, "the agent to run: "+agentUngated+", "+agentGated+" or "+agentFsyncOnly)
 	dir := fs.String("dir", "", "directory of the kubelet directory and the audit log")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *dir == "" {
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *dir == "" || !slices.Contains([]string{agentUngated, agentGated, agentFsyncOnly}, *agent) {
 		if err == nil {
-			err = errors.New("--dir is required and there are no arguments")
+			err = errors.New("--dir is required, --agent is one of the three, and there are no arguments")
 		}
 		fmt.Fprintln(stderr, "agentload serve:", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	s, a, closeAudit, err := assemble(ctx, *dir, *gated)
+	s, a, closeAudit, err := assemble(ctx, *dir, *agent)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentload serve:", err)
 		return 1
@@ -82,14 +94,22 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // shipped gate rules alone, Metadata audit level, requests denied when
 // their record cannot be written, the default durability of the audit
 // log, and no metrics listener. The returned function closes the audit log.
-func assemble(ctx context.Context, dir string, gated bool) (s serving, _ *app.Agent, closeAudit func() error, err error) {
+func assemble(ctx context.Context, dir, agent string) (s serving, _ *app.Agent, closeAudit func() error, err error) {
 	s.Kubelet = filepath.Join(dir, "kubelet")
 	closeAudit = func() error { return nil }
 	if err := os.MkdirAll(filepath.Join(s.Kubelet, "pods"), 0o755); err != nil {
 		return s, nil, closeAudit, err
 	}
 	o := app.Options{Log: logr.Discard(), KubeletPath: s.Kubelet, MetricsBindAddress: "0"}
-	if gated {
+	switch agent {
+	case agentFsyncOnly:
+		f, err := os.OpenFile(filepath.Join(dir, "records"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return s, nil, closeAudit, err
+		}
+		closeAudit = f.Close
+		o.UnaryInterceptors = []grpc.UnaryServerInterceptor{syncFirst(f)}
+	case agentGated:
 		engine, err := gate.New(ctx, gate.Options{Log: logr.Discard()})
 		if err != nil {
 			return s, nil, closeAudit, fmt.Errorf("gate: %w", err)
@@ -118,6 +138,22 @@ func assemble(ctx context.Context, dir string, gated bool) (s serving, _ *app.Ag
 	return s, a, closeAudit, err
 }
 
+// syncFirst appends a record to f and fsyncs it before each mutating call,
+// each call on its own.
+func syncFirst(f *os.File) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if gate.Mutating(path.Base(info.FullMethod)) {
+			if _, err := f.Write(record); err != nil {
+				return nil, err
+			}
+			if err := f.Sync(); err != nil {
+				return nil, err
+			}
+		}
+		return handler(ctx, req)
+	}
+}
+
 // child is an agent process started by startChild.
 type child struct {
 	*childproc.Process
@@ -126,9 +162,9 @@ type child struct {
 
 // startChild starts an agent process: this executable, re-run with the
 // serve subcommand. It may take 30 s to start.
-func startChild(ctx context.Context, dir string, gated bool) (*child, error) {
+func startChild(ctx context.Context, dir, agent string) (*child, error) {
 	c := &child{}
-	args := []string{serveCommand, "--dir", dir, "--gated=" + strconv.FormatBool(gated)}
+	args := []string{serveCommand, "--dir", dir, "--agent", agent}
 	p, err := childproc.Start(ctx, "agent process", args, nil, 30*time.Second,
 		&c.serving, func() bool { return c.SocketDir != "" })
 	if err != nil {

@@ -67,7 +67,7 @@ func webhook(w writer, in *Input) {
 	w("afresh for each run, with the controller-runtime webhook server pipeguard-webhook uses. `floor` allows every review\n")
 	w("without reading it; `pipeguard` runs as deployed, with its decision cache; `pipeguard-uncached` has rego decide every\n")
 	w("review with a pipe mount; `pipeguard-scale` has 10,000 namespaces in its lookup and 50 PipeAccessPolicies.\n")
-	if len(of(in, "gatekeeper", rps)) > 0 {
+	if len(results.Of(in.Webhook, "gatekeeper", rps)) > 0 {
 		w("`gatekeeper` is OPA Gatekeeper's own executable deciding pipeguard's default rule, written as a ConstraintTemplate\n")
 		w("(below), on a local kube-apiserver.\n")
 	}
@@ -79,12 +79,12 @@ func webhook(w writer, in *Input) {
 		if t := r.Target; !slices.Contains(seen, t) {
 			seen = append(seen, t)
 			errs := 0
-			for _, e := range of(in, t, func(r *Review) float64 { return float64(r.Errors) }) {
+			for _, e := range results.Of(in.Webhook, t, func(r *Review) float64 { return float64(r.Errors) }) {
 				errs += int(e)
 			}
-			w("| %s | %d | %s | %.1f | %.3f | %.3f | %.1f | %d | %.2f× | %.2f× |\n", cell(t), len(of(in, t, rps)), thousands(median(of(in, t, rps))),
-				1000*median(of(in, t, cpu)), median(of(in, t, p50)), median(of(in, t, p99)),
-				median(of(in, t, rss))/(1<<20), errs, median(toFloor(in, t, rps)), median(toFloor(in, t, cpu)))
+			w("| %s | %d | %s | %.1f | %.3f | %.3f | %.1f | %d | %.2f× | %.2f× |\n", cell(t), len(results.Of(in.Webhook, t, rps)), thousands(results.Median(results.Of(in.Webhook, t, rps))),
+				1000*results.Median(results.Of(in.Webhook, t, cpu)), results.Median(results.Of(in.Webhook, t, p50)), results.Median(results.Of(in.Webhook, t, p99)),
+				results.Median(results.Of(in.Webhook, t, rss))/(1<<20), errs, results.Median(toFloor(in, t, rps)), results.Median(toFloor(in, t, cpu)))
 		}
 	}
 	w("\nMedians over the rounds; the ratios are the medians of each round's ratio to the floor of the same round.\n\n")
@@ -92,7 +92,7 @@ func webhook(w writer, in *Input) {
 
 // gatekeeperRule shows the rule Gatekeeper decided beside pipeguard's.
 func gatekeeperRule(w writer, in *Input) {
-	if len(of(in, "gatekeeper", rps)) == 0 {
+	if len(results.Of(in.Webhook, "gatekeeper", rps)) == 0 {
 		return
 	}
 	w("## OPA Gatekeeper\n\n")
@@ -135,7 +135,7 @@ func endToEndRuns(w writer, in *Input) {
 					p50s = append(p50s, r.P50)
 				}
 			}
-			w(" | %.3f | %.3f", median(p50s), median(results.AddedP50(in.E2E, t, "none", kind)))
+			w(" | %.3f | %.3f", results.Median(p50s), results.Median(results.AddedP50(in.E2E, t, "none", kind)))
 		}
 		w(" |\n")
 	}
@@ -150,25 +150,29 @@ func agent(w writer, in *Input) {
 	}
 	w("## Agent\n\n")
 	w("`hack/bench/agentload` calls filesystem v1 PathExists (a read) and Mkdir (a mutating call; each makes a new directory)\n")
-	w("through real unix sockets, each client on its own connection, on two agents in processes of their own: one that\n")
+	w("through real unix sockets, each client on its own connection, on agents in processes of their own: one that\n")
 	w("gates and audits every request as pipeguard-agent does (the shipped rules, Metadata level, default durability: a\n")
 	w("mutating call's write-ahead record is synced before it runs), with its audit log on %s, and one with neither.\n", cell(a.AuditFilesystem))
-	w("The load alternates between them every %s ms, so both see the same machine; for Mkdir, each round also appends\n", strconv.FormatFloat(a.SliceMs, 'f', -1, 64))
-	w("and fsyncs 1 KB records beside the audit log for a slice (the fsync floor).\n\n")
+	w("The load alternates between them every %s ms, so all see the same machine. For Mkdir, each round also loads a\n", strconv.FormatFloat(a.SliceMs, 'f', -1, 64))
+	w("third agent, fsync-only, which neither gates nor audits but appends and fsyncs a 1 KB record before each call, and\n")
+	w("appends and fsyncs 1 KB records beside the audit log for a slice, one after another (the fsync floor).\n\n")
 	w("| op | clients | agent | calls/s | p50 ms | p99 ms | errors | agent CPU ms/call | peak RSS MiB |\n")
 	w("|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range a.Cases {
 		for _, v := range []struct {
 			name string
 			s    *results.AgentStats
-		}{{"ungated", c.Ungated}, {"gated + audited", c.Gated}} {
+		}{{"ungated", c.Ungated}, {"gated + audited", c.Gated}, {"fsync-only", c.FsyncOnly}} {
+			if v.s == nil {
+				continue
+			}
 			w("| %s | %d | %s | %s | %.3f | %.3f | %d | %.3f | %.1f |\n", cell(c.Op), c.Clients, v.name,
 				thousands(v.s.CallsPerSecond), v.s.P50, v.s.P99, v.s.Errors, v.s.CPUPerCallMs, float64(v.s.PeakRSSBytes)/(1<<20))
 		}
 	}
 	w("\nThe targets above take, for each round, the gated agent's calls/s over the ungated agent's, and for Mkdir the\n")
-	w("gated p50 minus the ungated p50 minus the fsync floor's p50, all of the same round, and judge their medians; this\n")
-	w("table is the whole run.\n\n")
+	w("gated (or fsync-only) p50 minus the ungated p50 minus the fsync floor's p50, all of the same round, and judge their\n")
+	w("medians; this table is the whole run.\n\n")
 }
 
 func goBench(w writer, in *Input) {

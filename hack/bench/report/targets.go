@@ -35,15 +35,9 @@ var (
 	rss = func(r *Review) float64 { return float64(r.PeakRSSBytes) }
 )
 
-func of(in *Input, target string, m func(*Review) float64) []float64 {
-	return results.Of(in.Webhook, target, m)
-}
-
 func toFloor(in *Input, target string, m func(*Review) float64) []float64 {
 	return results.RoundRatios(in.Webhook, target, "floor", m)
 }
-
-func median(vs []float64) float64 { return results.Median(vs) }
 
 // targets checks the results against every target: met, missed, or not
 // measured.
@@ -78,7 +72,7 @@ func judge(w writer, label string, rs []float64, limit float64, atLeast, listed 
 		w("| %s | not measured | – |\n", label)
 		return
 	}
-	v, rounds := median(rs), ""
+	v, rounds := results.Median(rs), ""
 	if listed {
 		rounds = ": " + list(rs)
 	}
@@ -112,8 +106,8 @@ func agentRows(w writer, in *Input) {
 					w("| %s | not measured: no fsync floor in the results | – |\n", mutLabel(c.Clients))
 					continue
 				}
-				w("| %s | %.3f ms added beyond the fsync floor (median of %d rounds); in all, p50 gated %.3f, ungated %.3f, fsync floor %.3f ms | %s |\n",
-					mutLabel(c.Clients), c.OverFloor, c.Rounds, c.Gated.P50, c.Ungated.P50, c.FsyncP50, met(c.OverFloor <= agentMutatingLimit))
+				w("| %s | %.3f ms added beyond the fsync floor (median of %d rounds); the fsync-only agent adds %.3f ms; in all, p50 gated %.3f, ungated %.3f, fsync floor %.3f ms | %s |\n",
+					mutLabel(c.Clients), c.OverFloor, c.Rounds, c.FsyncOnlyOverFloor, c.Gated.P50, c.Ungated.P50, c.FsyncP50, met(c.OverFloor <= agentMutatingLimit))
 			}
 		}
 	}
@@ -176,9 +170,9 @@ func endToEnd(w writer, in *Input) {
 			w("| %s | not measured | – |\n", k.label)
 			continue
 		}
-		added := func(t string) float64 { return median(results.AddedP50(in.E2E, t, "none", k.kind)) }
+		added := func(t string) float64 { return results.Median(results.AddedP50(in.E2E, t, "none", k.kind)) }
 		w("| %s | pipeguard − floor %.3f ms (median of %d rounds); added to no admission check: pipeguard %.3f ms, floor %.3f ms, ValidatingAdmissionPolicy %.3f ms | %s |\n",
-			k.label, median(over), len(over), added("pipeguard"), added("floor"), added("validatingadmissionpolicy"), met(median(over) <= k.limit))
+			k.label, results.Median(over), len(over), added("pipeguard"), added("floor"), added("validatingadmissionpolicy"), met(results.Median(over) <= k.limit))
 	}
 }
 
@@ -189,7 +183,7 @@ func gatekeeperRow(w writer, in *Input) {
 	rs := results.RoundRatios(in.Webhook, "pipeguard", "gatekeeper", rps)
 	if len(rs) == 0 {
 		reason := "no gatekeeper runs in the results (`make bench` runs them; `hack/bench/loadtest --targets pipeguard,gatekeeper` needs Gatekeeper's executable and a control plane)"
-		if len(of(in, "gatekeeper", rps)) > 0 {
+		if len(results.Of(in.Webhook, "gatekeeper", rps)) > 0 {
 			reason = "no round ran both pipeguard and gatekeeper"
 		}
 		w("| %s | not measured: %s | – |\n", label, reason)
@@ -200,10 +194,10 @@ func gatekeeperRow(w writer, in *Input) {
 	// rego decides each one, as Gatekeeper's does.
 	uncached := ""
 	if us := results.RoundRatios(in.Webhook, "pipeguard-uncached", "gatekeeper", rps); len(us) > 0 {
-		uncached = fmt.Sprintf("; pipeguard without its decision cache: %.2f×", median(us))
+		uncached = fmt.Sprintf("; pipeguard without its decision cache: %.2f×", results.Median(us))
 	}
 	w("| %s | %.2f× (median of %d rounds: %s); Gatekeeper's CPU time per review: %.2f× pipeguard's%s | %s |\n",
-		label, median(rs), len(rs), list(rs), median(cpus), uncached, met(median(rs) >= gatekeeperTarget))
+		label, results.Median(rs), len(rs), list(rs), results.Median(cpus), uncached, met(results.Median(rs) >= gatekeeperTarget))
 }
 
 func met(ok bool) string {

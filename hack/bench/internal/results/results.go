@@ -167,6 +167,13 @@ type AgentCase struct {
 	// the gated p50 minus the ungated p50 minus the floor's p50, all of
 	// the same round: what the gated agent adds beyond the fsync floor.
 	OverFloor float64 `json:"overFloorMs,omitempty"`
+	// FsyncOnly, for a mutating op, is an agent that neither gates nor
+	// audits but appends and fsyncs a 1 KB record before each call, and
+	// FsyncOnlyOverFloor (ms) what it adds beyond the fsync floor, as
+	// OverFloor is taken: the least an agent can add beyond the floor to
+	// make each call durable before it runs.
+	FsyncOnly          *AgentStats `json:"fsyncOnly,omitempty"`
+	FsyncOnlyOverFloor float64     `json:"fsyncOnlyOverFloorMs,omitempty"`
 }
 
 // AgentResults is what a run of hack/bench/agentload measured.
