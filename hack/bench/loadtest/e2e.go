@@ -46,8 +46,8 @@ const vapRule = `(has(namespaceObject.metadata.labels) && '` + policy.AllowLabel
 
 // e2eMain starts kube-apiserver and etcd from KUBEBUILDER_ASSETS, the floor
 // and pipeguard as webhooks and the ValidatingAdmissionPolicy, each for a
-// namespace of its own, and creates pods in every namespace in turn, round
-// after round: CSI node pods (with hostPath pipe mounts, allowed by the
+// namespace of its own, and creates pods in the namespaces by turns, pod by
+// pod, round after round: CSI node pods (with hostPath pipe mounts, allowed by the
 // namespace's label) and pods without a host path.
 func e2eMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadtest "+e2eCommand, flag.ContinueOnError)
@@ -78,8 +78,7 @@ func e2eMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// e2ePods is how many pods of each kind e2e creates per target and round,
-// one after another.
+// e2ePods is how many pods of each kind e2e creates per target and round.
 const e2ePods = 100
 
 func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*results.Pods, err error) {
@@ -114,34 +113,34 @@ func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*result
 		return nil, err
 	}
 	var out []*results.Pods
-	seq := 0
 	// Round -1 warms every path up (connections, caches) with 10 pods of
-	// each kind, unmeasured.
+	// each kind, unmeasured. Within a round the targets take turns pod by
+	// pod, the order rotating, so that all see the same moments of the
+	// control plane.
+	kinds := []string{"hostpath", "no-hostpath"}
 	for round := -1; round < rounds; round++ {
-		for i := range e2eTargets {
-			t := e2eTargets[(i+max(round, 0))%len(e2eTargets)]
-			for _, kind := range []string{"hostpath", "no-hostpath"} {
-				n := pods
-				if round < 0 {
-					n = 10
+		n := pods
+		if round < 0 {
+			n = 10
+		}
+		lat := map[string][]time.Duration{}
+		for i := range n * len(e2eTargets) * len(kinds) {
+			t, kind := e2eTargets[(i+i/len(e2eTargets)/len(kinds))%len(e2eTargets)], kinds[i/len(e2eTargets)%len(kinds)]
+			p := e2ePod(kind, "e2e-"+t, (round+1)*1_000_000+i)
+			start := time.Now()
+			if err := c.Create(ctx, p); err != nil {
+				return nil, fmt.Errorf("%s, round %d: creating pod %s: %w", t, round+1, p.Name, err)
+			}
+			lat[t+" "+kind] = append(lat[t+" "+kind], time.Since(start))
+		}
+		for _, t := range e2eTargets {
+			for _, kind := range kinds {
+				if l := lat[t+" "+kind]; round >= 0 {
+					slices.Sort(l)
+					r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: pods, P50: results.Quantile(l, 0.5)}
+					fmt.Fprintf(log, "round %d %-26s %-11s p50 %.3f ms\n", round+1, t, kind, r.P50)
+					out = append(out, r)
 				}
-				lat := make([]time.Duration, 0, n)
-				for range n {
-					p := e2ePod(kind, "e2e-"+t, seq)
-					seq++
-					start := time.Now()
-					if err := c.Create(ctx, p); err != nil {
-						return nil, fmt.Errorf("%s, round %d: creating pod %s: %w", t, round+1, p.Name, err)
-					}
-					lat = append(lat, time.Since(start))
-				}
-				if round < 0 {
-					continue
-				}
-				slices.Sort(lat)
-				r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: pods, P50: results.Quantile(lat, 0.5)}
-				fmt.Fprintf(log, "round %d %-26s %-11s p50 %.3f ms\n", round+1, t, kind, r.P50)
-				out = append(out, r)
 			}
 		}
 	}

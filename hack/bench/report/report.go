@@ -122,7 +122,7 @@ func endToEndRuns(w writer, in *Input) {
 	w("## End to end\n\n")
 	w("`hack/bench/loadtest e2e` starts kube-apiserver and etcd, serves the floor and pipeguard as webhooks and pipeguard's\n")
 	w("default rule as a ValidatingAdmissionPolicy, each over a namespace of its own (labelled with the allowance, so that\n")
-	w("every pod is admitted), and creates pods one after another in each namespace in turn, round after round, the order\n")
+	w("every pod is admitted), and creates pods one after another, the namespaces taking turns pod by pod, the order\n")
 	w("rotating: CSI node pods whose containers mount csi-proxy pipes through hostPath volumes, and pods without a host\n")
 	w("path. Added p50: the median over rounds of the difference to the namespace no admission check covers.\n\n")
 	w("| admission check | hostPath pods p50 ms | added ms | other pods p50 ms | added ms |\n|---|---:|---:|---:|---:|\n")
