@@ -153,7 +153,7 @@ type AgentCase struct {
 	Clients int         `json:"clients"`
 	Ungated *AgentStats `json:"ungated"`
 	Gated   *AgentStats `json:"gated"`
-	// Rounds is how many rounds loaded both agents, one slice each.
+	// Rounds is how many rounds loaded every agent of the case, a slice each.
 	Rounds int `json:"rounds"`
 	// Ratio is the median over the rounds of the gated agent's calls/s
 	// over the ungated agent's in the same round.
