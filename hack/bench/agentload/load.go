@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,7 +223,6 @@ func (f *fsyncFloor) slice(d time.Duration) (float64, error) {
 		}
 		lats = append(lats, time.Since(begin))
 	}
-	slices.Sort(lats)
 	return results.Quantile(lats, 0.50), nil
 }
 
@@ -237,7 +235,6 @@ func summarize(t *tally, p *child) *results.AgentStats {
 		s.CoresUsed = t.cpu.Seconds() / t.elapsed.Seconds()
 	}
 	if n := len(t.latencies); n > 0 {
-		slices.Sort(t.latencies)
 		s.P50, s.P99 = results.Quantile(t.latencies, 0.50), results.Quantile(t.latencies, 0.99)
 		s.CPUPerCallMs = t.cpu.Seconds() * 1000 / float64(n)
 	}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,7 +103,6 @@ func drive(ctx context.Context, c *client, srv measured, opts Options, t *target
 	if n := len(tl.latencies); n > 0 {
 		r.ReviewsPerSecond = float64(n) / elapsed.Seconds()
 		r.CPUPerReviewMs = cpu.Seconds() * 1000 / float64(n)
-		slices.Sort(tl.latencies)
 		r.P50, r.P99 = results.Quantile(tl.latencies, 0.50), results.Quantile(tl.latencies, 0.99)
 	}
 	r.PeakRSSBytes = srv.PeakRSS()

@@ -48,11 +48,15 @@ func Median(vs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// Quantile is the nearest-rank quantile q of sorted latencies, in
-// milliseconds.
-func Quantile(sorted []time.Duration, q float64) float64 {
-	i := int(float64(len(sorted))*q+0.999999) - 1
-	return Ms(sorted[min(max(i, 0), len(sorted)-1)])
+// Quantile sorts latencies in place and returns their nearest-rank
+// quantile q in milliseconds, or 0 for none.
+func Quantile(latencies []time.Duration, q float64) float64 {
+	if len(latencies) == 0 {
+		return 0
+	}
+	slices.Sort(latencies)
+	i := int(float64(len(latencies))*q+0.999999) - 1
+	return Ms(latencies[min(max(i, 0), len(latencies)-1)])
 }
 
 // Ms is d in milliseconds, to the microsecond.
