@@ -167,11 +167,7 @@ func createNamespace(ctx context.Context, c crclient.Client, name string, labels
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
 		return err
 	}
-	err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
+	return crclient.IgnoreAlreadyExists(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}))
 }
 
 // podCreation is what every admission check of e2e covers: creating pods.
@@ -181,7 +177,6 @@ var podCreation = admissionregistrationv1.RuleWithOperations{
 }
 
 func webhookConfig(name, url string, caPEM []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	none := admissionregistrationv1.SideEffectClassNone
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
@@ -190,7 +185,7 @@ func webhookConfig(name, url string, caPEM []byte) *admissionregistrationv1.Vali
 			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreation},
 			NamespaceSelector:       namespaceSelector(name),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			SideEffects:             &none,
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](10),
 		}},
@@ -242,9 +237,7 @@ func awaitChecks(ctx context.Context, c crclient.Client) error {
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for i := 0; ; i++ {
-			p := e2ePod("hostpath", ns, i)
-			p.Name = fmt.Sprintf("probe-%d", i)
-			err := c.Create(ctx, p)
+			err := c.Create(ctx, e2ePod("hostpath", ns, i))
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 				break
 			}

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,9 +174,7 @@ func (e *gatekeeperEnv) generate(ctx context.Context) error {
 		// A fresh client each time: the kind is new to its RESTMapper.
 		c, err := crclient.New(e.cfg, crclient.Options{})
 		if err == nil {
-			if err = c.Create(ctx, gatekeeperConstraint()); apierrors.IsAlreadyExists(err) {
-				err = nil
-			}
+			err = crclient.IgnoreAlreadyExists(c.Create(ctx, gatekeeperConstraint()))
 		}
 		return err
 	})
