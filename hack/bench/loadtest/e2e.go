@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -54,10 +53,7 @@ func e2eMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	rounds := fs.Int("rounds", 5, "rounds; each creates pods in every target's namespace")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 || *rounds < 1 {
+	if fs.Parse(args) != nil || fs.NArg() > 0 || *rounds < 1 {
 		fmt.Fprintln(stderr, "loadtest e2e: --rounds must be positive and every setting is a flag")
 		return 2
 	}
@@ -66,7 +62,7 @@ func e2eMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loadtest e2e:", err)
 		return 1
 	}
-	for _, kind := range []string{"hostpath", "no-hostpath"} {
+	for _, kind := range results.PodKinds {
 		for _, t := range e2eTargets[1:] {
 			fmt.Fprintf(stdout, "%-26s %-11s added p50 %.3f ms (median of per-round differences to no admission check)\n",
 				t, kind, results.Median(results.AddedP50(runs, t, e2eNone, kind)))
@@ -113,34 +109,35 @@ func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*result
 		return nil, err
 	}
 	var out []*results.Pods
-	// Round -1 warms every path up (connections, caches) with 10 pods of
-	// each kind, unmeasured. Within a round the targets take turns pod by
-	// pod, the order rotating, so that all see the same moments of the
-	// control plane.
-	kinds := []string{"hostpath", "no-hostpath"}
+	seq := 0
+	// Round -1 warms every path up (connections, caches), unmeasured.
+	// Within a round the targets take turns pod by pod, their order
+	// rotating, so that all see the same moments of the control plane.
 	for round := -1; round < rounds; round++ {
-		n := pods
-		if round < 0 {
-			n = 10
-		}
 		lat := map[string][]time.Duration{}
-		for i := range n * len(e2eTargets) * len(kinds) {
-			t, kind := e2eTargets[(i+i/len(e2eTargets)/len(kinds))%len(e2eTargets)], kinds[i/len(e2eTargets)%len(kinds)]
-			p := e2ePod(kind, "e2e-"+t, (round+1)*1_000_000+i)
-			start := time.Now()
-			if err := c.Create(ctx, p); err != nil {
-				return nil, fmt.Errorf("%s, round %d: creating pod %s: %w", t, round+1, p.Name, err)
+		for j := range pods {
+			for _, kind := range results.PodKinds {
+				for k := range e2eTargets {
+					t := e2eTargets[(j+k)%len(e2eTargets)]
+					p := e2ePod(kind, "e2e-"+t, seq)
+					seq++
+					start := time.Now()
+					if err := c.Create(ctx, p); err != nil {
+						return nil, fmt.Errorf("%s, round %d: creating pod %s: %w", t, round+1, p.Name, err)
+					}
+					lat[t+" "+kind] = append(lat[t+" "+kind], time.Since(start))
+				}
 			}
-			lat[t+" "+kind] = append(lat[t+" "+kind], time.Since(start))
+		}
+		if round < 0 {
+			continue
 		}
 		for _, t := range e2eTargets {
-			for _, kind := range kinds {
-				if l := lat[t+" "+kind]; round >= 0 {
-					slices.Sort(l)
-					r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: pods, P50: results.Quantile(l, 0.5)}
-					fmt.Fprintf(log, "round %d %-26s %-11s p50 %.3f ms\n", round+1, t, kind, r.P50)
-					out = append(out, r)
-				}
+			for _, kind := range results.PodKinds {
+				l := lat[t+" "+kind]
+				r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: len(l), P50: results.Quantile(l, 0.5)}
+				fmt.Fprintf(log, "round %d %-26s %-11s p50 %.3f ms\n", round+1, t, kind, r.P50)
+				out = append(out, r)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -132,7 +133,15 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(runs), len(e2eTargets)*2; got != want {
-		t.Fatalf("%d results, want %d (every target, pods with and without a hostPath)", got, want)
+	seen := map[string]bool{}
+	for _, r := range runs {
+		k := r.Target + " " + r.Kind
+		if seen[k] || r.Pods != 2 || r.P50 <= 0 {
+			t.Errorf("%+v: want one result of 2 pods for each target and kind", r)
+		}
+		seen[k] = true
+	}
+	if got, want := len(seen), len(e2eTargets)*len(results.PodKinds); got != want {
+		t.Errorf("%d targets and kinds measured, want %d (every target, pods with and without a hostPath)", got, want)
 	}
 }

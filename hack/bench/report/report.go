@@ -128,7 +128,7 @@ func endToEndRuns(w writer, in *Input) {
 	w("| admission check | hostPath pods p50 ms | added ms | other pods p50 ms | added ms |\n|---|---:|---:|---:|---:|\n")
 	for _, t := range []string{"none", "floor", "pipeguard", "validatingadmissionpolicy"} {
 		w("| %s", t)
-		for _, kind := range []string{"hostpath", "no-hostpath"} {
+		for _, kind := range results.PodKinds {
 			var p50s []float64
 			for _, r := range in.E2E {
 				if r.Target == t && r.Kind == kind {

@@ -107,11 +107,16 @@ type Pods struct {
 	// pipeguard or validatingadmissionpolicy.
 	Target string `json:"target"`
 	Round  int    `json:"round"`
-	// Kind is hostpath (CSI node pods with pipe mounts) or no-hostpath.
-	Kind string  `json:"kind"`
+	// Kind is one of PodKinds.
+	Kind string `json:"kind"`
+	// Pods is how many of them the round measured.
 	Pods int     `json:"pods"`
 	P50  float64 `json:"p50Ms"`
 }
+
+// PodKinds are the kinds of pods e2e creates: hostpath (CSI node pods with
+// pipe mounts) and no-hostpath.
+var PodKinds = []string{"hostpath", "no-hostpath"}
 
 // AddedP50 returns, for every round in which both were measured, the p50
 // of target's pods of kind minus that of ref's.
