@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/controller/limits"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -85,7 +86,8 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 			rep.Results = append(rep.Results, AuditResult{Object: o, Result: r})
 			for _, v := range r.Violations() {
 				av := v1alpha1.AuditViolation{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
-					Container: v.Container, Pipe: v.Pipe, Action: v.Action, Message: v.String()}
+					Container: v.Container, Pipe: limits.Cut(v.Pipe, limits.Message), Action: v.Action,
+					Message: limits.Cut(v.String(), limits.Message)}
 				pols := v.Policies
 				if len(pols) == 0 {
 					// Admin rules name no policy; count them under the default.

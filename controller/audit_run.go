@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/controller/limits"
 	"github.com/pipeguard/pipeguard/controller/policyreport"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
@@ -225,8 +229,8 @@ func (a *Auditor) recordEvents(rep *AuditReport) {
 	if a.opts.Recorder == nil {
 		return
 	}
+	var due []AuditResult
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	seen := make(map[string]time.Time, len(rep.Results))
 	for _, r := range rep.Results {
 		msgs := policy.Messages(r.Violations())
@@ -237,10 +241,51 @@ func (a *Auditor) recordEvents(rep *AuditReport) {
 			continue
 		}
 		seen[key] = rep.Time
-		a.opts.Recorder.Eventf(r.Object, nil, corev1.EventTypeWarning, ReasonAuditViolation, "Audit",
-			"%s %s: admission would %s this object: %s", r.Kind, r.Name, map[string]string{"DENY": "reject", "WARN": "warn about", "ALLOW": "record (dryrun)"}[r.Decision], fmt.Sprint(msgs))
+		due = append(due, r)
 	}
 	a.events = seen
+	a.mu.Unlock()
+	// Outside the lock: a recorder may write each Event before it returns.
+	for _, r := range due {
+		a.opts.Recorder.Eventf(r.Object, nil, corev1.EventTypeWarning, ReasonAuditViolation, "Audit", "%s", violationNote(r))
+	}
+}
+
+// violationNote is the note of the Event on a violating object: admission's
+// messages about as many of its violations as an Event holds (those that
+// would be denied first), then how many more there are and where to read
+// them all.
+func violationNote(r AuditResult) string {
+	vs := slices.Clone(r.Violations())
+	slices.SortStableFunc(vs, func(a, b policy.Violation) int {
+		return cmp.Or(cmp.Compare(actionOrder[a.Action], actionOrder[b.Action]), strings.Compare(a.String(), b.String()))
+	})
+	head := fmt.Sprintf("%s %s: admission would %s this object: ", r.Kind, r.Name, decisionVerbs[r.Decision])
+	report := policyreport.KindPolicyReport
+	if r.Namespace == "" {
+		report = policyreport.KindClusterPolicyReport
+	}
+	return limits.Fit(limits.EventNote, len(vs),
+		func(k int) string { return head + strings.Join(policy.Messages(vs[:k]), "; ") },
+		func(more int) string {
+			if more == 0 {
+				return ""
+			}
+			return fmt.Sprintf("; … and %d more %s (see %s %s, or run pipeguard policy eval --cluster)",
+				more, plural(more, "violation", "violations"), report, policyreport.ReportName)
+		})
+}
+
+// actionOrder puts what admission would deny first.
+var actionOrder = map[string]int{string(v1alpha1.Deny): 0, string(v1alpha1.Warn): 1, string(v1alpha1.DryRun): 2}
+
+var decisionVerbs = map[string]string{"DENY": "reject", "WARN": "warn about", "ALLOW": "record (dryrun)"}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // ReportViolations lists the violations of rep for PolicyReports: one per

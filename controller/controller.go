@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/controller/limits"
 	"github.com/pipeguard/pipeguard/policy"
 )
 
@@ -171,6 +174,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			return reconcile.Result{}, err
 		}
 		c.opts.Metrics.compileFailed()
+		log.Info("PipeAccessPolicies do not compile together", "error", err.Error())
 		for i := range list.Items {
 			p := &list.Items[i]
 			if good, ok := c.lastGood[p.Name]; !ok || good.Generation != p.Generation {
@@ -266,18 +270,20 @@ func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAcces
 		cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: p.Generation}
 		if o.err == nil {
 			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonEnforced
-			cond.Message = fmt.Sprintf("generation %d of this policy is in force (policy set generation %d); %s", p.Generation, gen.Number, gen.Default)
+			msg := fmt.Sprintf("generation %d of this policy is in force (policy set generation %d); %s", p.Generation, gen.Number, gen.Default)
+			cond.Message = limits.Cut(msg, limits.ConditionMessage)
 			want.LastEnforced = &v1alpha1.EnforcedVersion{Generation: p.Generation, Spec: *p.Spec.DeepCopy()}
 		} else {
 			cond.Status, cond.Reason = metav1.ConditionFalse, o.reason
-			cond.Message = fmt.Sprintf("the latest spec (generation %d) is not in force: %v; %s", p.Generation, o.err, fallbackNote(o.fallback))
+			cond.Message = notInForce(limits.ConditionMessage, p.Generation, o, "see the log of pipeguard-webhook")
 		}
 		meta.SetStatusCondition(&want.Conditions, cond)
 		if equality.Semantic.DeepEqual(want, &p.Status) {
 			continue
 		}
 		if o.err != nil && c.opts.Recorder != nil {
-			c.opts.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonInvalid, "Compile", "%s", cond.Message)
+			c.opts.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonInvalid, "Compile", "%s",
+				notInForce(limits.EventNote, p.Generation, o, "see the Ready condition of this PipeAccessPolicy"))
 		}
 		patch := client.MergeFrom(p.DeepCopy())
 		p.Status = *want
@@ -285,6 +291,56 @@ func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAcces
 			log.Error(err, "cannot write PipeAccessPolicy status", "policy", p.Name)
 		}
 	}
+}
+
+// notInForce says in at most max bytes why generation of a policy is not
+// in force: its compile errors, as many as fit, how many more there are and
+// where to read them all (see), then which version is in force instead.
+func notInForce(max int, generation int64, o *outcome, see string) string {
+	head := fmt.Sprintf("the latest spec (generation %d) is not in force: ", generation)
+	tail := "; " + fallbackNote(o.fallback)
+	prefix, errs := regoErrors(o.err)
+	if len(errs) < 2 {
+		msg := o.err.Error()
+		return limits.Fit(max, 1,
+			func(k int) string {
+				if k == 0 {
+					return head
+				}
+				return head + msg
+			},
+			func(int) string { return tail })
+	}
+	// ast.Errors' own words, one error a line.
+	return limits.Fit(max, len(errs),
+		func(k int) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s%s%d errors occurred:", head, prefix, len(errs))
+			for _, e := range errs[:k] {
+				b.WriteString("\n" + e.Error())
+			}
+			return b.String()
+		},
+		func(more int) string {
+			if more == 0 {
+				return tail
+			}
+			return fmt.Sprintf("\n… and %d more %s (%s)%s", more, plural(more, "error", "errors"), see, tail)
+		})
+}
+
+// regoErrors finds the rego errors err lists and the words before them
+// (such as OPA's "bundle activation failed: "), or none.
+func regoErrors(err error) (string, ast.Errors) {
+	var errs ast.Errors
+	if !errors.As(err, &errs) {
+		return "", nil
+	}
+	msg, list := err.Error(), errs.Error()
+	if !strings.HasSuffix(msg, list) {
+		return "", nil
+	}
+	return strings.TrimSuffix(msg, list), errs
 }
 
 func fallbackNote(good *v1alpha1.PipeAccessPolicy) string {

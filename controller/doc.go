@@ -10,4 +10,9 @@
 // and PersistentVolume, read from caches stripped to what the admission
 // facts need, is decided on as admission would on its creation, and the
 // violations go to each policy's status, metrics and Warning events.
+//
+// What it writes into objects fits the API server's limits (package
+// limits): a text too long keeps what fits and says how much it left out,
+// so that no write is refused for its length. EventWriter records Events
+// itself, so that one the API server refuses anyway is counted and logged.
 package controller

@@ -18,6 +18,7 @@ type Metrics struct {
 	compileFailures prometheus.Counter
 	builtin         prometheus.Gauge
 	builtinPipes    prometheus.Gauge
+	eventFailures   *prometheus.CounterVec
 	audit           *AuditMetrics
 }
 
@@ -48,8 +49,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pipeguard_builtin_policy_pipes",
 			Help: fmt.Sprintf("CSI Proxy pipes (of the %d CSI Proxy serves) that only the built-in default policy protects.", len(policy.CSIProxyPipes())),
 		}),
+		eventFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pipeguard_event_failures_total",
+			Help: "Events pipeguard could not record, because the API server refused them or could not be reached, by the Event's reason (PipeAccessViolation, Invalid).",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes, version.Collector()} {
+	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes, m.eventFailures, version.Collector()} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -91,4 +96,11 @@ func (m *Metrics) compileFailed() {
 		return
 	}
 	m.compileFailures.Inc()
+}
+
+func (m *Metrics) eventFailed(reason string) {
+	if m == nil {
+		return
+	}
+	m.eventFailures.WithLabelValues(reason).Inc()
 }

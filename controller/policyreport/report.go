@@ -5,10 +5,11 @@ import (
 	"sort"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/pipeguard/pipeguard/controller/limits"
 )
 
 const (
@@ -32,8 +33,9 @@ const (
 	// MaxResultBytes bounds the encoded results of one report, well under
 	// the API server's and etcd's limits on an object's size.
 	MaxResultBytes = 1 << 20
-	// MaxMessageLength is where a result's message is cut.
-	MaxMessageLength = 4096
+	// MaxMessageLength is where a result's message is cut; the CRD sets
+	// no maxLength, so the bound is the one of the policy's status.
+	MaxMessageLength = limits.Message
 )
 
 // Result values of the v1alpha2 format that pipeguard writes.
@@ -158,7 +160,7 @@ func result(v Violation, at Timestamp) Result {
 		props["container"] = v.Container
 	}
 	if v.Pipe != "" {
-		props["pipe"] = v.Pipe
+		props["pipe"] = limits.Cut(v.Pipe, MaxMessageLength)
 	}
 	return Result{
 		Source:   Source,
@@ -167,26 +169,13 @@ func result(v Violation, at Timestamp) Result {
 		Result:   ResultOf(v.Action),
 		Severity: "high",
 		Category: Category,
-		Message:  truncate(v.Message, MaxMessageLength),
+		Message:  limits.Cut(v.Message, MaxMessageLength),
 		Resources: []ObjectReference{{
 			APIVersion: v.APIVersion, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name, UID: v.UID,
 		}},
 		Properties: props,
 		Timestamp:  at,
 	}
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " …"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }
 
 // identity is what makes two results the same violation: everything but

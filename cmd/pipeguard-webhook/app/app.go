@@ -184,8 +184,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	auditor, err := controller.NewAuditor(controller.AuditorOptions{
 		Config: opts.Config, Scheme: scheme, Client: mgr.GetClient(), Engine: engine,
-		Interval: opts.AuditInterval, Recorder: mgr.GetEventRecorder("pipeguard-audit"), Metrics: controllerMetrics.Audit(),
-		Reports: reports,
+		Interval: opts.AuditInterval, Metrics: controllerMetrics.Audit(),
+		// Events are written one by one, so that one the API server
+		// refuses is counted in pipeguard_event_failures_total, not lost.
+		Recorder: controller.NewEventWriter(mgr.GetClient(), "pipeguard-audit", controllerMetrics, opts.Logger.WithName("events")),
+		Reports:  reports,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the background audit: %w", err)
@@ -197,7 +200,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.controller = controller.New(controller.Options{
 		Client:   mgr.GetClient(),
 		Engine:   engine,
-		Recorder: mgr.GetEventRecorder("pipeguard-webhook"),
+		Recorder: controller.NewEventWriter(mgr.GetClient(), "pipeguard-webhook", controllerMetrics, opts.Logger.WithName("events")),
 		Elected:  elected,
 		Metrics:  controllerMetrics,
 		OnLoad:   auditor.Trigger,

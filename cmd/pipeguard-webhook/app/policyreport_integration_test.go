@@ -640,13 +640,13 @@ func TestAuditEvents(t *testing.T) {
 		t.Fatalf("no event on the violating pod: %v", err)
 	}
 	ev := got[0]
-	wantNote := `Pod bad: admission would reject this object: [[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed`
+	wantNote := `Pod bad: admission would reject this object: [protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed`
 	if ev.Type != corev1.EventTypeWarning || ev.Reason != controller.ReasonAuditViolation || ev.Action != "Audit" || !strings.HasPrefix(ev.Note, wantNote) ||
 		ev.Regarding.Kind != "Pod" || ev.Regarding.Name != "bad" || ev.Regarding.Namespace != "team-a" {
 		t.Errorf("event type %q reason %q action %q regarding %+v\nnote %q\nwant Warning PipeAccessViolation Audit on Pod team-a/bad, note starting %q",
 			ev.Type, ev.Reason, ev.Action, ev.Regarding, ev.Note, wantNote)
 	}
-	// Two more passes, then time for the recorder's asynchronous writes.
+	// Two more passes: each writes its Events before it ends.
 	for range 2 {
 		waitPass(t, e.reg, lastRun(t, e.reg))
 	}
