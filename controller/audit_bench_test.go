@@ -65,7 +65,7 @@ func BenchmarkAuditPass(b *testing.B) {
 
 	ns := webhook.StaticNamespaces{}
 	for i := range namespaces {
-		ns[fmt.Sprintf("ns-%d", i)] = map[string]string{"team": fmt.Sprintf("t%d", i%100)}
+		ns[fmt.Sprintf("ns-%d", i)] = map[string]string{"pipeguard.io/team": fmt.Sprintf("t%d", i%100)}
 	}
 	var pols []v1alpha1.PipeAccessPolicy
 	for i := range policies {
@@ -73,7 +73,7 @@ func BenchmarkAuditPass(b *testing.B) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%02d", i)},
 			Spec: v1alpha1.PipeAccessPolicySpec{
 				Pipes: []string{"csi-proxy-*"},
-				Allow: v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": fmt.Sprintf("x%d", i)}}},
+				Allow: v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pipeguard.io/team": fmt.Sprintf("x%d", i)}}},
 			},
 		})
 	}

@@ -46,6 +46,10 @@ const (
 	// ReasonConflict: the latest spec compiles on its own but not together
 	// with the other policies (two policies declare one rego package).
 	ReasonConflict = "Conflict"
+	// ReasonUnguardedLabel: the latest spec's namespaceSelector reads a
+	// label that anyone who may edit a namespace can set, so it is not in
+	// force (policy.UnguardedLabelError).
+	ReasonUnguardedLabel = "UnguardedLabel"
 )
 
 // Options configure a Controller.
@@ -219,7 +223,12 @@ func blameEach(ce *policy.CompileError, outcomes map[string]*outcome) bool {
 		}
 	}
 	for _, pe := range ce.Policies {
-		outcomes[pe.Policy].err, outcomes[pe.Policy].reason = pe.Err, ReasonInvalid
+		reason := ReasonInvalid
+		var unguarded *policy.UnguardedLabelError
+		if errors.As(pe.Err, &unguarded) {
+			reason = ReasonUnguardedLabel
+		}
+		outcomes[pe.Policy].err, outcomes[pe.Policy].reason = pe.Err, reason
 	}
 	return true
 }
@@ -271,6 +280,9 @@ func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAcces
 		if o.err == nil {
 			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonEnforced
 			msg := fmt.Sprintf("generation %d of this policy is in force (policy set generation %d); %s", p.Generation, gen.Number, gen.Default)
+			if w := policy.SelectorWarning(&p.Spec); w != "" {
+				msg = "warning: " + w + "; " + msg
+			}
 			cond.Message = limits.Cut(msg, limits.ConditionMessage)
 			want.LastEnforced = &v1alpha1.EnforcedVersion{Generation: p.Generation, Spec: *p.Spec.DeepCopy()}
 		} else {

@@ -29,13 +29,13 @@ violation contains {"rule": "no-bob", "msg": sprintf("user %s may not create pod
 	input.request.username == "bob"
 }
 
-violation contains "agents tier" if input.namespace.labels.tier == "agents"
+violation contains "agents tier" if input.namespace.labels["pipeguard.io/tier"] == "agents"
 `}},
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "by-account"}, Spec: v1alpha1.PipeAccessPolicySpec{
 			Pipes: []string{"vendor-agent", "agent-*"}, EnforcementAction: v1alpha1.Warn,
 			Allow: v1alpha1.Allowances{Privileged: &falsity, HostProcess: &falsity,
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "agents"}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pipeguard.io/tier": "agents"}},
 				ServiceAccounts:   []string{"agent"}},
 			Rego: []v1alpha1.RegoModule{{Name: "warn.rego", Source: `package pipeguard.admission.byaccount
 
@@ -135,7 +135,7 @@ func TestAdminRulesBesideTheCache(t *testing.T) {
 	seen := map[string]bool{}
 	for name, ms := range mounts {
 		for _, ns := range []string{"first", "second", "vendors"} {
-			for _, labels := range []map[string]string{nil, {"tier": "agents"}} {
+			for _, labels := range []map[string]string{nil, {"pipeguard.io/tier": "agents"}} {
 				for _, user := range []string{"alice", "bob"} {
 					in := cacheTestInput(ns)
 					in.Namespace.Labels = labels

@@ -165,7 +165,7 @@ func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "by-account"}, Spec: v1alpha1.PipeAccessPolicySpec{
 			Pipes: []string{"vendor-agent"}, EnforcementAction: v1alpha1.Warn,
 			Allow: v1alpha1.Allowances{Privileged: &falsity, HostProcess: &falsity,
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "agents"}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pipeguard.io/tier": "agents"}},
 				ServiceAccounts:   []string{"agent"}},
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "watch-only"}, Spec: v1alpha1.PipeAccessPolicySpec{
@@ -200,7 +200,7 @@ func TestPlaceholderDecisionsMatchNamed(t *testing.T) {
 		},
 		"ServiceAccount narrowed": func(ns string) *Input {
 			in := cacheTestInput(ns)
-			in.Namespace.Labels = map[string]string{"tier": "agents"}
+			in.Namespace.Labels = map[string]string{"pipeguard.io/tier": "agents"}
 			in.Mounts = []Mount{mount("vendor-agent")}
 			return in
 		},

@@ -140,6 +140,9 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 		if err != nil {
 			return nil, nil, fmt.Errorf("spec.allow.namespaceSelector: %w", err)
 		}
+		if err := checkSelectorKeys(sel); err != nil {
+			return nil, nil, err
+		}
 		cp.selector = s
 		cp.facts.Allow.NamespaceSelector = selectorFacts(sel)
 	}
@@ -260,7 +263,8 @@ func nonNil(s []string) []string {
 }
 
 // allowanceLabels collects the label keys the policies' namespace selectors
-// read, plus the default policy's label.
+// read, plus the default policy's label. Every one of them is under
+// GuardedLabelDomain or is NameLabel (checkSelectorKeys).
 func allowanceLabels(policies []*compiledPolicy) []string {
 	keys := map[string]bool{AllowLabel: true}
 	for _, p := range policies {

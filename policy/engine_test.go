@@ -218,6 +218,30 @@ func TestCompileErrors(t *testing.T) {
 			}),
 			want: `spec.allow.namespaceSelector: "Near" is not a valid label selector operator`,
 		},
+		"matchLabels on a label a tenant can set": {
+			policy: pap("tier", func(s *v1alpha1.PipeAccessPolicySpec) {
+				s.Allow.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+			}),
+			want: `PipeAccessPolicy "tier": spec.allow.namespaceSelector reads label "tier", which anyone who may edit a namespace can set, whenever they set it; select only labels under pipeguard.io/ (for example "pipeguard.io/tier"), which only users with the "grant" verb on pipeaccesspolicies.pipeguard.io may set, or kubernetes.io/metadata.name, or list the namespaces in spec.allow.namespaces`,
+		},
+		"matchExpressions on a label a tenant can set": {
+			policy: pap("env", func(s *v1alpha1.PipeAccessPolicySpec) {
+				s.Allow.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "pipeguard.io/tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"gold"}},
+					{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}}}
+			}),
+			want: `spec.allow.namespaceSelector reads label "env", which anyone`,
+		},
+		"look-alike keys outside the guarded domain": {
+			policy: pap("lookalike", func(s *v1alpha1.PipeAccessPolicySpec) {
+				s.Allow.NamespaceSelector = &metav1.LabelSelector{
+					MatchLabels: map[string]string{"pipeguard.io.example.com/tier": "gold", "notpipeguard.io/tier": "gold"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: "pipeguard.io.example.com/tier", Operator: metav1.LabelSelectorOpExists},
+						{Key: "kubernetes.io/metadata.name-x", Operator: metav1.LabelSelectorOpExists}}}
+			}),
+			want: `spec.allow.namespaceSelector reads label "kubernetes.io/metadata.name-x", "notpipeguard.io/tier", "pipeguard.io.example.com/tier", which anyone`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/policy"
 )
 
 var namespaceKind = schema.GroupKind{Kind: "Namespace"}
@@ -71,18 +72,10 @@ func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, r
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.oldObject as a Namespace: %w", err)), "error"
 		}
 	}
-	var changed []string
-	for _, key := range h.opts.Engine.AllowanceLabels() {
-		oldValue, hadOld := oldLabels[key]
-		newValue, hasNew := newLabels[key]
-		if hadOld != hasNew || oldValue != newValue {
-			changed = append(changed, key)
-		}
-	}
+	changed := changedAllowanceLabels(oldLabels, newLabels, h.opts.Engine.AllowanceLabels())
 	if len(changed) == 0 {
 		return admission.Allowed(""), "allow"
 	}
-	sort.Strings(changed)
 	allowed, reason, err := h.opts.Grants.MayGrant(ctx, req.UserInfo)
 	if err != nil {
 		log().Error(err, "cannot check who may change allowance labels")
@@ -95,10 +88,39 @@ func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, r
 	if reason != "" {
 		reason = " (" + reason + ")"
 	}
-	msg := fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: it grants the namespace's pods access to protected host pipes%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
+	msg := fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: such labels grant the namespace's pods access to protected host pipes, now or once a policy reads them%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
 		req.UserInfo.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb)
 	log().Info("denied", "violations", []string{msg})
 	return admission.Denied(msg), "deny"
+}
+
+// changedAllowanceLabels lists, sorted, the guarded keys whose value a
+// change of labels from old to new sets, alters or removes: every key under
+// policy.GuardedLabelDomain, whether or not a policy reads it yet (a value
+// set while nobody read it must not grant once a policy does), and every
+// key a policy in force reads.
+func changedAllowanceLabels(oldLabels, newLabels map[string]string, read []string) []string {
+	guarded := map[string]bool{}
+	for _, key := range read {
+		guarded[key] = true
+	}
+	for _, m := range []map[string]string{oldLabels, newLabels} {
+		for key := range m {
+			if policy.GuardedLabel(key) {
+				guarded[key] = true
+			}
+		}
+	}
+	var changed []string
+	for key := range guarded {
+		oldValue, hadOld := oldLabels[key]
+		newValue, hasNew := newLabels[key]
+		if hadOld != hasNew || oldValue != newValue {
+			changed = append(changed, key)
+		}
+	}
+	sort.Strings(changed)
+	return changed
 }
 
 func namespaceLabels(raw []byte) (map[string]string, error) {

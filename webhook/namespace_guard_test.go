@@ -53,14 +53,14 @@ func TestNamespaceAllowanceGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A second policy makes "storage-tier" an allowance label too.
+	// A second policy makes "pipeguard.io/storage-tier" an allowance label too.
 	csiProxy := policy.DefaultPolicy()
 	csiProxy.Name = "csi-proxy"
 	_, err = e.Load(context.Background(), []v1alpha1.PipeAccessPolicy{
 		csiProxy,
 		{ObjectMeta: metav1.ObjectMeta{Name: "tiers"}, Spec: v1alpha1.PipeAccessPolicySpec{Pipes: []string{"csi-proxy-*"},
 			Allow: v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "storage-tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"system"}}}}}}},
+				{Key: "pipeguard.io/storage-tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"system"}}}}}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,17 +72,26 @@ func TestNamespaceAllowanceGuard(t *testing.T) {
 		want want
 	}{
 		"user adds the label": {namespaceRequest(t, "alice", map[string]string{}, on),
-			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a": it grants the namespace's pods access to protected host pipes; ask a cluster admin, or get the "grant" verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)`)},
+			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a": such labels grant the namespace's pods access to protected host pipes, now or once a policy reads them; ask a cluster admin, or get the "grant" verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)`)},
 		"user creates a namespace with the label": {namespaceRequest(t, "alice", nil, on), denied(`user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy`)},
 		"user removes the label":                  {namespaceRequest(t, "alice", on, map[string]string{}), denied(`label pipeguard.io/allow-csi-proxy`)},
-		"user changes a selector label":           {namespaceRequest(t, "alice", nil, map[string]string{"storage-tier": "system"}), denied(`label storage-tier on namespace "team-a"`)},
+		"user changes a selector label":           {namespaceRequest(t, "alice", nil, map[string]string{"pipeguard.io/storage-tier": "system"}), denied(`label pipeguard.io/storage-tier on namespace "team-a"`)},
 		"user adds the label through namespaces/status": {subresource(namespaceRequest(t, "alice", map[string]string{}, on), "status"),
 			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a"`)},
 		"user adds the label through namespaces/finalize": {subresource(namespaceRequest(t, "alice", map[string]string{}, on), "finalize"),
 			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/allow-csi-proxy on namespace "team-a"`)},
 		"status update leaving the labels alone": {subresource(namespaceRequest(t, "alice", on, on), "status"), allowed},
-		"user changes other labels":              {namespaceRequest(t, "alice", on, map[string]string{policy.AllowLabel: "true", "team": "b"}), allowed},
-		"admin adds the label":                   {namespaceRequest(t, "admin", map[string]string{}, on), allowed},
+		"user sets a pipeguard.io label no policy reads": {namespaceRequest(t, "alice", map[string]string{}, map[string]string{"pipeguard.io/tier": "gold"}),
+			denied(`[namespace-allowance] user "alice" may not add, change or remove label pipeguard.io/tier on namespace "team-a"`)},
+		"user sets a label under a pipeguard.io subdomain": {namespaceRequest(t, "alice", nil, map[string]string{"team.pipeguard.io/tier": "gold", "env": "prod"}),
+			denied(`label team.pipeguard.io/tier on namespace "team-a"`)},
+		"user removes a pipeguard.io label no policy reads": {namespaceRequest(t, "alice", map[string]string{"pipeguard.io/tier": "gold"}, map[string]string{}),
+			denied(`label pipeguard.io/tier on namespace "team-a"`)},
+		"user changes several guarded labels at once": {namespaceRequest(t, "alice", map[string]string{"pipeguard.io/a": "1"}, map[string]string{"pipeguard.io/a": "2", policy.AllowLabel: "true"}),
+			denied(`label pipeguard.io/a, pipeguard.io/allow-csi-proxy on namespace "team-a"`)},
+		"user sets look-alike keys outside the domain": {namespaceRequest(t, "alice", map[string]string{}, map[string]string{"pipeguard.io.example.com/tier": "gold", "notpipeguard.io/tier": "gold", "tier": "gold", "env": "prod"}), allowed},
+		"user changes other labels":                    {namespaceRequest(t, "alice", on, map[string]string{policy.AllowLabel: "true", "team": "b"}), allowed},
+		"admin adds the label":                         {namespaceRequest(t, "admin", map[string]string{}, on), allowed},
 		"authorizer failure rejects": {namespaceRequest(t, "broken", map[string]string{}, on),
 			want{code: http.StatusInternalServerError, message: `internal error: cannot check whether "broken" may change the allowance labels of namespace "team-a": authorizer unavailable`}},
 		"undecodable namespace": {func() admission.Request {

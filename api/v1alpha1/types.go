@@ -90,8 +90,11 @@ type Allowances struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// NamespaceSelector allows any container in a namespace whose labels
-	// match. An empty selector matches every namespace; leave it out to
-	// allow none by label.
+	// match. It may read only keys under pipeguard.io/ (or a subdomain of
+	// it), which only users with the grant verb may set, and
+	// kubernetes.io/metadata.name; a policy selecting any other key is not
+	// in force (reason UnguardedLabel). An empty selector matches every
+	// namespace; leave it out to allow none by label.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 

@@ -122,7 +122,7 @@ func storagePolicy(action v1alpha1.EnforcementAction) *v1alpha1.PipeAccessPolicy
 		Spec: v1alpha1.PipeAccessPolicySpec{
 			Pipes:             []string{"csi-proxy-*"},
 			EnforcementAction: action,
-			Allow:             v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "storage"}}},
+			Allow:             v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pipeguard.io/team": "storage"}}},
 		},
 	}
 }
@@ -183,7 +183,7 @@ func TestAuditFindsWhatRuns(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "team-a"}, &ns); err != nil {
 		t.Fatal(err)
 	}
-	ns.Labels = map[string]string{"team": "storage"}
+	ns.Labels = map[string]string{"pipeguard.io/team": "storage"}
 	if err := c.Update(context.Background(), &ns); err != nil {
 		t.Fatal(err)
 	}

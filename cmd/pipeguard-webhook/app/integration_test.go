@@ -267,6 +267,7 @@ func TestWebhookOnControlPlane(t *testing.T) {
 	})
 
 	t.Run("nobody grants themselves an allowance", func(t *testing.T) { namespaceAllowanceGuard(t, c) })
+	t.Run("a label set before a policy reads it never grants", func(t *testing.T) { latentLabelGrant(t, c) })
 
 	t.Run("a policy about other pipes leaves the csi-proxy pipes protected", func(t *testing.T) {
 		docker := &v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: "docker"}, Spec: v1alpha1.PipeAccessPolicySpec{

@@ -25,7 +25,7 @@ import (
 
 // storageKey is an allowance label that only a policy's namespaceSelector
 // expression reads.
-const storageKey = "example.com/storage"
+const storageKey = "pipeguard.io/storage"
 
 // refusal says who stops an attempt: RBAC before admission, or the webhook.
 type refusal string
@@ -149,7 +149,7 @@ func namespaceAllowanceGuard(t *testing.T, c *cluster) {
 	}
 
 	// A policy whose allowance is a namespaceSelector expression makes
-	// example.com/storage an allowance label beside the default one.
+	// pipeguard.io/storage an allowance label beside the default one.
 	c.mustCreate(t, &v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: "storage-tier"}, Spec: v1alpha1.PipeAccessPolicySpec{
 		Pipes: []string{"docker_engine"},
 		Allow: v1alpha1.Allowances{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{

@@ -349,7 +349,7 @@ func TestPolicyReports(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Name: "team-a"}, &ns); err != nil {
 			t.Fatal(err)
 		}
-		ns.Labels = map[string]string{"team": "storage"}
+		ns.Labels = map[string]string{"pipeguard.io/team": "storage"}
 		if err := c.Update(ctx, &ns); err != nil {
 			t.Fatal(err)
 		}

@@ -303,7 +303,7 @@ func namespaces(n int) webhook.StaticNamespaces {
 			labels[policy.AllowLabel] = "true"
 		}
 		if i%7 == 0 {
-			labels[fmt.Sprintf("agents.example.com/vendor-%d", i%5)] = "true"
+			labels[fmt.Sprintf("vendor-%d.agents.pipeguard.io/enabled", i%5)] = "true"
 		}
 		out[name] = labels
 	}
@@ -338,7 +338,7 @@ func accessPolicies(n int) []v1alpha1.PipeAccessPolicy {
 		switch {
 		case i%10 == 1:
 			p.Spec.Allow.NamespaceSelector = &metav1.LabelSelector{
-				MatchLabels: map[string]string{fmt.Sprintf("agents.example.com/vendor-%d", i%5): "true"},
+				MatchLabels: map[string]string{fmt.Sprintf("vendor-%d.agents.pipeguard.io/enabled", i%5): "true"},
 			}
 		case i%10 == 5:
 			p.Spec.Allow.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
