@@ -6,6 +6,7 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 )
 
@@ -16,8 +17,11 @@ import (
 // record, and whoever holds the log's lock writes every queued record, in
 // queue order, with one write(2); the others find their record written
 // (or the write's error) when they get the lock.
+//
+// With Options.Admit, a record it refuses is replaced by its request's
+// denial, and Append returns a *RefusedError holding the refusal.
 func (l *Log) Append(ev *Event, durable bool) error {
-	r := &pending{ev: ev}
+	r := &pending{ev: ev, admit: l.o.Admit != nil}
 	l.qmu.Lock()
 	l.queue = append(l.queue, r)
 	l.qmu.Unlock()
@@ -41,7 +45,20 @@ type pending struct {
 	seq  uint64 // set once staged
 	err  error
 	done bool // written or failed; l.mu is held to read it
+	// admit asks Options.Admit before the record is staged; denial is
+	// what was staged in its place when Admit refused it.
+	admit  bool
+	denial *pending
 }
+
+// RefusedError is what Append returns for a record Options.Admit refused:
+// the request must not go on, and the log holds its denial instead of its
+// record (unless a write error is also wrapped).
+type RefusedError struct{ Err error }
+
+func (r *RefusedError) Error() string { return r.Err.Error() }
+
+func (r *RefusedError) Unwrap() error { return r.Err }
 
 // writeQueued stages every queued record, a periodic checkpoint after
 // every CheckpointEvery of them, and writes them. A record that cannot be
@@ -55,7 +72,15 @@ func (l *Log) writeQueued() {
 	for _, r := range batch {
 		if err := l.stage(r); err != nil {
 			r.err = err
-			continue
+			var rf *RefusedError
+			if !errors.As(err, &rf) {
+				continue
+			}
+			r.denial = &pending{ev: l.denial(r.ev, rf.Err)}
+			if err := l.stage(r.denial); err != nil {
+				r.denial.err = err
+				continue
+			}
 		}
 		l.sinceCP++
 		if l.sinceCP >= l.o.CheckpointEvery {
@@ -66,6 +91,9 @@ func (l *Log) writeQueued() {
 	}
 	_ = l.flush() // its error is in every record it failed
 	for _, r := range batch {
+		if r.denial != nil && r.denial.err != nil {
+			r.err = fmt.Errorf("%w; the request's denial was not written either: %w", r.err, r.denial.err)
+		}
 		r.done = true
 	}
 	clear(batch)
@@ -117,6 +145,14 @@ func (l *Log) stage(r *pending) error {
 		}
 		if line, err = l.encode(r.ev, l.stSeq+1, l.stPrev); err != nil {
 			return err
+		}
+	}
+	if r.admit {
+		// Asked once the record is encoded, after any rotation, so that
+		// ahead counts exactly the records OnRecord sees before it.
+		if err := l.o.Admit(r.ev, len(l.staged)); err != nil {
+			l.wbuf = l.wbuf[:len(l.wbuf)-len(line)]
+			return &RefusedError{err}
 		}
 	}
 	l.stSeq++
@@ -199,4 +235,23 @@ func (l *Log) encode(ev *Event, seq uint64, prev Hash) ([]byte, error) {
 	}
 	l.wbuf = append(b, '\n')
 	return l.wbuf[start:], nil
+}
+
+// denial is the record of a request whose record Options.Admit refused:
+// the same request, completed as denied, with the refusal as the reason.
+func (l *Log) denial(ev *Event, err error) *Event {
+	d := *ev
+	d.Annotations = maps.Clone(ev.Annotations)
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	msg := err.Error()
+	d.Stage = StageResponseComplete
+	d.StageTimestamp = MicroTime{l.o.Now()}
+	d.ResponseStatus = &Status{Status: "Failure", Message: msg, Reason: "Unavailable", Code: 503}
+	d.Annotations[AnnotationDecision] = DecisionDeny
+	d.Annotations[AnnotationRule] = RuleAuditUnavailable
+	d.Annotations[AnnotationReason] = msg
+	d.Annotations[AnnotationGRPCCode] = "Unavailable"
+	return &d
 }

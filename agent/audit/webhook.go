@@ -24,7 +24,18 @@ const (
 	DefaultWebhookBufferSize     = 10000
 	DefaultWebhookInitialBackoff = 10 * time.Second
 	DefaultWebhookRetries        = 5
+	// DefaultWebhookRequestTimeout bounds one request to the receiver, so
+	// that a receiver that accepts and never answers holds the sender no
+	// longer than that.
+	DefaultWebhookRequestTimeout = 10 * time.Second
+	// WebhookShutdownTimeout bounds Stop: what the receiver has not taken
+	// by then is counted and logged as not sent.
+	WebhookShutdownTimeout = 10 * time.Second
 )
+
+// overflowLogInterval spaces the log lines about records dropped from a
+// full buffer, which can come once per request.
+const overflowLogInterval = 10 * time.Second
 
 // WebhookOptions configures a Webhook.
 type WebhookOptions struct {
@@ -37,39 +48,47 @@ type WebhookOptions struct {
 	BatchMaxSize int
 	BatchMaxWait time.Duration
 	// BufferSize bounds the records waiting to be sent; records beyond it
-	// are dropped, counted and logged, unless Block.
+	// are dropped from the webhook, counted and logged.
 	BufferSize int
-	// Block makes a record wait for room in a full buffer instead of being
-	// dropped, and with it the request that writes it: what
-	// --audit-failure=deny asks for.
+	// Block refuses requests rather than let their records miss the
+	// webhook: with the buffer full, Admit fails at once with an error
+	// naming the receiver, and the log writes the request's denial in
+	// place of its record (see Options.Admit). Nothing ever waits for room.
 	Block bool
 	// InitialBackoff is the wait before the first retry of a failed batch;
 	// it doubles for each of at most Retries retries (0: the default,
 	// negative: none).
 	InitialBackoff time.Duration
 	Retries        int
-	Log            logr.Logger
+	// RequestTimeout bounds each request; 0: DefaultWebhookRequestTimeout.
+	RequestTimeout time.Duration
+	// ShutdownTimeout bounds Stop; 0: WebhookShutdownTimeout.
+	ShutdownTimeout time.Duration
+	Log             logr.Logger
 }
 
 // Webhook sends every record, exactly as written to the file, to a
-// receiver as audit.k8s.io/v1 EventList batches, off the request path: its
-// Record never blocks and never fails the request.
+// receiver as audit.k8s.io/v1 EventList batches, off the request path:
+// Record and Admit take a short lock of their own and never wait for the
+// receiver.
 type Webhook struct {
 	o      WebhookOptions
 	url    string
 	client *http.Client
+	// ctx ends the requests in flight once Stop's bound has passed.
+	ctx    context.Context
+	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	room    *sync.Cond // on mu: the queue shrank or the webhook stopped
-	stopped bool
-	queue   [][]byte
-	wake    chan struct{}
-	dropped uint64 // since the last overflow log line
+	// mu guards the fields below; it is never held while waiting.
+	mu       sync.Mutex
+	queue    [][]byte
+	closed   bool      // the sender has ended; later records are not sent
+	dropped  int       // records dropped since the last overflow log line
+	loggedAt time.Time // of the last overflow log line
 
 	sent, overflow, failed prometheus.Counter
-	done                   chan struct{}
-	stop                   chan struct{}
-	stopOnce               sync.Once
+	wake, stop, done       chan struct{}
+	startOnce, stopOnce    sync.Once
 }
 
 // NewWebhook reads the receiver from o.ConfigFile.
@@ -94,6 +113,12 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 	if o.InitialBackoff <= 0 {
 		o.InitialBackoff = DefaultWebhookInitialBackoff
 	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultWebhookRequestTimeout
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = WebhookShutdownTimeout
+	}
 	switch {
 	case o.Retries == 0:
 		o.Retries = DefaultWebhookRetries
@@ -104,13 +129,13 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "pipeguard", Subsystem: "agent", Name: name, Help: help})
 	}
 	w := &Webhook{
-		o: o, url: cfg.Host, client: client, wake: make(chan struct{}, 1),
+		o: o, url: cfg.Host, client: client,
 		sent:     counter("audit_webhook_sent_total", "Audit records the webhook receiver accepted."),
 		overflow: counter("audit_webhook_overflow_total", "Audit records not sent to the webhook receiver because its buffer was full."),
-		failed:   counter("audit_webhook_failed_total", "Audit records not sent to the webhook receiver because it refused or failed every retry."),
-		done:     make(chan struct{}), stop: make(chan struct{}),
+		failed:   counter("audit_webhook_failed_total", "Audit records not sent to the webhook receiver because it refused or failed every retry, or had not taken them when shutdown's bound passed."),
+		wake:     make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	w.room = sync.NewCond(&w.mu)
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 	return w, nil
 }
 
@@ -119,35 +144,57 @@ func (w *Webhook) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{w.sent, w.overflow, w.failed}
 }
 
-// Record queues a copy of line; it fits Options.OnRecord. A full buffer
-// drops the record, counts it and logs (once per run of drops), or with
-// Block waits for room until the webhook stops.
+// fullError says the buffer is full, naming the receiver.
+func (w *Webhook) fullError() error {
+	return fmt.Errorf("audit webhook %s: buffer of %d records full; the receiver is not keeping up", w.url, w.o.BufferSize)
+}
+
+// Record queues a copy of line; it fits Options.OnRecord. It never waits:
+// a full buffer drops the record from the webhook (the log file keeps it),
+// counts it and logs, at most once per overflowLogInterval.
 func (w *Webhook) Record(_ uint64, line []byte) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
 	w.mu.Lock()
-	for w.o.Block && len(w.queue) >= w.o.BufferSize && !w.stopped {
-		w.wakeSender()
-		w.room.Wait()
+	if w.closed {
+		w.mu.Unlock()
+		w.failed.Inc()
+		return
 	}
 	if len(w.queue) >= w.o.BufferSize {
 		w.dropped++
-		first := w.dropped == 1
+		var report int
+		if now := time.Now(); now.Sub(w.loggedAt) >= overflowLogInterval {
+			report, w.dropped, w.loggedAt = w.dropped, 0, now
+		}
 		w.mu.Unlock()
 		w.overflow.Inc()
-		if first {
-			w.o.Log.Error(errors.New("buffer full"), "audit records are being dropped from the webhook backend; the log file keeps them", "bufferSize", w.o.BufferSize, "receiver", w.url)
+		if report > 0 {
+			w.o.Log.Error(w.fullError(), "audit records dropped from the webhook; the log file keeps them", "dropped", report, "logEvery", overflowLogInterval.String())
 		}
 		return
 	}
-	if w.dropped > 0 {
-		w.o.Log.Info("the audit webhook backend accepts records again", "dropped", w.dropped)
-		w.dropped = 0
-	}
-	w.queue = append(w.queue, bytes.TrimSuffix(bytes.Clone(line), []byte("\n")))
+	w.queue = append(w.queue, bytes.Clone(line))
 	full := len(w.queue) >= w.o.BatchMaxSize
 	w.mu.Unlock()
 	if full {
 		w.wakeSender()
 	}
+}
+
+// Admit fits Options.Admit. In Block mode it refuses, at once, a record
+// that would find the buffer full once the ahead records written before
+// it are queued; otherwise it admits every record.
+func (w *Webhook) Admit(_ *Event, ahead int) error {
+	if !w.o.Block {
+		return nil
+	}
+	w.mu.Lock()
+	full := w.closed || len(w.queue)+ahead >= w.o.BufferSize
+	w.mu.Unlock()
+	if full {
+		return fmt.Errorf("%w, and in blocking mode requests are refused until it catches up", w.fullError())
+	}
+	return nil
 }
 
 func (w *Webhook) wakeSender() {
@@ -157,33 +204,29 @@ func (w *Webhook) wakeSender() {
 	}
 }
 
-// Start sends batches in the background until Stop. Stop must not be
-// called without Start.
-func (w *Webhook) Start() { go w.run() }
+// Start sends batches in the background until Stop.
+func (w *Webhook) Start() { w.startOnce.Do(func() { go w.run() }) }
 
-// Stop sends what is queued (one attempt per batch, bounded by ctx) and
-// ends the background sender.
+// Stop ends the sender. It sends what is queued, one attempt per batch,
+// until one fails or ctx or the shutdown bound (ShutdownTimeout) ends;
+// the request in flight is then cut, and what the receiver has not taken
+// is counted as failed and logged. A webhook never started drains the
+// same way.
 func (w *Webhook) Stop(ctx context.Context) {
-	w.stopOnce.Do(func() {
-		close(w.stop)
-		w.mu.Lock()
-		w.stopped = true
-		w.room.Broadcast()
-		w.mu.Unlock()
-	})
-	<-w.done
-	for {
-		batch := w.take()
-		if len(batch) == 0 {
-			return
-		}
-		if err := w.post(ctx, batch); err != nil {
-			w.failed.Add(float64(len(batch)))
-			w.o.Log.Error(err, "audit records not sent to the webhook receiver at shutdown", "records", len(batch))
-			return
-		}
-		w.sent.Add(float64(len(batch)))
+	w.Start()
+	w.stopOnce.Do(func() { close(w.stop) })
+	defer w.cancel()
+	t := time.NewTimer(w.o.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return
+	case <-ctx.Done():
+	case <-t.C:
 	}
+	// Every wait of the sender ends with w.ctx or w.stop.
+	w.cancel()
+	<-w.done
 }
 
 func (w *Webhook) run() {
@@ -193,12 +236,14 @@ func (w *Webhook) run() {
 	for {
 		select {
 		case <-w.stop:
+			w.drain(nil)
 			return
 		case <-w.wake:
 		case <-t.C:
 		}
 		for batch := w.take(); len(batch) > 0; batch = w.take() {
 			if !w.send(batch) {
+				w.drain(batch)
 				return
 			}
 		}
@@ -213,40 +258,69 @@ func (w *Webhook) take() [][]byte {
 	n := min(len(w.queue), w.o.BatchMaxSize)
 	batch := w.queue[:n:n]
 	w.queue = w.queue[n:]
-	if n > 0 {
-		w.room.Broadcast()
-	}
 	return batch
 }
 
-// send posts a batch, retrying with exponential backoff. It reports false
-// when Stop interrupted it; the batch is then counted as failed.
+// send posts a batch, retrying with exponential backoff. It reports
+// false, the batch unsent, when Stop interrupts a wait between attempts.
 func (w *Webhook) send(batch [][]byte) bool {
 	backoff := w.o.InitialBackoff
 	var err error
 	for attempt := 0; attempt <= w.o.Retries; attempt++ {
 		if attempt > 0 {
+			t := time.NewTimer(backoff)
 			select {
 			case <-w.stop:
-				w.failed.Add(float64(len(batch)))
-				w.o.Log.Error(err, "audit records not sent to the webhook receiver: stopping", "records", len(batch))
+				t.Stop()
 				return false
-			case <-time.After(backoff):
+			case <-t.C:
 			}
 			backoff *= 2
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), w.o.BatchMaxWait+30*time.Second)
-		err = w.post(ctx, batch)
-		cancel()
-		if err == nil {
+		if err = w.post(batch); err == nil {
 			w.sent.Add(float64(len(batch)))
 			return true
 		}
-		w.o.Log.Error(err, "sending audit records to the webhook receiver failed; retrying", "records", len(batch), "attempt", attempt+1)
+		if attempt < w.o.Retries {
+			w.o.Log.Error(err, "sending audit records to the webhook receiver failed; retrying", "records", len(batch), "attempt", attempt+1, "retryIn", backoff.String())
+		}
 	}
 	w.failed.Add(float64(len(batch)))
 	w.o.Log.Error(err, "audit records not sent to the webhook receiver after every retry; the log file keeps them", "records", len(batch), "retries", w.o.Retries)
 	return true
+}
+
+// drain sends, at shutdown, batch (one an interrupted send left) and then
+// the queue, one attempt per batch, and stops at the first failure; what
+// is left then, and any record after it, is counted as failed.
+func (w *Webhook) drain(batch [][]byte) {
+	var err error
+	for {
+		if len(batch) == 0 {
+			batch = w.take()
+		}
+		if len(batch) == 0 {
+			break
+		}
+		if err = w.post(batch); err != nil {
+			break
+		}
+		w.sent.Add(float64(len(batch)))
+		batch = nil
+	}
+	w.mu.Lock()
+	w.closed = true
+	left := len(batch) + len(w.queue)
+	w.queue = nil
+	dropped := w.dropped
+	w.mu.Unlock()
+	if left > 0 {
+		w.failed.Add(float64(left))
+		w.o.Log.Error(err, "audit records not sent to the webhook receiver at shutdown; the log file keeps them", "records", left)
+	}
+	if dropped > 0 {
+		w.o.Log.Error(w.fullError(), "audit records dropped from the webhook; the log file keeps them", "dropped", dropped)
+	}
 }
 
 // EventListHeader and EventListFooter frame a batch: the records are the
@@ -257,7 +331,8 @@ const (
 	eventListFooter = "]}\n"
 )
 
-func (w *Webhook) post(ctx context.Context, batch [][]byte) error {
+// post sends one batch, within RequestTimeout and before Stop's bound.
+func (w *Webhook) post(batch [][]byte) error {
 	var body bytes.Buffer
 	body.WriteString(eventListHeader)
 	for i, line := range batch {
@@ -267,19 +342,29 @@ func (w *Webhook) post(ctx context.Context, batch [][]byte) error {
 		body.Write(line)
 	}
 	body.WriteString(eventListFooter)
+	ctx, cancel := context.WithTimeout(w.ctx, w.o.RequestTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, &body)
 	if err != nil {
 		return fmt.Errorf("audit webhook receiver %s: %w", w.url, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := w.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("audit webhook receiver %s: %w", w.url, err)
+	if err == nil {
+		defer resp.Body.Close()
+		var msg []byte
+		msg, err = io.ReadAll(io.LimitReader(resp.Body, 512))
+		if err == nil && resp.StatusCode/100 != 2 {
+			return fmt.Errorf("audit webhook receiver %s answered %s: %s", w.url, resp.Status, bytes.TrimSpace(msg))
+		}
 	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("audit webhook receiver %s answered %s: %s", w.url, resp.Status, bytes.TrimSpace(msg))
+	switch {
+	case err == nil:
+		return nil
+	case w.ctx.Err() != nil:
+		return fmt.Errorf("audit webhook receiver %s had not answered when the shutdown bound of %s passed", w.url, w.o.ShutdownTimeout)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("audit webhook receiver %s did not answer within %s", w.url, w.o.RequestTimeout)
 	}
-	return nil
+	return fmt.Errorf("audit webhook receiver %s: %w", w.url, err)
 }

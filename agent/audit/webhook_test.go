@@ -127,28 +127,3 @@ func TestWebhookConfigErrors(t *testing.T) {
 		t.Fatalf("missing config: %v", err)
 	}
 }
-
-// TestWebhookBlockKeepsEveryRecord: under --audit-failure=deny a full
-// buffer holds the writer back instead of dropping records.
-func TestWebhookBlockKeepsEveryRecord(t *testing.T) {
-	rc := &receiver{}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
-	wh, err := NewWebhook(WebhookOptions{ConfigFile: webhookConfig(t, srv.URL), BufferSize: 2, BatchMaxSize: 2, BatchMaxWait: 1 << 40, Block: true, Log: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := openLog(t, Options{Path: filepath.Join(t.TempDir(), "audit.log"), OnRecord: wh.Record})
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		write(t, l, 0, 50)
-		l.Close()
-	}()
-	wh.Start()
-	<-written
-	wh.Stop(context.Background())
-	if got := testutil.ToFloat64(wh.overflow); got != 0 || uint64(len(rc.events)) != l.Seq() {
-		t.Fatalf("overflow %v, receiver got %d of %d records", got, len(rc.events), l.Seq())
-	}
-}

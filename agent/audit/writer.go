@@ -59,7 +59,20 @@ type Options struct {
 	// once it returns, so it must copy it, and it must not block (the
 	// webhook backend queues it).
 	OnRecord func(seq uint64, line []byte)
+	// Admit, when set, is asked whether the request of each record that
+	// Append is given may go on, with the log's lock held (so it must not
+	// block) and ahead, the records written before it that OnRecord has
+	// not seen yet. An error refuses the request: in place of the record
+	// the log writes the request's denial (rule RuleAuditUnavailable, the
+	// error as its reason), and Append returns the error. The webhook
+	// backend's blocking mode uses it.
+	Admit func(ev *Event, ahead int) error
 }
+
+// RuleAuditUnavailable is the rule of a request refused because its record
+// could not be taken (see Options.Admit), as the guard names audit
+// failures.
+const RuleAuditUnavailable = "audit-unavailable"
 
 // AgentFlags maps the fields of Options that this package's messages name
 // to the pipeguard-agent flags that set them, for the commands that show

@@ -290,6 +290,14 @@ func (g *Guard) write(ctx context.Context, ev *audit.Event, durable bool) error 
 		return nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
+	var refused *audit.RefusedError
+	if errors.As(err, &refused) {
+		// The webhook's blocking mode refused the record; the log holds the
+		// request's denial in its place.
+		g.decisions.WithLabelValues(ev.ObjectRef.Resource, audit.DecisionDeny, audit.RuleAuditUnavailable).Inc()
+		log.Info("request refused: its audit record cannot be delivered", "auditID", ev.AuditID, "reason", err.Error())
+		return status.Error(codes.Unavailable, fmt.Sprintf("the request was not run: %v (rule %s)", err, audit.RuleAuditUnavailable))
+	}
 	if g.o.Failure == FailAllow {
 		g.auditFailures.WithLabelValues("allowed").Inc()
 		log.Error(err, "AUDIT RECORD LOST: request let through without a record (--audit-failure=allow)", "auditID", ev.AuditID, "stage", ev.Stage)

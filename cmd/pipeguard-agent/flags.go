@@ -91,19 +91,20 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 
 	// Audit, after kube-apiserver's flags.
 	var maxSizeMB int64
-	var level, failure string
+	var level, failure, webhookMode string
 	fs.StringVar(&cfg.Guard.Audit.Path, "audit-log-path", defaultAuditLogPath(), `audit log file; rotated files are kept beside it; "-" writes the records to standard output`)
 	fs.Int64Var(&maxSizeMB, "audit-log-maxsize", 100, "megabytes after which the audit log is rotated; 0 never rotates")
 	fs.IntVar(&cfg.Guard.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit files to keep; older ones are removed after a prune checkpoint records them; 0 keeps every file")
 	fs.StringVar(&level, "audit-level", string(audit.LevelMetadata), "Metadata (who called what, decision, outcome) or Request (also the request body, secrets redacted)")
 	fs.StringVar(&failure, "audit-failure", string(guard.FailDeny), "when a record cannot be written: deny the request, or allow it with a loud log and the metric pipeguard_agent_audit_write_failures_total")
-	fs.StringVar(&cfg.Guard.AuditAnchor.Namespace, "audit-anchor-namespace", anchor.DefaultNamespace, "namespace of the Lease pipeguard-audit-<node> to which the agent publishes the head of its audit chain, with --kubeconfig and --node-name (see docs/audit.md)")
+	fs.StringVar(&cfg.Guard.AuditAnchor.Namespace, "audit-anchor-namespace", anchor.DefaultNamespace, "namespace of the Lease pipeguard-audit-<node> to which the agent publishes the head of its audit chain, with --kubeconfig and --node-name; must be the namespace whose anchors the policy of config/agent guards, the one it installs to (its DaemonSet passes its own; see docs/audit.md)")
 	fs.DurationVar(&cfg.Guard.AuditAnchor.Interval, "audit-anchor-interval", audit.DefaultAnchorInterval, "how often the audit chain head is published; also at every rotation and prune, and at shutdown")
-	fs.StringVar(&cfg.Guard.AuditWebhook.ConfigFile, "audit-webhook-config-file", "", "kubeconfig naming a receiver to which every audit record is also POSTed, in audit.k8s.io/v1 EventList batches, as kube-apiserver's flag of that name")
+	fs.StringVar(&cfg.Guard.AuditWebhook.ConfigFile, "audit-webhook-config-file", "", "kubeconfig naming a receiver to which every audit record is also POSTed once it is written to the log file, in audit.k8s.io/v1 EventList batches, as kube-apiserver's flag of that name; requests never wait for the receiver")
+	fs.StringVar(&webhookMode, "audit-webhook-mode", "batch", "batch: a record the webhook buffer has no room for is dropped from the webhook (the log file keeps it) and the request goes on; blocking: the request is refused at once with Unavailable instead (needs --audit-failure=deny)")
 	fs.IntVar(&cfg.Guard.AuditWebhook.BatchMaxSize, "audit-webhook-batch-max-size", audit.DefaultWebhookBatchMaxSize, "records at most in one webhook request")
 	fs.DurationVar(&cfg.Guard.AuditWebhook.BatchMaxWait, "audit-webhook-batch-max-wait", audit.DefaultWebhookBatchMaxWait, "how long a record waits for its webhook batch to fill")
 	fs.IntVar(&cfg.Guard.AuditWebhook.BufferSize, "audit-webhook-batch-buffer-size", audit.DefaultWebhookBufferSize, "records waiting for the webhook at most; beyond it they are dropped from the webhook (the log file keeps them), counted in pipeguard_agent_audit_webhook_overflow_total and logged")
-	fs.DurationVar(&cfg.Guard.AuditWebhook.InitialBackoff, "audit-webhook-initial-backoff", audit.DefaultWebhookInitialBackoff, "wait before retrying a failed webhook request; doubles for each retry")
+	fs.DurationVar(&cfg.Guard.AuditWebhook.InitialBackoff, "audit-webhook-initial-backoff", audit.DefaultWebhookInitialBackoff, "wait before retrying a failed webhook request (an error, no answer within "+audit.DefaultWebhookRequestTimeout.String()+", or a non-2xx answer); doubles for each retry")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -141,6 +142,18 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	case guard.FailDeny, guard.FailAllow:
 	default:
 		fmt.Fprintf(stderr, "--audit-failure %q: want deny or allow\n", failure)
+		return cfg, 2, false
+	}
+	switch webhookMode {
+	case "batch":
+	case "blocking":
+		if cfg.Guard.AuditFailure != guard.FailDeny {
+			fmt.Fprintln(stderr, "--audit-webhook-mode blocking refuses requests whose records cannot be queued, which needs --audit-failure=deny")
+			return cfg, 2, false
+		}
+		cfg.Guard.AuditWebhook.Block = true
+	default:
+		fmt.Fprintf(stderr, "--audit-webhook-mode %q: want batch or blocking\n", webhookMode)
 		return cfg, 2, false
 	}
 	if maxSizeMB < 0 || cfg.Guard.Audit.MaxBackups < 0 {

@@ -74,6 +74,19 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("defaults %+v", c)
 			}
 		}},
+		"webhook mode blocking": {args: []string{"--audit-webhook-mode", "blocking"}, ok: true, check: func(t *testing.T, c config) {
+			if !c.Guard.AuditWebhook.Block {
+				t.Errorf("--audit-webhook-mode blocking left Block off")
+			}
+		}},
+		"webhook mode default": {args: nil, ok: true, check: func(t *testing.T, c config) {
+			if c.Guard.AuditWebhook.Block {
+				t.Errorf("blocking mode on by default")
+			}
+		}},
+		"blocking webhook under allow": {args: []string{"--audit-webhook-mode", "blocking", "--audit-failure", "allow"}, code: 2,
+			stderr: "--audit-webhook-mode blocking refuses requests whose records cannot be queued, which needs --audit-failure=deny"},
+		"bad webhook mode":  {args: []string{"--audit-webhook-mode", "blocking-strict"}, code: 2, stderr: `--audit-webhook-mode "blocking-strict": want batch or blocking`},
 		"bad audit level":   {args: []string{"--audit-level", "None"}, code: 2, stderr: `--audit-level "None": want Metadata or Request`},
 		"bad audit failure": {args: []string{"--audit-failure", "ignore"}, code: 2, stderr: `--audit-failure "ignore": want deny or allow`},
 		"negative maxsize":  {args: []string{"--audit-log-maxsize", "-1"}, code: 2, stderr: "must not be negative"},

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 )
 
@@ -23,10 +25,6 @@ type AnchorConfig struct {
 	// Interval between publications; 0: audit.DefaultAnchorInterval.
 	Interval time.Duration
 }
-
-// webhookFlushTimeout bounds the last send to the webhook receiver at
-// shutdown.
-const webhookFlushTimeout = 10 * time.Second
 
 // auditOutputs is what carries the audit log off the node: the anchor
 // publisher (with a kubeconfig) and the webhook backend (with a webhook
@@ -53,14 +51,23 @@ func newAuditOutputs(client kubernetes.Interface, c GuardConfig, log logr.Logger
 	if c.AuditWebhook.ConfigFile != "" {
 		wo := c.AuditWebhook
 		wo.Log = log.WithName("audit-webhook")
-		// Under deny, a record the receiver cannot take holds its request
-		// back rather than leave the node unsent.
-		wo.Block = c.AuditFailure == guard.FailDeny
+		if wo.Block && c.AuditFailure == guard.FailAllow {
+			// The guard would run a refused request unrecorded.
+			return nil, &OptionError{Option: "Guard.AuditWebhook.Block", Err: errors.New("the webhook's blocking mode refuses requests, which needs Guard.AuditFailure deny")}
+		}
 		w, err := audit.NewWebhook(wo)
 		if err != nil {
 			return nil, &OptionError{Option: "Guard.AuditWebhook.ConfigFile", Err: err}
 		}
 		out.webhook, ao.OnRecord = w, w.Record
+		if wo.Block {
+			ao.Admit = func(ev *audit.Event, ahead int) error {
+				if !holdsRequest(ev) {
+					return nil
+				}
+				return w.Admit(ev, ahead)
+			}
+		}
 	}
 	return out, nil
 }
@@ -95,14 +102,23 @@ func (o *auditOutputs) Stop() {
 	}
 }
 
+// holdsRequest reports whether a request waits on this record, so that
+// the webhook's blocking mode may refuse it: its write-ahead record, or
+// the one record of a read. The completion of a host operation that ran,
+// denials and checkpoints are never refused.
+func holdsRequest(ev *audit.Event) bool {
+	if ev.IsCheckpoint() || ev.Annotation(audit.AnnotationDecision) != audit.DecisionAllow {
+		return false
+	}
+	return ev.Stage == audit.StageRequestReceived || !gate.Mutating(ev.Verb)
+}
+
 // Final runs once the log is closed: it sends the records still queued,
-// the stop checkpoint among them, and anchors the stop checkpoint, so that
-// nothing can follow it unseen.
+// the stop checkpoint among them, within audit.WebhookShutdownTimeout, and
+// anchors the stop checkpoint, so that nothing can follow it unseen.
 func (o *auditOutputs) Final(ctx context.Context) {
 	if o.webhook != nil {
-		fctx, cancel := context.WithTimeout(ctx, webhookFlushTimeout)
-		o.webhook.Stop(fctx)
-		cancel()
+		o.webhook.Stop(ctx)
 	}
 	if o.anchor != nil {
 		_ = o.anchor.Publish(ctx)
