@@ -297,7 +297,7 @@ func namespaces(n int) webhook.StaticNamespaces {
 		labels := map[string]string{
 			"kubernetes.io/metadata.name": name,
 			"team":                        fmt.Sprintf("team-%d", i%97),
-			"environment":                 []string{"prod", "staging", "dev"}[i%3],
+			"pipeguard.io/environment":    []string{"prod", "staging", "dev"}[i%3],
 		}
 		if i%10 == 0 {
 			labels[policy.AllowLabel] = "true"
@@ -342,7 +342,7 @@ func accessPolicies(n int) []v1alpha1.PipeAccessPolicy {
 			}
 		case i%10 == 5:
 			p.Spec.Allow.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "environment", Operator: metav1.LabelSelectorOpIn, Values: []string{"staging", "dev"}},
+				{Key: "pipeguard.io/environment", Operator: metav1.LabelSelectorOpIn, Values: []string{"staging", "dev"}},
 			}}
 		case i%10 == 7:
 			p.Spec.Allow.Namespaces = []string{fmt.Sprintf(nsFormat, i)}
