@@ -41,6 +41,9 @@ func checkAnchor(rep *Report, a *Anchor, t *anchorTrack, last *fileChain) {
 		rep.Notices = append(rep.Notices, Finding{last.Path, NoAnchorNotice})
 		return
 	}
+	if a.Reset != nil {
+		rep.Notices = append(rep.Notices, Finding{last.Path, resetNotice(a)})
+	}
 	if rep.Last < a.Seq {
 		rep.problem(last.lastWhere, "the chain ends at record seq %d, before the anchored record seq %d: records seq %s are missing from the end of the log (the newest files were deleted or truncated); %s",
 			rep.Last, a.Seq, seqRange(rep.Last+1, a.Seq), a)
@@ -104,4 +107,13 @@ func checkTorn(rep *Report, a *Anchor, torn []Record, chained []*fileChain) {
 				"torn final line (%d bytes without a newline): a write cut short when the agent stopped; it is not part of the chain and no client was answered for it", len(r.Raw))})
 		}
 	}
+}
+
+// resetNotice tells what a reset of the anchor leaves unproven.
+func resetNotice(a *Anchor) string {
+	r := a.Reset
+	return fmt.Sprintf("the anchor of node %s was reset by %s (reason: %q) and the agent anchored again from record seq %d: "+
+		"a reset discards the anchored head, so records up to seq %d were anchored only after the reset and a cut or rewrite of them before it cannot be detected; "+
+		"the API server's audit log has who reset it and when (the update of the node's anchor Lease that set %s)",
+		a.Node, orUnknown(r.By), r.Reason, r.AtSeq, r.AtSeq, AnchorReset)
 }

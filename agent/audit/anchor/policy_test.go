@@ -89,33 +89,68 @@ func mustDecode(t *testing.T, doc []byte, into any) {
 // the agent: the API server adds the node's name to its user's extra.
 func agentOn(t *testing.T, env *testenv.Env, c kubernetes.Interface, nodeName string) kubernetes.Interface {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod, err := c.CoreV1().Pods(anchor.DefaultNamespace).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "pipeguard-agent-" + nodeName},
+	return podToken(t, env, c, anchor.DefaultNamespace, "pipeguard-agent", nodeName)
+}
+
+// podToken runs a pod of ServiceAccount sa on node nodeName and returns a
+// client with a token bound to that pod.
+func podToken(t *testing.T, env *testenv.Env, c kubernetes.Interface, ns, sa, nodeName string) kubernetes.Interface {
+	t.Helper()
+	pod, err := c.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: sa + "-" + nodeName},
 		Spec: corev1.PodSpec{
-			NodeName: nodeName, ServiceAccountName: "pipeguard-agent",
+			NodeName: nodeName, ServiceAccountName: sa,
 			Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/pipeguard/pipeguard-agent:dev"}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tokenClient(t, env, c, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
+	return saToken(t, env, c, ns, sa, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
 }
 
 func tokenClient(t *testing.T, env *testenv.Env, c kubernetes.Interface, bound *authenticationv1.BoundObjectReference) kubernetes.Interface {
 	t.Helper()
-	tr, err := c.CoreV1().ServiceAccounts(anchor.DefaultNamespace).CreateToken(context.Background(), "pipeguard-agent",
+	return saToken(t, env, c, anchor.DefaultNamespace, "pipeguard-agent", bound)
+}
+
+// saToken mints a token of ServiceAccount ns/sa with c's credentials, bound
+// to bound (nil: to nothing), and returns a client that uses it.
+func saToken(t *testing.T, env *testenv.Env, c kubernetes.Interface, ns, sa string, bound *authenticationv1.BoundObjectReference) kubernetes.Interface {
+	t.Helper()
+	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: bound}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("requesting a token: %v", err)
+		t.Fatalf("requesting a token of %s/%s: %v", ns, sa, err)
 	}
 	cfg := rest.AnonymousClientConfig(env.Config)
 	cfg.BearerToken = tr.Status.Token
 	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// waitForAnchorPolicy waits until the API server has loaded the anchor
+// policy: until a write it forbids, by another node's agent, is refused,
+// rather than for a fixed time.
+func waitForAnchorPolicy(t *testing.T, admin, otherNodesAgent kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := anchor.Write(ctx, otherNodesAgent, anchor.DefaultNamespace, anchorAt("probe", 1))
+		if err != nil && strings.Contains(err.Error(), "may be written only by the agent on that node") {
+			return
+		}
+		if err == nil {
+			_ = admin.CoordinationV1().Leases(anchor.DefaultNamespace).Delete(ctx, audit.AnchorLeaseName("probe"), metav1.DeleteOptions{})
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the anchor policy never took effect; last write: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func anchorAt(n string, seq uint64) audit.Anchor {
@@ -137,22 +172,7 @@ func TestOnlyTheNodesAgentAdvancesItsAnchor(t *testing.T) {
 	ctx := context.Background()
 	ns := anchor.DefaultNamespace
 
-	// The policy takes effect once the API server has loaded it: wait
-	// until a write it forbids is refused, rather than for a fixed time.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := anchor.Write(ctx, agentY, ns, anchorAt("probe", 1))
-		if err != nil && strings.Contains(err.Error(), "may be written only by the agent on that node") {
-			break
-		}
-		if err == nil {
-			_ = admin.CoordinationV1().Leases(ns).Delete(ctx, audit.AnchorLeaseName("probe"), metav1.DeleteOptions{})
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the anchor policy never took effect; last write: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitForAnchorPolicy(t, admin, agentY)
 
 	steps := []struct {
 		name   string
@@ -169,6 +189,7 @@ func TestOnlyTheNodesAgentAdvancesItsAnchor(t *testing.T) {
 		{"the cluster admin cannot rewind X's anchor", admin, 5, "is written only by the pipeguard-agent ServiceAccount"},
 		{"X's agent cannot rewind its anchor", agentX, 5, "the audit anchor of node node-x may not go backwards: seq 5 is below the anchored seq 10"},
 		{"X's agent advances its anchor", agentX, 20, ""},
+		{"X's agent with a token bound to node X, as a Windows service has, writes it", nodeToken(t, env, admin, "node-x"), 20, ""},
 		{"X's agent may publish the same head again", agentX, 20, ""},
 	}
 	for _, s := range steps {

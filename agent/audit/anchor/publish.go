@@ -3,6 +3,7 @@ package anchor
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -155,15 +156,28 @@ func (p *Publisher) publish(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.o.Timeout)
 	defer cancel()
 	a := audit.Anchor{Node: p.o.Node, Head: h, Time: p.o.Now(), AgentStart: p.o.AgentStart}
-	if err := Write(ctx, p.o.Client, p.o.Namespace, a); err != nil {
+	reset, err := write(ctx, p.o.Client, p.o.Namespace, a)
+	if err != nil {
 		return err
+	}
+	if reset != nil {
+		p.o.Log.Info("anchored the audit chain head again after a reset of the anchor; verification reports the reset", "node", p.o.Node,
+			"lease", p.o.Namespace+"/"+audit.AnchorLeaseName(p.o.Node), "resetBy", reset.By, "reason", reset.Reason, "seq", reset.AtSeq)
 	}
 	p.last = h.Seq
 	return nil
 }
 
-// Write creates or updates the anchor Lease of a.Node to a.
+// Write creates or updates the anchor Lease of a.Node to a. After a reset
+// (docs/audit.md) the first write records its seq in
+// audit.AnchorResetAtSeq, as the anchor policy requires.
 func Write(ctx context.Context, c kubernetes.Interface, namespace string, a audit.Anchor) error {
+	_, err := write(ctx, c, namespace, a)
+	return err
+}
+
+// write is Write; it returns the reset it anchored after, if it did.
+func write(ctx context.Context, c kubernetes.Interface, namespace string, a audit.Anchor) (*audit.AnchorResetRecord, error) {
 	leases := c.CoordinationV1().Leases(namespace)
 	name := audit.AnchorLeaseName(a.Node)
 	now := metav1.NewMicroTime(a.Time)
@@ -175,22 +189,28 @@ func Write(ctx context.Context, c kubernetes.Interface, namespace string, a audi
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &now},
 		}
 		if _, err = leases.Create(ctx, l, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating the audit anchor Lease %s/%s: %w", namespace, name, err)
+			return nil, fmt.Errorf("creating the audit anchor Lease %s/%s: %w", namespace, name, err)
 		}
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading the audit anchor Lease %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("reading the audit anchor Lease %s/%s: %w", namespace, name, err)
 	}
 	if cur.Annotations == nil {
 		cur.Annotations = map[string]string{}
+	}
+	var reset *audit.AnchorResetRecord
+	_, wasReset := cur.Annotations[audit.AnchorReset]
+	if _, anchoredSince := cur.Annotations[audit.AnchorResetAtSeq]; wasReset && !anchoredSince {
+		cur.Annotations[audit.AnchorResetAtSeq] = strconv.FormatUint(a.Seq, 10)
+		reset = &audit.AnchorResetRecord{By: cur.Annotations[audit.AnchorResetBy], Reason: cur.Annotations[audit.AnchorReset], AtSeq: a.Seq}
 	}
 	for k, v := range a.Annotations() {
 		cur.Annotations[k] = v
 	}
 	cur.Spec.RenewTime = &now
 	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating the audit anchor Lease %s/%s to seq %d: %w", namespace, name, a.Seq, err)
+		return nil, fmt.Errorf("updating the audit anchor Lease %s/%s to seq %d: %w", namespace, name, a.Seq, err)
 	}
-	return nil
+	return reset, nil
 }
