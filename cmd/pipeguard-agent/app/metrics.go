@@ -16,10 +16,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 )
 
 // The files MetricsCertDir may hold, as cert-manager and kubebuilder name them.
@@ -61,27 +59,20 @@ type metricsEndpoint struct {
 
 // listenMetrics opens the metrics endpoint of o, serving g. With
 // MetricsSecure it serves HTTPS and passes every request through
-// controller-runtime's authentication and authorization filter: the bearer
-// token must pass a TokenReview and its user a SubjectAccessReview for get
-// on the non-resource URL of the request (/metrics), as kubebuilder projects
-// serve their metrics.
+// metricsAuth: the bearer token must pass a TokenReview and its user a
+// SubjectAccessReview for get on the non-resource URL of the request
+// (/metrics), as kubebuilder projects serve their metrics.
 func listenMetrics(ctx context.Context, o Options, g prometheus.Gatherer) (*metricsEndpoint, error) {
 	log := o.Log.WithName("metrics")
 	var handler http.Handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
 	e := &metricsEndpoint{secure: o.MetricsSecure}
 	var tlsConfig *tls.Config
 	if o.MetricsSecure {
-		httpClient, err := rest.HTTPClientFor(o.MetricsAuth)
+		auth, err := newMetricsAuth(o.MetricsAuth, log, metricsAuthOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("secure metrics: the API server connection for token and access reviews: %w", err)
+			return nil, fmt.Errorf("secure metrics: %w", err)
 		}
-		filter, err := filters.WithAuthenticationAndAuthorization(o.MetricsAuth, httpClient)
-		if err != nil {
-			return nil, fmt.Errorf("secure metrics: building the authentication and authorization filter: %w", err)
-		}
-		if handler, err = filter(log, handler); err != nil {
-			return nil, fmt.Errorf("secure metrics: applying the authentication and authorization filter: %w", err)
-		}
+		handler = auth.wrap(handler)
 		if tlsConfig, e.watcher, err = metricsTLS(o.MetricsCertDir); err != nil {
 			return nil, err
 		}

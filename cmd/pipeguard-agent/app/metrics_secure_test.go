@@ -10,17 +10,21 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +44,13 @@ const configDir = "../../../config"
 // returns the status code and body.
 func scrape(t *testing.T, client *http.Client, url, token string) (int, string) {
 	t.Helper()
+	code, _, body := scrapeHeader(t, client, url, token)
+	return code, body
+}
+
+// scrapeHeader is scrape that also returns the response header.
+func scrapeHeader(t *testing.T, client *http.Client, url, token string) (int, http.Header, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +64,7 @@ func scrape(t *testing.T, client *http.Client, url, token string) (int, string) 
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // insecureClient trusts any certificate, as the PodMonitor does with the
@@ -89,7 +100,8 @@ func clusterRoleFromFile(t *testing.T, path, name string) *rbacv1.ClusterRole {
 // --metrics-secure against a real kube-apiserver. The agent runs with the
 // permissions of config/agent/rbac.yaml; the scrapers are ServiceAccounts
 // with tokens from TokenRequest, one bound to pipeguard-metrics-reader of
-// config/prometheus, one not.
+// config/prometheus, one not. The TokenReviews the agent sends are counted
+// at its HTTP transport.
 func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -116,21 +128,26 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 	agentRole := clusterRoleFromFile(t, filepath.Join(configDir, "agent", "rbac.yaml"), "pipeguard-agent")
 	must(cs.RbacV1().ClusterRoles().Create(ctx, agentRole, metav1.CreateOptions{}))
 	bind("pipeguard-agent", agentRole.Name, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pipeguard-agent-test"})
-	agentConfig := env.UserConfig(t, "pipeguard-agent-test")
+	agentUser := env.UserConfig(t, "pipeguard-agent-test")
+	agentConfig, tokenReviews := countTokenReviews(agentUser)
 
 	// The scrapers.
 	reader := clusterRoleFromFile(t, filepath.Join(configDir, "prometheus", "metrics_reader_role.yaml"), "pipeguard-metrics-reader")
 	must(cs.RbacV1().ClusterRoles().Create(ctx, reader, metav1.CreateOptions{}))
 	const ns = "monitoring"
 	must(cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
-	token := func(sa string) string {
+	tokenFor := func(sa string, audiences ...string) string {
 		t.Helper()
-		must(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}))
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("TokenRequest for %s: %v", sa, err)
 		}
 		return tr.Status.Token
+	}
+	token := func(sa string) string {
+		t.Helper()
+		must(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}))
+		return tokenFor(sa)
 	}
 	prometheus, stranger := token("prometheus"), token("stranger")
 	bind("pipeguard-metrics-reader-prometheus", reader.Name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"})
@@ -140,6 +157,11 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/healthz", "/metrics/*"}, Verbs: []string{"get"}}},
 	}, metav1.CreateOptions{}))
 	bind("healthz-reader-stranger", "healthz-reader", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "stranger"})
+	// A token whose ServiceAccount is gone: revoked.
+	revoked := token("deleted")
+	if err := cs.CoreV1().ServiceAccounts(ns).Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	r := start(t, Options{MetricsBindAddress: "127.0.0.1:0", MetricsSecure: true, MetricsAuth: agentConfig})
 	addr := r.agent.MetricsAddress()
@@ -149,20 +171,127 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 	url := "https://" + addr + "/metrics"
 	client := insecureClient()
 
-	t.Run("no token: 401", func(t *testing.T) {
-		if code, body := scrape(t, client, url, ""); code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
+	t.Run("no token: 401 that says what to send", func(t *testing.T) {
+		code, header, body := scrapeHeader(t, client, url, "")
+		if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
 			t.Fatalf("status %d, body %.200q", code, body)
+		}
+		if !strings.Contains(body, "no bearer token") || !strings.Contains(body, "Authorization: Bearer <token>") {
+			t.Errorf("the refusal does not say what to send: %q", body)
+		}
+		if h := header.Get("WWW-Authenticate"); !strings.HasPrefix(h, "Bearer") {
+			t.Errorf("WWW-Authenticate %q", h)
 		}
 	})
-	t.Run("a token the API server did not issue is refused", func(t *testing.T) {
-		// The TokenReview of a forged token comes back with an error, which
-		// controller-runtime's filter answers with 500 rather than 401.
-		forged := prometheus[:len(prometheus)-4] + "AAAA"
-		if code, body := scrape(t, client, url, forged); (code != http.StatusUnauthorized && code != http.StatusInternalServerError) || strings.Contains(body, "pipeguard_") {
-			t.Fatalf("status %d, body %.200q", code, body)
+	t.Run("a token the API server does not authenticate: 401", func(t *testing.T) {
+		for name, tok := range map[string]string{
+			"forged signature":            prometheus[:len(prometheus)-4] + "AAAA",
+			"not a token":                 "not-a-token",
+			"issued for another audience": tokenFor("prometheus", "https://elsewhere.example"),
+			"its ServiceAccount deleted":  revoked,
+		} {
+			t.Run(name, func(t *testing.T) {
+				code, header, body := scrapeHeader(t, client, url, tok)
+				if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
+					t.Fatalf("status %d, body %.200q", code, body)
+				}
+				if !strings.Contains(body, "Unauthorized: the API server did not authenticate the bearer token") {
+					t.Errorf("the refusal does not say why: %q", body)
+				}
+				if h := header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
+					t.Errorf("WWW-Authenticate %q", h)
+				}
+			})
 		}
-		if code, body := scrape(t, client, url, "not-a-token"); (code != http.StatusUnauthorized && code != http.StatusInternalServerError) || strings.Contains(body, "pipeguard_") {
-			t.Fatalf("status %d, body %.200q", code, body)
+	})
+	t.Run("the same junk token 100 times: one TokenReview", func(t *testing.T) {
+		before, began := tokenReviews.Load(), time.Now()
+		for range 100 {
+			if code, body := scrape(t, client, url, "junk-scraped-in-a-loop"); code != http.StatusUnauthorized {
+				t.Fatalf("status %d, body %.200q", code, body)
+			}
+		}
+		// One more per refusal TTL elapsed, on a machine slow enough for it.
+		if n, most := tokenReviews.Load()-before, 1+int64(time.Since(began)/metricsRefusalTTL); n < 1 || n > most {
+			t.Fatalf("%d TokenReviews for 100 scrapes of one junk token, want 1", n)
+		}
+	})
+	t.Run("the same junk token 100 times at once: one TokenReview", func(t *testing.T) {
+		before := tokenReviews.Load()
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				for range 10 {
+					req, _ := http.NewRequest(http.MethodGet, url, nil)
+					req.Header.Set("Authorization", "Bearer junk-scraped-at-once")
+					resp, err := client.Do(req)
+					if err != nil {
+						t.Errorf("GET: %v", err)
+						return
+					}
+					_ = resp.Body.Close()
+					if resp.StatusCode != http.StatusUnauthorized {
+						t.Errorf("status %d", resp.StatusCode)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := tokenReviews.Load() - before; n != 1 {
+			t.Fatalf("%d TokenReviews for 100 concurrent scrapes of one junk token, want 1", n)
+		}
+	})
+	t.Run("many distinct junk tokens: the memory keeps its bound, the log its pace", func(t *testing.T) {
+		// The filter itself, on a small cache and an unthrottled client, so
+		// that ten times its size is quick to send.
+		const size = 8
+		cfg, reviews := countTokenReviews(agentUser)
+		cfg.QPS = -1
+		var mu sync.Mutex
+		var lines []string
+		log := funcr.New(func(_, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, args)
+		}, funcr.Options{Verbosity: 1})
+		auth, err := newMetricsAuth(cfg, log, metricsAuthOptions{CacheSize: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := auth.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { t.Error("a junk token was let through") }))
+		send := func(tok string) {
+			t.Helper()
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusUnauthorized {
+				t.Fatalf("status %d, body %.200q", w.Code, w.Body.String())
+			}
+		}
+		began := time.Now()
+		for i := range 10 * size {
+			send(fmt.Sprintf("distinct-junk-%d", i))
+			if n := auth.tokens.len(); n > size {
+				t.Fatalf("after %d tokens the cache holds %d answers, more than its size %d", i+1, n, size)
+			}
+		}
+		if n := reviews.Load(); n != 10*size {
+			t.Fatalf("%d TokenReviews for %d distinct tokens", n, 10*size)
+		}
+		send(fmt.Sprintf("distinct-junk-%d", 10*size-1)) // remembered
+		send("distinct-junk-0")                          // evicted: reviewed again
+		if n := reviews.Load(); n != 10*size+1 {
+			t.Fatalf("%d TokenReviews, want %d", n, 10*size+1)
+		}
+		// A burst of 5, then one per 10 seconds.
+		mu.Lock()
+		defer mu.Unlock()
+		if most := 6 + int(time.Since(began)/(10*time.Second)); len(lines) > most {
+			t.Fatalf("%d log lines for %d refusals, want at most %d", len(lines), 10*size+1, most)
+		}
+		if len(lines) == 0 || !strings.Contains(lines[0], "scrape refused: token not authenticated") {
+			t.Fatalf("log: %q", lines)
 		}
 	})
 	t.Run("a valid ServiceAccount token without pipeguard-metrics-reader: 403", func(t *testing.T) {
@@ -170,8 +299,9 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 		if code != http.StatusForbidden || strings.Contains(body, "pipeguard_") {
 			t.Fatalf("status %d, body %.200q", code, body)
 		}
-		if !strings.Contains(body, "system:serviceaccount:monitoring:stranger") {
-			t.Errorf("the refusal does not name the user: %q", body)
+		if !strings.Contains(body, `Forbidden: user "system:serviceaccount:monitoring:stranger" may not get /metrics`) ||
+			!strings.Contains(body, "pipeguard-metrics-reader") {
+			t.Errorf("the refusal does not name the user and the role to bind: %q", body)
 		}
 	})
 	t.Run("plain HTTP to the HTTPS endpoint gets no metrics", func(t *testing.T) {
@@ -186,6 +316,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 		if _, err := fs.PathExists(ctx, &fsv1.PathExistsRequest{Path: filepath.Join(r.kubelet, "pods")}); err != nil {
 			t.Fatalf("PathExists: %v", err)
 		}
+		before, began := tokenReviews.Load(), time.Now()
 		code, body := scrape(t, client, url, prometheus)
 		if code != http.StatusOK {
 			t.Fatalf("status %d, body %.300q", code, body)
@@ -195,10 +326,33 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 				t.Errorf("the metrics lack %q", want)
 			}
 		}
+		for range 20 {
+			if code, _ := scrape(t, client, url, prometheus); code != http.StatusOK {
+				t.Fatalf("status %d", code)
+			}
+		}
+		if n, most := tokenReviews.Load()-before, 1+int64(time.Since(began)/metricsAuthnTTL); n < 1 || n > most {
+			t.Fatalf("%d TokenReviews for 21 scrapes of one valid token, want 1", n)
+		}
 	})
 	t.Run("only /metrics is served", func(t *testing.T) {
 		if code, _ := scrape(t, client, "https://"+addr+"/debug/pprof/", prometheus); code != http.StatusNotFound {
 			t.Fatalf("status %d, want 404: only /metrics is served", code)
+		}
+	})
+	t.Run("an agent the API server refuses reviews to: 503, not 401", func(t *testing.T) {
+		// A real failure of the review itself: the API server answers 403
+		// to the agent's TokenReview.
+		// A subtest's temp dir is too long a path for unix sockets.
+		sockets, err := os.MkdirTemp("", "pgm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(sockets) })
+		r := start(t, Options{SocketDir: sockets, MetricsBindAddress: "127.0.0.1:0", MetricsSecure: true, MetricsAuth: env.UserConfig(t, "no-rights")})
+		code, body := scrape(t, client, "https://"+r.agent.MetricsAddress()+"/metrics", prometheus)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "internal error: the API server could not be asked to review the token") {
+			t.Fatalf("status %d, body %.300q; want 503 with an internal error", code, body)
 		}
 	})
 }
