@@ -68,8 +68,9 @@ const maxLinkHops = 40
 type Options struct {
 	// Flavour is the path syntax.
 	Flavour Flavour
-	// Roots are the directories paths must stay in: the kubelet path and the
-	// working dirs. At least one is required.
+	// Roots are the directories paths must stay in: the kubelet path first,
+	// then the working dirs. At least one is required. Rule pod-link reads
+	// the pod directories below the first.
 	Roots []string
 	// MaxLength is the longest path accepted, in bytes; 0 means
 	// MaxPathWindows or MaxPathLinux by Flavour.

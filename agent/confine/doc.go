@@ -15,6 +15,10 @@
 // component swapped for a link while they run cannot lead them out of the
 // root (see Handle). Creating and destroying operations refuse an allowed
 // root itself (rule root-target, Confiner.RefuseRoot and Handle.RefuseRoot).
+// Recursive removals refuse to cross a mount point (rule mount-point,
+// Handle.RefuseMount). A link may not be placed in a pod's directory, or
+// lead into one, except where the kubelet's layout and the caller's pod
+// allow it (rule pod-link, Confiner.RefusePodLinkAt and RefusePodLinkTo).
 //
 // The rules are lexical and take a Flavour, so the Windows rules are tested on
 // any OS. Every refusal is a *Refusal naming the rule that refused.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,4 +23,15 @@ func openFinal(p string) (string, error) {
 		return r, nil
 	}
 	return filepath.EvalSymlinks(p)
+}
+
+// dirFinal returns the path of the open directory d as the kernel reports
+// it under /proc/self/fd; false without /proc, or for a directory that was
+// removed.
+func dirFinal(d *os.File) (string, bool) {
+	r, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(d.Fd())))
+	if err != nil || !filepath.IsAbs(r) || strings.HasSuffix(r, " (deleted)") {
+		return "", false
+	}
+	return r, true
 }

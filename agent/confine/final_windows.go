@@ -3,6 +3,7 @@ package confine
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/windows"
@@ -66,4 +67,11 @@ func finalWin32Path(s string) string {
 		return s[4:]
 	}
 	return s
+}
+
+// dirFinal returns the final path of the open directory d
+// (GetFinalPathNameByHandle); false when Windows does not report it.
+func dirFinal(d *os.File) (string, bool) {
+	s, err := fileFinal(d)
+	return s, err == nil
 }

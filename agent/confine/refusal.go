@@ -25,14 +25,25 @@ const (
 	// RuleRootTarget refuses an allowed root itself as what a creating or
 	// destroying operation acts on; reads may name a root.
 	RuleRootTarget Rule = "root-target"
+	// RuleMountPoint refuses a recursive removal that would cross a mount
+	// point inside the roots: what is mounted there (a bind mount of a
+	// directory elsewhere, another file system) is not the roots' to empty.
+	RuleMountPoint Rule = "mount-point"
+	// RulePodLink refuses a link placed in, or leading into, a pod's
+	// directory that the caller has no business with (see RefusePodLinkAt).
+	RulePodLink Rule = "pod-link"
 )
 
 // Malformed reports whether the rule refuses a path for its shape alone, so
 // that no configuration of roots could make it acceptable. The others
-// (outside-roots, symlink-escape, root-target) refuse well-formed paths that
-// lie elsewhere or name a root.
+// (outside-roots, symlink-escape, root-target, mount-point, pod-link)
+// refuse well-formed paths for where they lie or what they lead to.
 func (r Rule) Malformed() bool {
-	return r != RuleOutsideRoots && r != RuleSymlinkEscape && r != RuleRootTarget
+	switch r {
+	case RuleOutsideRoots, RuleSymlinkEscape, RuleRootTarget, RuleMountPoint, RulePodLink:
+		return false
+	}
+	return true
 }
 
 // Refusal is the error returned when a path breaks a confinement rule.

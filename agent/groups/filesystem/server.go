@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
+	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/methods"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -127,7 +128,31 @@ func (s *Server) CreateSymlink(ctx context.Context, source, target string) error
 	if err := s.conf.RefuseRoot(symlinkSource.Name, source, "CreateSymlink"); err != nil {
 		return err
 	}
-	return s.host.CreateSymlink(ctx, src, tgt)
+	// Where the link may go depends on the caller's pod (rule pod-link),
+	// which the host operations check on the resolved paths.
+	return s.host.CreateSymlink(withCaller(ctx), src, tgt)
+}
+
+// withCaller adds to ctx whom the request is attributed to by its peer
+// identity, for rule pod-link: its pod, the host (a platform that maps
+// processes to pods found none), or unattributed. The pod is the one the
+// connection's process runs in, never one a token names. A connection
+// without identity, in an agent assembled without the guard, adds nothing
+// (confine.CallerUnidentified); the guard refuses such a connection's
+// requests before they get here.
+func withCaller(ctx context.Context) context.Context {
+	c, ok := identity.FromContext(ctx)
+	if !ok {
+		return ctx
+	}
+	caller := confine.Caller{Kind: confine.CallerUnattributed}
+	switch {
+	case c.PodUID != "":
+		caller = confine.Caller{Kind: confine.CallerInPod, Pod: c.PodUID}
+	case c.PodMapped:
+		caller.Kind = confine.CallerOnHost
+	}
+	return confine.WithCaller(ctx, caller)
 }
 
 // IsSymlink reports whether path is a link whose target exists. CSI Proxy

@@ -91,7 +91,8 @@ func (l Local) Mkdir(_ context.Context, path string) error {
 }
 
 // Rmdir removes path; force removes it with its contents. A final link is
-// removed, not followed.
+// removed, not followed. With force, the removal does not cross a mount
+// point (rule mount-point).
 func (l Local) Rmdir(_ context.Context, path string, force bool) error {
 	h, err := l.open(path, confine.ResolveParent)
 	if err != nil {
@@ -102,14 +103,14 @@ func (l Local) Rmdir(_ context.Context, path string, force bool) error {
 		return err
 	}
 	if force {
-		return h.Err(h.Root().RemoveAll(h.Name()))
+		return removeAll(h, "Rmdir")
 	}
 	return h.Err(h.Root().Remove(h.Name()))
 }
 
 // RmdirContents removes the entries of the directory at path, not path
-// itself. The directory is opened once, as a root of its own, and its
-// entries are removed through that handle.
+// itself, through handles, and does not cross a mount point (rule
+// mount-point).
 func (l Local) RmdirContents(_ context.Context, path string) error {
 	h, err := l.open(path, confine.ResolveAll)
 	if err != nil {
@@ -119,31 +120,15 @@ func (l Local) RmdirContents(_ context.Context, path string) error {
 	if err := h.RefuseRoot("RmdirContents"); err != nil {
 		return err
 	}
-	dir, err := h.Root().OpenRoot(h.Name())
-	if err != nil {
-		return h.Err(err)
-	}
-	defer dir.Close()
-	f, err := dir.Open(".")
-	if err != nil {
-		return h.Err(err)
-	}
-	names, err := f.Readdirnames(-1)
-	_ = f.Close()
-	if err != nil {
-		return h.Err(err)
-	}
-	for _, n := range names {
-		if err := dir.RemoveAll(n); err != nil {
-			return h.Err(err)
-		}
-	}
-	return nil
+	return removeContents(h, "RmdirContents")
 }
 
 // CreateSymlink creates target pointing at source. The source is resolved
-// inside its root first, and the link points at the resolved path.
-func (l Local) CreateSymlink(_ context.Context, source, target string) error {
+// inside its root first, and the link points at the resolved path. The
+// link is created through a handle on its directory, and rule pod-link is
+// applied to where that handle lies, for the caller in ctx
+// (confine.WithCaller).
+func (l Local) CreateSymlink(ctx context.Context, source, target string) error {
 	src, err := l.open(source, confine.ResolveAll)
 	if err != nil {
 		return confine.Named("source_path", err)
@@ -160,7 +145,18 @@ func (l Local) CreateSymlink(_ context.Context, source, target string) error {
 	if err := tgt.RefuseRoot("CreateSymlink"); err != nil {
 		return confine.Named("target_path", err)
 	}
-	return confine.Named("target_path", tgt.Err(symlink(src.Abs(), tgt)))
+	dir, base, at, err := tgt.Parent()
+	if err != nil {
+		return confine.Named("target_path", err)
+	}
+	defer dir.Close()
+	if err := l.Roots.RefusePodLinkAt(confine.CallerFrom(ctx), target, at); err != nil {
+		return confine.Named("target_path", err)
+	}
+	if err := l.Roots.RefusePodLinkTo(source, src.Abs(), at); err != nil {
+		return confine.Named("source_path", err)
+	}
+	return confine.Named("target_path", tgt.Err(symlinkAt(src.Abs(), dir, base, at)))
 }
 
 // IsSymlink follows CSI Proxy: true only when path is a link (a symlink, or a
@@ -190,4 +186,12 @@ func (l Local) IsSymlink(_ context.Context, path string) (bool, error) {
 		return false, err
 	}
 	return exists(h, name)
+}
+
+// pathErr names the host path p in a failed system call; nil stays nil.
+func pathErr(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fs.PathError{Op: op, Path: p, Err: err}
 }

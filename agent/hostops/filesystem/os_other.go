@@ -1,10 +1,11 @@
-//go:build !windows
+//go:build !unix && !windows
 
 package filesystem
 
-import "github.com/pipeguard/pipeguard/agent/confine"
+import "os"
 
-// symlink creates the link tgt pointing at text, through the root handle.
-func symlink(text string, tgt *confine.Handle) error {
-	return tgt.Root().Symlink(text, tgt.Name())
+// symlinkAt creates the link at, pointing at text, by path: this platform
+// has no call that creates it by the directory's handle.
+func symlinkAt(text string, _ *os.File, _, at string) error {
+	return os.Symlink(text, at)
 }
