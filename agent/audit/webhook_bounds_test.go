@@ -1,12 +1,7 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,98 +10,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/pipeguard/pipeguard/internal/badreceiver"
 )
-
-// Receivers that misbehave, on real sockets. Each returns its URL.
-
-// silentReceiver accepts connections, reads what is sent, and never
-// answers.
-func silentReceiver(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() { _, _ = io.Copy(io.Discard, c) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
-
-// closedPort is a port nothing listens on: connections are refused.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
-
-// brokenReceiver answers every request 500.
-func brokenReceiver(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		http.Error(w, "receiver broken", http.StatusInternalServerError)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// logLines captures log lines as JSON objects.
-type logLines struct {
-	mu    sync.Mutex
-	lines []map[string]any
-}
-
-func (ll *logLines) logger() logr.Logger {
-	return funcr.NewJSON(func(obj string) {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(obj), &m); err != nil {
-			panic(err)
-		}
-		ll.mu.Lock()
-		defer ll.mu.Unlock()
-		ll.lines = append(ll.lines, m)
-	}, funcr.Options{})
-}
-
-// with returns the lines whose message is msg.
-func (ll *logLines) with(msg string) []map[string]any {
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	var out []map[string]any
-	for _, l := range ll.lines {
-		if l["msg"] == msg {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // appendAll appends n records from each of g goroutines and returns each
 // record's error by its index. It fails the test when an append takes
@@ -176,23 +83,23 @@ func newWebhook(t *testing.T, o WebhookOptions) *Webhook {
 // Retries wait an hour, so only Stop can end them.
 func TestWebhookReceiverCannotHoldTheLog(t *testing.T) {
 	cases := map[string]struct {
-		receiver func(*testing.T) string
+		receiver func(testing.TB) string
 		shutdown time.Duration
 		// limit on Stop: a receiver that fails at once lets it return
 		// long before its bound.
 		stopWithin time.Duration
 		notSent    []string // in the error of the shutdown log line, after the URL
 	}{
-		"accepts and never answers": {silentReceiver, time.Second, 3 * time.Second, []string{" had not answered when the shutdown bound of 1s passed"}},
-		"refuses connections":       {closedPort, WebhookShutdownTimeout, 5 * time.Second, []string{": Post ", "refused"}},
-		"answers 500":               {brokenReceiver, WebhookShutdownTimeout, 5 * time.Second, []string{" answered 500 Internal Server Error: receiver broken"}},
+		"accepts and never answers": {badreceiver.Silent, time.Second, 3 * time.Second, []string{" had not answered when the shutdown bound of 1s passed"}},
+		"refuses connections":       {badreceiver.Refusing, WebhookShutdownTimeout, 5 * time.Second, []string{": Post ", "refused"}},
+		"answers 500":               {badreceiver.Broken, WebhookShutdownTimeout, 5 * time.Second, []string{" answered 500 Internal Server Error: receiver broken"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			url := tc.receiver(t) + "/audit"
-			logs := &logLines{}
+			logs := &badreceiver.Log{}
 			wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, strings.TrimSuffix(url, "/audit")), BufferSize: 10, BatchMaxSize: 1,
-				InitialBackoff: time.Hour, ShutdownTimeout: tc.shutdown, Log: logs.logger()})
+				InitialBackoff: time.Hour, ShutdownTimeout: tc.shutdown, Log: logs.Logger()})
 			wh.Start()
 			path := filepath.Join(t.TempDir(), "audit.log")
 			l := openLog(t, Options{Path: path, OnRecord: wh.Record})
@@ -214,7 +121,7 @@ func TestWebhookReceiverCannotHoldTheLog(t *testing.T) {
 				t.Fatalf("sent %v, overflow %v, failed %v: want none sent, most dropped, and every one of the %d records counted once", sent, overflow, failed, l.Seq())
 			}
 
-			drops := logs.with("audit records dropped from the webhook; the log file keeps them")
+			drops := logs.With("audit records dropped from the webhook; the log file keeps them")
 			var logged float64
 			for _, d := range drops {
 				logged += d["dropped"].(float64)
@@ -225,7 +132,7 @@ func TestWebhookReceiverCannotHoldTheLog(t *testing.T) {
 			if len(drops) == 0 || len(drops) > 2 || logged != overflow {
 				t.Errorf("%d overflow log lines counting %v records, want one when dropping starts and one at shutdown, counting all %v", len(drops), logged, overflow)
 			}
-			notSent := logs.with("audit records not sent to the webhook receiver at shutdown; the log file keeps them")
+			notSent := logs.With("audit records not sent to the webhook receiver at shutdown; the log file keeps them")
 			if len(notSent) != 1 || notSent[0]["records"].(float64) != failed {
 				t.Fatalf("shutdown log lines %v, want one counting the %v records not sent", notSent, failed)
 			}
@@ -242,15 +149,15 @@ func TestWebhookReceiverCannotHoldTheLog(t *testing.T) {
 // TestWebhookRequestsTimeOut: a receiver that never answers costs each
 // request RequestTimeout, and its batch is dropped after the retries.
 func TestWebhookRequestsTimeOut(t *testing.T) {
-	url := silentReceiver(t)
-	logs := &logLines{}
+	url := badreceiver.Silent(t)
+	logs := &badreceiver.Log{}
 	wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, url), BatchMaxSize: 1, InitialBackoff: time.Millisecond, Retries: 1,
-		RequestTimeout: 100 * time.Millisecond, Log: logs.logger()})
+		RequestTimeout: 100 * time.Millisecond, Log: logs.Logger()})
 	wh.Start()
 	wh.Record(1, []byte(`{"kind":"Event"}`+"\n"))
 	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(wh.failed) == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the batch was not given up 10s after it was queued, with two requests of 100ms; log: %v", logs.lines)
+			t.Fatalf("the batch was not given up 10s after it was queued, with two requests of 100ms; log: %v", logs.Lines())
 		}
 	}
 	want := "audit webhook receiver " + url + "/audit did not answer within 100ms"
@@ -258,7 +165,7 @@ func TestWebhookRequestsTimeOut(t *testing.T) {
 		"sending audit records to the webhook receiver failed; retrying",
 		"audit records not sent to the webhook receiver after every retry; the log file keeps them",
 	} {
-		if got := logs.with(msg); len(got) != 1 || got[0]["error"] != want {
+		if got := logs.With(msg); len(got) != 1 || got[0]["error"] != want {
 			t.Errorf("log lines %q: %v, want one with error %q", msg, got, want)
 		}
 	}
@@ -269,7 +176,7 @@ func TestWebhookRequestsTimeOut(t *testing.T) {
 // the record's request at once with an error naming the receiver, and the
 // log file holds the request as a deny in place of its record.
 func TestWebhookBlockRefusesAtOnce(t *testing.T) {
-	url := silentReceiver(t)
+	url := badreceiver.Silent(t)
 	wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, url), BufferSize: 10, BatchMaxSize: 1, Block: true,
 		ShutdownTimeout: time.Second, Log: logr.Discard()})
 	wh.Start()
@@ -340,7 +247,7 @@ func TestWebhookBlockRefusesAtOnce(t *testing.T) {
 // TestWebhookStopWithoutStart: records queued for a webhook that never
 // started are tried once at Stop, and counted when the receiver fails.
 func TestWebhookStopWithoutStart(t *testing.T) {
-	wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, closedPort(t)), Log: logr.Discard()})
+	wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, badreceiver.Refusing(t)), Log: logr.Discard()})
 	for i := range 3 {
 		wh.Record(uint64(i+1), []byte(`{"kind":"Event"}`+"\n"))
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +19,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/internal/badreceiver"
 )
 
 // TestStuckWebhookReceiverAndSIGTERM runs the agent binary as the attack
@@ -33,44 +32,17 @@ func TestStuckWebhookReceiverAndSIGTERM(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("unix sockets and SIGTERM")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		connMu sync.Mutex
-		conns  []net.Conn
-	)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			connMu.Lock()
-			conns = append(conns, c)
-			connMu.Unlock()
-			go func() { _, _ = io.Copy(io.Discard, c) }() // read, never answer
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		connMu.Lock()
-		defer connMu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	receiver := badreceiver.Silent(t)
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "receiver.kubeconfig")
 	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
 kind: Config
-clusters: [{name: r, cluster: {server: "http://%s/audit"}}]
+clusters: [{name: r, cluster: {server: "%s/audit"}}]
 users: [{name: r, user: {}}]
 contexts: [{name: r, context: {cluster: r, user: r}}]
 current-context: r
-`, ln.Addr()), 0o600); err != nil {
+`, receiver), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sockets, kubelet, auditPath := filepath.Join(dir, "sockets"), filepath.Join(dir, "kubelet"), filepath.Join(dir, "audit", "audit.log")

@@ -2,13 +2,8 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -29,94 +23,15 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/internal/badreceiver"
 )
-
-// Audit webhook receivers that misbehave, on real sockets; each returns
-// its URL.
-var badReceivers = map[string]func(*testing.T) string{
-	"accepts and never answers": func(t *testing.T) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var conns []net.Conn
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-				go func() { _, _ = io.Copy(io.Discard, c) }()
-			}
-		}()
-		t.Cleanup(func() {
-			ln.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range conns {
-				c.Close()
-			}
-		})
-		return "http://" + ln.Addr().String()
-	},
-	"refuses connections": func(t *testing.T) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln.Close()
-		return "http://" + ln.Addr().String()
-	},
-	"answers 500": func(t *testing.T) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			http.Error(w, "receiver broken", http.StatusInternalServerError)
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
-	},
-}
-
-// jsonLog captures an agent's log lines.
-type jsonLog struct {
-	mu    sync.Mutex
-	lines []map[string]any
-}
-
-func (j *jsonLog) logger() logr.Logger {
-	return funcr.NewJSON(func(obj string) {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(obj), &m); err != nil {
-			panic(err)
-		}
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		j.lines = append(j.lines, m)
-	}, funcr.Options{})
-}
-
-func (j *jsonLog) with(msg string) []map[string]any {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	var out []map[string]any
-	for _, l := range j.lines {
-		if l["msg"] == msg {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // webhookAgent is an agent assembled by Run, as the command line runs
 // it, whose audit webhook sends to a receiver.
 type webhookAgent struct {
 	socketDir, kubelet, auditPath string
 	reg                           *prometheus.Registry
-	log                           *jsonLog
+	log                           *badreceiver.Log
 	cancel                        context.CancelFunc
 	done                          chan error
 }
@@ -134,7 +49,7 @@ func runWebhookAgent(t *testing.T, url string, block bool) *webhookAgent {
 	}
 	t.Cleanup(func() { os.RemoveAll(sockets) })
 	a := &webhookAgent{socketDir: sockets, kubelet: filepath.Join(base, "kubelet"), auditPath: filepath.Join(base, "audit", "audit.log"),
-		reg: prometheus.NewRegistry(), log: &jsonLog{}, done: make(chan error, 1)}
+		reg: prometheus.NewRegistry(), log: &badreceiver.Log{}, done: make(chan error, 1)}
 	if err := os.MkdirAll(a.kubelet, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +64,7 @@ current-context: audit
 		t.Fatal(err)
 	}
 	cfg := Config{
-		Agent: Options{Log: a.log.logger(), KubeletPath: a.kubelet, SocketDir: sockets, Registry: a.reg},
+		Agent: Options{Log: a.log.Logger(), KubeletPath: a.kubelet, SocketDir: sockets, Registry: a.reg},
 		Guard: GuardConfig{
 			Audit: audit.Options{Path: a.auditPath, MaxSize: 100 << 20}, AuditLevel: audit.LevelMetadata, AuditFailure: guard.FailDeny,
 			AuditWebhook: audit.WebhookOptions{ConfigFile: kubeconfig, BatchMaxSize: 1, BatchMaxWait: audit.DefaultWebhookBatchMaxWait,
@@ -281,7 +196,7 @@ func (a *webhookAgent) counter(t *testing.T, name string) float64 {
 // refused at once with a message naming the receiver, and the log file
 // holds each as a deny.
 func TestWebhookReceiverCannotHoldTheAgent(t *testing.T) {
-	for name, receiver := range badReceivers {
+	for name, receiver := range badreceiver.All {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			url := receiver(t) + "/audit"
@@ -323,7 +238,7 @@ func webhookDrops(t *testing.T, url string) {
 	if sent != 0 || overflow < 380 || sent+overflow+failed != float64(rep.Records) {
 		t.Fatalf("webhook sent %v, overflow %v, failed %v; want none sent, most dropped, and each of the %d records in the log counted once", sent, overflow, failed, rep.Records)
 	}
-	drops := a.log.with("audit records dropped from the webhook; the log file keeps them")
+	drops := a.log.With("audit records dropped from the webhook; the log file keeps them")
 	want := "audit webhook " + url + ": buffer of 10 records full; the receiver is not keeping up"
 	if len(drops) == 0 || len(drops) > 2 || drops[0]["error"] != want {
 		t.Fatalf("overflow log lines %v; want one or two (rate-limited), saying %q", drops, want)
@@ -391,7 +306,7 @@ func TestWebhookBlockingNeedsAuditFailureDeny(t *testing.T) {
 // the operation runs; the completion of an operation that ran is never
 // refused, even with the buffer full.
 func TestWebhookBlockingRefusesBeforeTheHostOperation(t *testing.T) {
-	url := badReceivers["refuses connections"](t) + "/audit"
+	url := badreceiver.Refusing(t) + "/audit"
 	a := runWebhookAgent(t, url, true)
 	conn, err := grpc.NewClient("unix://"+server.SocketPath(a.socketDir, "filesystem", "v1"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
