@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -18,36 +17,15 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/controller/limits"
+	"github.com/pipeguard/pipeguard/internal/samplepods"
 	"github.com/pipeguard/pipeguard/policy"
 )
 
-// mountsPod is a pod in team-a whose one container mounts CSI Proxy's
-// disk pipe through n volumes: pipe-000, pipe-001 and on.
+// mountsPod is samplepods.ManyPipeMounts in team-a, with a UID.
 func mountsPod(name string, n int) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", UID: types.UID("uid-" + name)}}
-	c := corev1.Container{Name: "driver", Image: "driver"}
-	for i := range n {
-		v := fmt.Sprintf("pipe-%03d", i)
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: `\\.\pipe\csi-proxy-disk-v1`},
-		}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v, MountPath: fmt.Sprintf(`C:\pipe\%03d`, i)})
-	}
-	p.Spec.Containers = []corev1.Container{c}
+	p := samplepods.ManyPipeMounts(name, "team-a", n)
+	p.UID = types.UID("uid-" + name)
 	return p
-}
-
-// mountedThrough lists the targets of volumes pipe-000 to pipe-<n-1> as a
-// message names them: "a, b and c".
-func mountedThrough(n int) string {
-	var ts []string
-	for i := range n {
-		ts = append(ts, fmt.Sprintf(`\\.\pipe\csi-proxy-disk-v1 through volume "pipe-%03d"`, i))
-	}
-	if n == 1 {
-		return ts[0]
-	}
-	return strings.Join(ts[:n-1], ", ") + " and " + ts[n-1]
 }
 
 // csiPolicy allows CSI Proxy's pipes in namespace csi-driver only.
@@ -96,9 +74,9 @@ func TestViolationEvents(t *testing.T) {
 
 	const why = `, but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, add "team-a" to spec.allow.namespaces of PipeAccessPolicy "csi", or run the container as privileged or HostProcess`
 	want := []string{
-		`Warning PipeAccessViolation Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + mountedThrough(11) + why +
+		`Warning PipeAccessViolation Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(11) + why +
 			`; … and 139 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`,
-		`Warning PipeAccessViolation Pod one: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + mountedThrough(1) + why,
+		`Warning PipeAccessViolation Pod one: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(1) + why,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d events, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))

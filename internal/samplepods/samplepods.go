@@ -1,9 +1,13 @@
-// Package samplepods holds realistic pods that benchmarks and load tools
-// review: a Windows CSI node plugin pod and an ordinary application pod.
+// Package samplepods holds realistic pods that benchmarks, load tools and
+// tests review: a Windows CSI node plugin pod, an ordinary application pod,
+// and a pod with many pipe mounts.
 // Their namespace is "kube-system"; callers move them where they need.
 package samplepods
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -60,4 +64,36 @@ func Plain() *corev1.Pod {
 		p.Spec.Containers[i].SecurityContext = nil
 	}
 	return p
+}
+
+// ManyPipeMounts is a pod in namespace ns whose one container, "driver",
+// mounts CSI Proxy's disk pipe through n hostPath volumes: pipe-000,
+// pipe-001 and on. It carries no allowance, so each mount is a violation.
+func ManyPipeMounts(name, ns string, n int) *corev1.Pod {
+	no := false
+	c := corev1.Container{Name: "driver", Image: "driver"}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{ServiceAccountName: "default", AutomountServiceAccountToken: &no}}
+	for i := range n {
+		v := fmt.Sprintf("pipe-%03d", i)
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: `\\.\pipe\csi-proxy-disk-v1`},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v, MountPath: fmt.Sprintf(`C:\pipe\%03d`, i)})
+	}
+	p.Spec.Containers = []corev1.Container{c}
+	return p
+}
+
+// ThroughVolumes names the first n mounts of ManyPipeMounts as a message
+// lists them: "a, b and c".
+func ThroughVolumes(n int) string {
+	var ts []string
+	for i := range n {
+		ts = append(ts, fmt.Sprintf(`\\.\pipe\csi-proxy-disk-v1 through volume "pipe-%03d"`, i))
+	}
+	if n == 1 {
+		return ts[0]
+	}
+	return strings.Join(ts[:n-1], ", ") + " and " + ts[n-1]
 }

@@ -16,35 +16,8 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/controller/limits"
+	"github.com/pipeguard/pipeguard/internal/samplepods"
 )
-
-// manyMountsPod is a pod in team-a whose one container mounts CSI Proxy's
-// disk pipe through n volumes: pipe-000, pipe-001 and on.
-func manyMountsPod(name string, n int) *corev1.Pod {
-	p := pipePod(name, "team-a")
-	p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts = nil, nil
-	for i := range n {
-		v := fmt.Sprintf("pipe-%03d", i)
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: `\\.\pipe\csi-proxy-disk-v1`},
-		}})
-		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v, MountPath: fmt.Sprintf(`C:\pipe\%03d`, i)})
-	}
-	return p
-}
-
-// throughVolumes names the mounts of volumes pipe-000 to pipe-<n-1> as a
-// message does: "a, b and c".
-func throughVolumes(n int) string {
-	var ts []string
-	for i := range n {
-		ts = append(ts, fmt.Sprintf(`\\.\pipe\csi-proxy-disk-v1 through volume "pipe-%03d"`, i))
-	}
-	if n == 1 {
-		return ts[0]
-	}
-	return strings.Join(ts[:n-1], ", ") + " and " + ts[n-1]
-}
 
 // eventNote waits for the Events with reason about the object named name
 // in namespace ns, and returns their message as kubectl describe shows
@@ -83,14 +56,14 @@ func TestViolationEventOfManyMounts(t *testing.T) {
 	c, _ := startAudited(t, time.Hour, func(c client.Client) {
 		mustCreate(t, c,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
-			manyMountsPod("many", 150),
-			manyMountsPod("one", 1),
+			samplepods.ManyPipeMounts("many", "team-a", 150),
+			samplepods.ManyPipeMounts("one", "team-a", 1),
 		)
 	})
 	const why = `, but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
 
 	many := eventNote(t, c, "team-a", "many", controller.ReasonAuditViolation)
-	want := `Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + throughVolumes(11) + why +
+	want := `Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(11) + why +
 		`; … and 139 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`
 	if many != want {
 		t.Errorf("the Event of the pod with 150 mounts says\n%s\nwant\n%s", many, want)
@@ -103,7 +76,7 @@ func TestViolationEventOfManyMounts(t *testing.T) {
 	}
 
 	one := eventNote(t, c, "team-a", "one", controller.ReasonAuditViolation)
-	if want := `Pod one: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + throughVolumes(1) + why; one != want {
+	if want := `Pod one: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(1) + why; one != want {
 		t.Errorf("the Event of the pod with one mount says\n%s\nwant\n%s", one, want)
 	}
 }
