@@ -6,8 +6,12 @@ SHELL := /usr/bin/env bash -o errexit -o nounset -o pipefail
 
 GO       ?= go
 BIN      := $(CURDIR)/bin
-IMG      ?= ghcr.io/pipeguard/pipeguard:dev
-AGENT_IMG ?= ghcr.io/pipeguard/pipeguard-agent:dev
+# The images to build and install. No pipeguard image is published: build
+# and push your own (make docker-build, make docker-build-agent) and name it
+# here. make render and make deploy refuse to go on without the image an
+# overlay runs.
+IMG       ?=
+AGENT_IMG ?=
 
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
@@ -140,45 +144,45 @@ $(GATEKEEPER): hack/tools/gatekeeper/go.mod hack/tools/gatekeeper/go.sum
 ##@ Deployment
 
 # OVERLAY is the directory of config/ to render or install: default,
-# cert-manager, agent, prometheus, samples, local. KUBECTL defaults to the
-# kubectl that hack/control-plane.sh builds; set KUBECTL=kubectl for yours.
-OVERLAY ?= default
+# cert-manager, agent, prometheus, samples, local. hack/deploy.sh does the
+# work: it writes $(DEPLOY_DIR)/kustomization.yaml with hack/kustomization
+# (which parses IMG and AGENT_IMG as docker does and stops make with an error
+# naming the variable when one is malformed), refuses while the overlay would
+# run an image that is not set or not published, and for deploy checks the
+# CRDs the overlay needs from other projects before applying anything. An
+# overlay with a Deployment and a webhook configuration (default,
+# cert-manager) is applied in three steps: everything but the webhook
+# configuration, kubectl rollout status of the Deployment (at most
+# ROLLOUT_TIMEOUT), then the webhook configuration, so that the fail-closed
+# webhook is registered only once a replica answers. kubectl is $(KUBECTL)
+# when set, else kubectl from PATH, else the one hack/control-plane.sh builds.
+OVERLAY         ?= default
+DEPLOY_DIR      ?= $(BIN)/deploy
+ROLLOUT_TIMEOUT ?= 5m
+deploy_sh = OVERLAY='$(OVERLAY)' IMG='$(IMG)' AGENT_IMG='$(AGENT_IMG)' DEPLOY_DIR='$(DEPLOY_DIR)' ROLLOUT_TIMEOUT='$(ROLLOUT_TIMEOUT)' GO='$(GO)' hack/deploy.sh
 
 .PHONY: render
-render: ## Print the manifests of config/OVERLAY (default: default) with the IMG and AGENT_IMG images.
-	@$(call kustomization) && $(kubectl) kustomize $(DEPLOY_DIR)
+render: ## Print the manifests of config/OVERLAY (default: default) with IMG (and AGENT_IMG for config/agent); refuses while one it runs is unset. kubectl: KUBECTL, else from PATH, else built by make control-plane.
+	@$(deploy_sh) render
 
 .PHONY: deploy
-deploy: ## Install config/OVERLAY with the IMG and AGENT_IMG images into the current kubectl context (first checking the CRDs it needs).
-	@k=$(kubectl) && $(call kustomization,--preflight-kubectl "$$k") && "$$k" apply --server-side -k $(DEPLOY_DIR)
+deploy: ## Install config/OVERLAY with IMG (and AGENT_IMG) into the current kubectl context: CRD prerequisites first, the webhook configuration only after the Deployment rolled out (ROLLOUT_TIMEOUT, default 5m).
+	@$(deploy_sh) deploy
 
 .PHONY: undeploy
 undeploy: ## Remove config/OVERLAY; the webhook configuration goes first, so nothing is rejected meanwhile.
-	case "$(OVERLAY)" in default|cert-manager|local) $(kubectl) delete validatingwebhookconfiguration pipeguard --ignore-not-found;; esac
-	$(kubectl) delete -k config/$(OVERLAY) --ignore-not-found
-
-# kustomization writes $(DEPLOY_DIR)/kustomization.yaml: config/$(OVERLAY)
-# with the images set from IMG and AGENT_IMG, which hack/kustomization
-# parses as docker does: name, name:tag, registry:5000/name:tag,
-# name@sha256:..., name:tag@sha256:... (no tag and no digest means :latest).
-# A malformed reference stops make with an error naming the variable. For
-# deploy it first checks with kubectl that the cluster has the CRDs the
-# overlay needs from other projects (Prometheus Operator, cert-manager) and
-# stops before anything is applied when one is missing.
-DEPLOY_DIR ?= $(BIN)/deploy
-kubectl = "$${KUBECTL:-$$(hack/control-plane.sh | tail -n 1)/kubectl}"
-define kustomization
-$(GO) run ./hack/kustomization --overlay '$(OVERLAY)' --img '$(IMG)' --agent-img '$(AGENT_IMG)' --out '$(DEPLOY_DIR)' $(1)
-endef
+	@$(deploy_sh) undeploy
 
 ##@ Images
 
 .PHONY: docker-build
-docker-build: ## Build the webhook/CLI image (needs a Docker engine).
+docker-build: ## Build the webhook/CLI image IMG (needs a Docker engine).
+	@[ -n '$(IMG)' ] || { echo 'make docker-build: IMG is not set: name the image to build, e.g. make docker-build IMG=registry.example.com/pipeguard:v0.1.0'; exit 1; }
 	docker build -t $(IMG) .
 
 .PHONY: docker-build-agent
-docker-build-agent: ## Build and push the Windows HostProcess image of the agent (needs docker buildx).
+docker-build-agent: ## Build and push the Windows HostProcess image of the agent AGENT_IMG (needs docker buildx).
+	@[ -n '$(AGENT_IMG)' ] || { echo 'make docker-build-agent: AGENT_IMG is not set: name the image to build and push, e.g. make docker-build-agent AGENT_IMG=registry.example.com/pipeguard-agent:v0.1.0'; exit 1; }
 	docker buildx build --platform windows/amd64 -f Dockerfile.agent.windows -t $(AGENT_IMG) --push .
 
 $(CONTROLLER_GEN):

@@ -25,10 +25,11 @@ func TestDeployPreflight(t *testing.T) {
 	clusterEnv := append(os.Environ(), "KUBECTL="+k.bin, "KUBECONFIG="+kubeconfig)
 
 	// deploy runs make deploy OVERLAY=overlay as an admin does, with this
-	// cluster as the current context, and returns its output and exit code.
+	// cluster as the current context and an image named, and returns its
+	// output and exit code.
 	deploy := func(t *testing.T, overlay string) (string, int) {
 		t.Helper()
-		return runCommand(t, clusterEnv, "make", "--no-print-directory", "deploy", "OVERLAY="+overlay, "DEPLOY_DIR="+t.TempDir())
+		return runCommand(t, clusterEnv, "make", "--no-print-directory", "deploy", "OVERLAY="+overlay, "IMG=localhost:5000/pipeguard:v1", "DEPLOY_DIR="+t.TempDir())
 	}
 	// absent fails the test when kubectl finds the object.
 	absent := func(t *testing.T, args ...string) {
