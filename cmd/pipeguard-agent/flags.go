@@ -17,6 +17,12 @@ import (
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
 
+// DefaultAuditMaxBackups is how many rotated audit files the agent keeps
+// unless told otherwise: with the default size of 100 MB, the audit log
+// takes about 1.1 GB of the node's disk at most (the current file and ten
+// backups), instead of growing until the disk is full.
+const DefaultAuditMaxBackups = 10
+
 // config is the parsed command line.
 type config struct {
 	app.Config
@@ -94,7 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	var level, failure, webhookMode string
 	fs.StringVar(&cfg.Guard.Audit.Path, "audit-log-path", defaultAuditLogPath(), `audit log file; rotated files are kept beside it; "-" writes the records to standard output`)
 	fs.Int64Var(&maxSizeMB, "audit-log-maxsize", 100, "megabytes after which the audit log is rotated; 0 never rotates")
-	fs.IntVar(&cfg.Guard.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit files to keep; older ones are removed after a prune checkpoint records them; 0 keeps every file")
+	fs.IntVar(&cfg.Guard.Audit.MaxBackups, "audit-log-maxbackup", DefaultAuditMaxBackups, "rotated audit files to keep (with the 100 MB default size, about 1 GB of audit log on the node); older ones are removed after a prune checkpoint records them; 0 keeps every file. To keep more, raise it, or send the records off the node with --audit-webhook-config-file")
 	fs.StringVar(&level, "audit-level", string(audit.LevelMetadata), "Metadata (who called what, decision, outcome) or Request (also the request body, secrets redacted)")
 	fs.StringVar(&failure, "audit-failure", string(guard.FailDeny), "when a record cannot be written: deny the request, or allow it with a loud log and the metric pipeguard_agent_audit_write_failures_total")
 	fs.StringVar(&cfg.Guard.AuditAnchor.Namespace, "audit-anchor-namespace", anchor.DefaultNamespace, "namespace of the Lease pipeguard-audit-<node> to which the agent publishes the head of its audit chain, with --kubeconfig and --node-name; must be the namespace whose anchors the policy of config/agent guards, the one it installs to (its DaemonSet passes its own; see docs/audit.md)")
@@ -165,7 +171,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 			fmt.Fprintln(stderr, "--audit-log-path -: standard output is not rotated; drop --audit-log-maxsize and --audit-log-maxbackup")
 			return cfg, 2, false
 		}
-		maxSizeMB = 0
+		maxSizeMB, cfg.Guard.Audit.MaxBackups = 0, 0
 	}
 	if cfg.Guard.AuditWebhook.BatchMaxSize <= 0 || cfg.Guard.AuditWebhook.BatchMaxWait <= 0 || cfg.Guard.AuditWebhook.BufferSize <= 0 || cfg.Guard.AuditWebhook.InitialBackoff <= 0 {
 		fmt.Fprintln(stderr, "--audit-webhook-batch-max-size, --audit-webhook-batch-max-wait, --audit-webhook-batch-buffer-size and --audit-webhook-initial-backoff must be positive")

@@ -70,8 +70,18 @@ func TestParseFlags(t *testing.T) {
 			},
 		},
 		"audit defaults": {args: nil, ok: true, check: func(t *testing.T, c config) {
-			if c.Guard.Audit.Path != defaultAuditLogPath() || c.Guard.Audit.MaxSize != 100<<20 || c.Guard.Audit.MaxBackups != 0 || c.Guard.AuditLevel != "Metadata" || c.Guard.AuditFailure != "deny" || c.Guard.PolicyDir != "" {
+			if c.Guard.Audit.Path != defaultAuditLogPath() || c.Guard.Audit.MaxSize != 100<<20 || c.Guard.Audit.MaxBackups != 10 || c.Guard.AuditLevel != "Metadata" || c.Guard.AuditFailure != "deny" || c.Guard.PolicyDir != "" {
 				t.Errorf("defaults %+v", c)
+			}
+		}},
+		"audit retention can be unbounded": {args: []string{"--audit-log-maxbackup", "0"}, ok: true, check: func(t *testing.T, c config) {
+			if c.Guard.Audit.MaxBackups != 0 {
+				t.Errorf("--audit-log-maxbackup 0 parsed as %d", c.Guard.Audit.MaxBackups)
+			}
+		}},
+		"audit to standard output keeps no backups": {args: []string{"--audit-log-path", "-"}, ok: true, check: func(t *testing.T, c config) {
+			if c.Guard.Audit.MaxBackups != 0 || c.Guard.Audit.MaxSize != 0 {
+				t.Errorf("standard output is rotated: %+v", c.Guard.Audit)
 			}
 		}},
 		"webhook mode blocking": {args: []string{"--audit-webhook-mode", "blocking"}, ok: true, check: func(t *testing.T, c config) {
