@@ -29,6 +29,7 @@ func run() int {
 	fs.StringVar(&opts.CertName, "webhook-cert-name", "tls.crt", "certificate file name in --webhook-cert-path")
 	fs.StringVar(&opts.KeyName, "webhook-cert-key", "tls.key", "key file name in --webhook-cert-path")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 disables it")
+	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS only to callers whose token the API server authenticates and authorizes for get on /metrics (ClusterRole pipeguard-metrics-reader); the Deployment of config/manager sets it. Without it /metrics is plain HTTP with no authentication: local runs only")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes policy status")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (the pod's namespace when empty)")

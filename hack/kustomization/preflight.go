@@ -25,7 +25,7 @@ func prerequisiteOf(overlay string) (p prerequisite, ok bool) {
 	switch overlay {
 	case "prometheus":
 		return prerequisite{
-			CRDs:        []string{"servicemonitors.monitoring.coreos.com", "podmonitors.monitoring.coreos.com"},
+			CRDs:        []string{"servicemonitors.monitoring.coreos.com", "podmonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"},
 			InstalledBy: "the Prometheus Operator (kube-prometheus-stack installs it)",
 			Instead: "apply only pipeguard-webhook's metrics Service and scrape it with a scrape config of your own:\n" +
 				"  kubectl apply --server-side -f config/prometheus/metrics_service.yaml",

@@ -96,8 +96,12 @@ func TestDeployPreflight(t *testing.T) {
 		absent(t, "clusterrole", "pipeguard-metrics-reader")
 	})
 	t.Run("config/prometheus with the Prometheus Operator's CRDs is applied", func(t *testing.T) {
-		k.must(t, []byte(minimalCRD("monitoring.coreos.com", "podmonitors", "PodMonitor")), "apply", "--server-side", "-f", "-")
-		k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/podmonitors.monitoring.coreos.com")
+		// The operator installs its CRDs together, PrometheusRule (the
+		// alerts) among them.
+		for _, c := range [][2]string{{"podmonitors", "PodMonitor"}, {"prometheusrules", "PrometheusRule"}} {
+			k.must(t, []byte(minimalCRD("monitoring.coreos.com", c[0], c[1])), "apply", "--server-side", "-f", "-")
+			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+c[0]+".monitoring.coreos.com")
+		}
 		// config/default and config/agent come first and make the namespaces.
 		k.must(t, nil, "create", "namespace", "pipeguard-system")
 		k.must(t, nil, "create", "namespace", "pipeguard-agent")
@@ -108,6 +112,7 @@ func TestDeployPreflight(t *testing.T) {
 		k.must(t, nil, "get", "--namespace", "pipeguard-agent", "podmonitor", "pipeguard-agent")
 		k.must(t, nil, "get", "--namespace", "pipeguard-system", "servicemonitor", "pipeguard-webhook")
 		k.must(t, nil, "get", "clusterrole", "pipeguard-metrics-reader")
+		k.must(t, nil, "get", "--namespace", "pipeguard-system", "prometheusrule", "pipeguard")
 	})
 	t.Run("config/cert-manager with cert-manager's CRDs passes the preflight", func(t *testing.T) {
 		for _, c := range [][2]string{{"certificates", "Certificate"}, {"issuers", "Issuer"}} {

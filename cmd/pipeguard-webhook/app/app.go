@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -60,6 +59,12 @@ type Options struct {
 
 	// MetricsAddr serves /metrics; "0" disables it.
 	MetricsAddr string
+	// MetricsSecure serves /metrics over HTTPS to callers the API server
+	// authenticates (TokenReview) and authorizes for get on the
+	// non-resource URL /metrics (SubjectAccessReview); the webhook's
+	// identity needs create on tokenreviews and subjectaccessreviews.
+	// Without it /metrics is plain HTTP with no authentication.
+	MetricsSecure bool
 	// ProbeAddr serves /healthz and /readyz; "0" disables it.
 	ProbeAddr string
 	// Registry receives pipeguard's metrics. Defaults to controller-runtime's
@@ -131,7 +136,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Scheme:                  scheme,
 		Cache:                   cacheOptions(),
 		Logger:                  opts.Logger,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 metricsOptions(opts.MetricsAddr, opts.MetricsSecure),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        LeaderElectionID,
