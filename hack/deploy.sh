@@ -158,6 +158,15 @@ if [ "$action" = render ]; then
 	exit 0
 fi
 
+# config/networkpolicy ships without the API servers' address range, which
+# only the cluster's admin knows.
+if grep -q 'SET-THE-API-SERVER-CIDR' "$out/manifests.yaml"; then
+	fail "config/$overlay: the NetworkPolicy pipeguard-webhook does not name the address range your API servers connect from (cidr: SET-THE-API-SERVER-CIDR).
+Set it in config/$overlay/webhook-ingress.yaml, or in an overlay of your own, e.g. the control plane nodes' subnet:
+  cidr: 10.0.0.0/24
+Nothing was applied: a policy without it would stop the API server from calling the fail-closed webhook."
+fi
+
 # deploy: the CRDs the overlay needs from other projects are checked first,
 # and nothing is applied when one is missing.
 "$go" run ./hack/kustomization --overlay "$overlay" --out "$out" \
