@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -18,6 +21,7 @@ import (
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 	"github.com/pipeguard/pipeguard/internal/samplepods"
 	"github.com/pipeguard/pipeguard/policy"
+	"github.com/pipeguard/pipeguard/webhook/prefilter"
 )
 
 // e2eCommand measures pod creation through kube-apiserver.
@@ -47,7 +51,11 @@ const vapRule = `(has(namespaceObject.metadata.labels) && '` + policy.AllowLabel
 // and pipeguard as webhooks and the ValidatingAdmissionPolicy, each for a
 // namespace of its own, and creates pods in the namespaces by turns, pod by
 // pod, round after round: CSI node pods (with hostPath pipe mounts, allowed by the
-// namespace's label) and pods without a host path.
+// namespace's label), pods without a host path, and log shippers whose
+// hostPath volumes are ordinary directories. pipeguard is registered with
+// the matchConditions it ships with, so the API server calls it only for
+// pods that could name a pipe; the floor has none and is called for every
+// pod.
 func e2eMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadtest "+e2eCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -68,6 +76,10 @@ func e2eMain(args []string, stdout, stderr io.Writer) int {
 				t, kind, results.Median(results.AddedP50(runs, t, e2eNone, kind)))
 		}
 	}
+	fmt.Fprintf(stdout, "%-26s %-11s added p50 %.3f ms, p50 %.3f× no admission check's (medians of per-round values; its matchConditions skip the webhook)\n",
+		TargetPipeguard, results.KindOrdinaryHostPath,
+		results.Median(results.AddedP50(runs, TargetPipeguard, e2eNone, results.KindOrdinaryHostPath)),
+		results.Median(results.P50Ratios(runs, TargetPipeguard, e2eNone, results.KindOrdinaryHostPath)))
 	if *jsonPath != "" && !writeJSON(*jsonPath, results.EndToEnd{VAPRule: vapRule, Runs: runs}) {
 		return 1
 	}
@@ -87,13 +99,23 @@ func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*result
 	if err != nil {
 		return nil, err
 	}
+	shipped, err := shippedPodConditions()
+	if err != nil {
+		return nil, err
+	}
+	children := map[string]*child{}
 	for _, name := range []string{TargetFloor, TargetPipeguard} {
 		srv, err := startChild(ctx, name)
 		if err != nil {
 			return nil, err
 		}
 		defer srv.Stop()
-		if err := c.Create(ctx, webhookConfig(name, srv.URL, srv.CAPEM)); err != nil {
+		children[name] = srv
+		var conds []admissionregistrationv1.MatchCondition
+		if name == TargetPipeguard {
+			conds = shipped
+		}
+		if err := c.Create(ctx, webhookConfig(name, srv.URL, srv.CAPEM, conds)); err != nil {
 			return nil, err
 		}
 	}
@@ -141,20 +163,119 @@ func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*result
 			}
 		}
 	}
+	if err := confirmSkipped(ctx, c, children[TargetPipeguard], seq); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "pipeguard stopped: %s pods still admitted, hostpath pods refused\n", results.KindOrdinaryHostPath)
 	return out, nil
+}
+
+// shippedPodsWebhook is the webhook of config/webhook/manifests.yaml that
+// reviews pods.
+const shippedPodsWebhook = "pods.pipeguard.io"
+
+// shippedPodConditions returns the matchConditions with which pipeguard's
+// shipped configuration sends pods to its webhook, read from
+// config/webhook/manifests.yaml in the repository holding the working
+// directory.
+func shippedPodConditions() ([]admissionregistrationv1.MatchCondition, error) {
+	const rel = "config/webhook/manifests.yaml"
+	file, err := repoFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := prefilter.Load(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading pipeguard's webhook configuration: %w", err)
+	}
+	for _, w := range cfg.Webhooks {
+		if w.Name == shippedPodsWebhook {
+			if len(w.MatchConditions) == 0 {
+				return nil, fmt.Errorf("%s: webhook %s has no matchConditions", file, shippedPodsWebhook)
+			}
+			return w.MatchConditions, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no webhook %s", file, shippedPodsWebhook)
+}
+
+// repoFile finds rel in the working directory or the nearest directory
+// above it that holds a go.mod: the pipeguard repository, from its root
+// (make bench) or a package directory (go test).
+func repoFile(rel string) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			file := filepath.Join(dir, filepath.FromSlash(rel))
+			if _, err := os.Stat(file); err != nil {
+				return "", fmt.Errorf("cannot read pipeguard's %s: %w", rel, err)
+			}
+			return file, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("cannot find pipeguard's %s: no go.mod in %s or above it; run from the pipeguard repository", rel, wd)
+		}
+	}
+}
+
+// confirmSkipped stops pipeguard's server and shows that the API server
+// does not call it for ordinary hostPath pods: its webhook fails closed, so
+// a CSI node pod is refused once it is gone, while an ordinary hostPath pod
+// is still admitted in the same namespace.
+func confirmSkipped(ctx context.Context, c crclient.Client, pipeguard *child, seq int) error {
+	ns := "e2e-" + TargetPipeguard
+	_ = pipeguard.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for ; ; seq++ {
+		err := c.Create(ctx, e2ePod("hostpath", ns, seq))
+		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("with pipeguard's server stopped, creating a CSI node pod: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pipeguard's webhook still admitted CSI node pods 30s after its server stopped")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	seq++
+	if err := c.Create(ctx, e2ePod(results.KindOrdinaryHostPath, ns, seq)); err != nil {
+		return fmt.Errorf("with pipeguard's server stopped, an %s pod was not admitted, so its webhook was called for it: %w", results.KindOrdinaryHostPath, err)
+	}
+	return nil
 }
 
 // e2ePod is a CSI node pod whose containers mount csi-proxy pipes (allowed
 // by its namespace's label, not by HostProcess, so that pipeguard decides
-// with rego or its cache) or an ordinary pod.
+// with rego or its cache), a log shipper that mounts ordinary host
+// directories, or an ordinary pod.
 func e2ePod(kind, ns string, seq int) *corev1.Pod {
 	p := samplepods.Plain()
-	if kind == "hostpath" {
+	switch kind {
+	case "hostpath":
 		p = samplepods.CSINode()
 		p.Spec.Containers[2].SecurityContext = nil
+	case results.KindOrdinaryHostPath:
+		p = e2eLogShipper()
 	}
 	p.Name, p.Namespace = fmt.Sprintf("%s-%06d", kind, seq), ns
 	p.Spec.ServiceAccountName, p.Spec.AutomountServiceAccountToken = "default", ptr.To(false)
+	return p
+}
+
+// e2eLogShipper is a log shipper as a DaemonSet runs it: it reads the
+// node's logs through hostPath volumes, the Linux directories and the
+// Windows one, none of which can name a pipe.
+func e2eLogShipper() *corev1.Pod {
+	p := logShipperPod()
+	for _, v := range [][2]string{{"varlog", "/var/log"}, {"containers", "/var/lib/docker/containers"}} {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v[0], VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v[1]}}})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v[0], MountPath: v[1], ReadOnly: true})
+	}
 	return p
 }
 
@@ -173,7 +294,10 @@ var podCreation = admissionregistrationv1.RuleWithOperations{
 	Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 }
 
-func webhookConfig(name, url string, caPEM []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// webhookConfig registers a target's webhook for pod creation in its
+// namespace; conds, if any, are the matchConditions under which the API
+// server calls it.
+func webhookConfig(name, url string, caPEM []byte, conds []admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
@@ -185,6 +309,7 @@ func webhookConfig(name, url string, caPEM []byte) *admissionregistrationv1.Vali
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](10),
+			MatchConditions:         conds,
 		}},
 	}
 }

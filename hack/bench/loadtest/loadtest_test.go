@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
@@ -129,9 +129,17 @@ func TestEndToEnd(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	runs, err := endToEnd(ctx, 1, 2, io.Discard)
+	var log strings.Builder
+	runs, err := endToEnd(ctx, 1, 2, &log)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// endToEnd stops pipeguard's server after the rounds and fails unless
+	// its fail-closed webhook then refuses a CSI node pod but an ordinary
+	// hostPath pod is still admitted: the API server never sent pipeguard a
+	// review for that kind.
+	if want := "pipeguard stopped: " + results.KindOrdinaryHostPath + " pods still admitted, hostpath pods refused"; !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, log.String())
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -142,6 +150,21 @@ func TestEndToEnd(t *testing.T) {
 		seen[k] = true
 	}
 	if got, want := len(seen), len(e2eTargets)*len(results.PodKinds); got != want {
-		t.Errorf("%d targets and kinds measured, want %d (every target, pods with and without a hostPath)", got, want)
+		t.Errorf("%d targets and kinds measured, want %d (every target, every kind of pod)", got, want)
+	}
+}
+
+// pipeguard's webhook is registered with the matchConditions of the pods
+// webhook in config/webhook/manifests.yaml, the prefilter included.
+func TestEndToEndRegistersTheShippedConditions(t *testing.T) {
+	conds, err := shippedPodConditions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == "may-name-a-pipe" }) {
+		t.Errorf("matchConditions %+v lack may-name-a-pipe", conds)
+	}
+	if got := webhookConfig(TargetPipeguard, "https://127.0.0.1", nil, conds).Webhooks[0].MatchConditions; !slices.Equal(got, conds) {
+		t.Errorf("pipeguard's registration has matchConditions %+v, want %+v", got, conds)
 	}
 }

@@ -115,8 +115,14 @@ type Pods struct {
 }
 
 // PodKinds are the kinds of pods e2e creates: hostpath (CSI node pods with
-// pipe mounts) and no-hostpath.
-var PodKinds = []string{"hostpath", "no-hostpath"}
+// pipe mounts), no-hostpath, and ordinary-hostpath (log shippers whose
+// hostPath volumes cannot name a pipe).
+var PodKinds = []string{"hostpath", "no-hostpath", KindOrdinaryHostPath}
+
+// KindOrdinaryHostPath is the kind of pods whose hostPath volumes are
+// ordinary host directories, for which the API server does not call
+// pipeguard's webhook.
+const KindOrdinaryHostPath = "ordinary-hostpath"
 
 // AddedP50 returns, for every round in which both were measured, the p50
 // of target's pods of kind minus that of ref's.
@@ -131,6 +137,24 @@ func AddedP50(runs []*Pods, target, ref, kind string) []float64 {
 	for _, r := range runs {
 		if b := byRound[r.Round]; r.Target == target && r.Kind == kind && b != nil {
 			out = append(out, r.P50-b.P50)
+		}
+	}
+	return out
+}
+
+// P50Ratios returns, for every round in which both were measured, the p50
+// of target's pods of kind over that of ref's.
+func P50Ratios(runs []*Pods, target, ref, kind string) []float64 {
+	byRound := map[int]*Pods{}
+	for _, r := range runs {
+		if r.Target == ref && r.Kind == kind {
+			byRound[r.Round] = r
+		}
+	}
+	var out []float64
+	for _, r := range runs {
+		if b := byRound[r.Round]; r.Target == target && r.Kind == kind && b != nil && b.P50 > 0 {
+			out = append(out, r.P50/b.P50)
 		}
 	}
 	return out
