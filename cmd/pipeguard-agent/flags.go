@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
@@ -74,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8888", `address serving Prometheus /metrics; "0" disables`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS only to callers whose token the API server authenticates and authorizes for get on /metrics (needs --kubeconfig); default true with --kubeconfig=in-cluster, false otherwise (plain HTTP, no authentication: local runs only)")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure, reloaded when they change; empty: a self-signed certificate made at start")
+	fs.StringVar(&o.HealthProbeAddr, "health-probe-bind-address", ":8889", `address serving the plain HTTP probes /readyz and /healthz, for the kubelet; "0" disables`)
 	fs.BoolVar(&cfg.windowsService, "windows-service", false, "run as a Windows service")
 	fs.BoolVar(&o.RequirePrivacy, "require-privacy", true, "SMB global mappings require encryption (New-SmbGlobalMapping -RequirePrivacy)")
 
@@ -137,6 +140,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 		fmt.Fprintln(stderr, "--metrics-cert-dir is used only with --metrics-secure; add --metrics-secure or drop --metrics-cert-dir")
 		return cfg, 2, false
 	}
+	if err := checkProbeAddress(o.HealthProbeAddr, o.MetricsBindAddress); err != nil {
+		fmt.Fprintf(stderr, "--health-probe-bind-address: %v\n", err)
+		return cfg, 2, false
+	}
 	o.WorkingDirs = workingDirs
 	o.AllowedServices = allowedServices
 	var valid bool
@@ -183,6 +190,25 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	}
 	cfg.Guard.Audit.MaxSize = maxSizeMB << 20
 	return cfg, 0, true
+}
+
+// checkProbeAddress checks the health probe address: "0" or empty
+// (disabled), or host:port with a numeric port, not the metrics address.
+func checkProbeAddress(addr, metrics string) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port, e.g. :8889, or 0 to disable the probes", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", addr)
+	}
+	if addr == metrics {
+		return fmt.Errorf("%q is also --metrics-bind-address; give the probes a port of their own", addr)
+	}
+	return nil
 }
 
 // explicitFlag reports whether the command line set the flag name.

@@ -27,7 +27,8 @@ import (
 // until it listens.
 func agentProcess(t *testing.T, args ...string) (*exec.Cmd, <-chan error, *strings.Builder) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	// No probe listener: agents of parallel tests would share its port.
+	cmd := exec.Command(os.Args[0], append([]string{"--health-probe-bind-address=0"}, args...)...)
 	cmd.Env = append(os.Environ(), asAgentEnv+"=1")
 	pipe, err := cmd.StderrPipe()
 	if err != nil {

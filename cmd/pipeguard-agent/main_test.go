@@ -96,7 +96,23 @@ func TestParseFlags(t *testing.T) {
 		}},
 		"blocking webhook under allow": {args: []string{"--audit-webhook-mode", "blocking", "--audit-failure", "allow"}, code: 2,
 			stderr: "--audit-webhook-mode blocking refuses requests whose records cannot be queued, which needs --audit-failure=deny"},
-		"bad webhook mode":  {args: []string{"--audit-webhook-mode", "blocking-strict"}, code: 2, stderr: `--audit-webhook-mode "blocking-strict": want batch or blocking`},
+		"bad webhook mode": {args: []string{"--audit-webhook-mode", "blocking-strict"}, code: 2, stderr: `--audit-webhook-mode "blocking-strict": want batch or blocking`},
+		"health probes by default": {args: nil, ok: true, check: func(t *testing.T, c config) {
+			if c.Agent.HealthProbeAddr != ":8889" {
+				t.Errorf("health probe address %q, want :8889", c.Agent.HealthProbeAddr)
+			}
+		}},
+		"health probes off": {args: []string{"--health-probe-bind-address=0"}, ok: true, check: func(t *testing.T, c config) {
+			if c.Agent.HealthProbeAddr != "0" {
+				t.Errorf("health probe address %q, want 0", c.Agent.HealthProbeAddr)
+			}
+		}},
+		"health probe address without a port": {args: []string{"--health-probe-bind-address", "8889"}, code: 2,
+			stderr: `--health-probe-bind-address: "8889": want host:port, e.g. :8889, or 0 to disable the probes`},
+		"health probe port not a number": {args: []string{"--health-probe-bind-address", ":http-alt"}, code: 2,
+			stderr: `--health-probe-bind-address: ":http-alt": the port must be a number from 0 to 65535`},
+		"health probes on the metrics address": {args: []string{"--health-probe-bind-address", ":8888", "--metrics-bind-address", ":8888"}, code: 2,
+			stderr: `--health-probe-bind-address: ":8888" is also --metrics-bind-address`},
 		"bad audit level":   {args: []string{"--audit-level", "None"}, code: 2, stderr: `--audit-level "None": want Metadata or Request`},
 		"bad audit failure": {args: []string{"--audit-failure", "ignore"}, code: 2, stderr: `--audit-failure "ignore": want deny or allow`},
 		"negative maxsize":  {args: []string{"--audit-log-maxsize", "-1"}, code: 2, stderr: "must not be negative"},
@@ -147,7 +163,7 @@ func TestContract(t *testing.T) {
 	if err := os.MkdirAll(kubelet, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "--socket-dir", sockets, "--kubelet-path", kubelet, "--metrics-bind-address", "0", "--audit-log-path", filepath.Join(dir, "audit", "audit.log"))
+	cmd := exec.Command(os.Args[0], "--socket-dir", sockets, "--kubelet-path", kubelet, "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--audit-log-path", filepath.Join(dir, "audit", "audit.log"))
 	cmd.Env = append(os.Environ(), asAgentEnv+"=1")
 	pipe, err := cmd.StderrPipe()
 	if err != nil {

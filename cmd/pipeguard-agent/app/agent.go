@@ -65,6 +65,9 @@ type Options struct {
 	// the agent's identity there needs create on tokenreviews and
 	// subjectaccessreviews.
 	MetricsAuth *rest.Config
+	// HealthProbeAddr serves the plain HTTP probes /readyz and /healthz
+	// (health.go); empty or "0" disables them.
+	HealthProbeAddr string
 	// Registry receives the metrics; nil means a new registry.
 	Registry *prometheus.Registry
 	// ShutdownTimeout bounds graceful shutdown; 0 means the server default.
@@ -97,6 +100,8 @@ type Agent struct {
 	server   *server.Server
 	registry *prometheus.Registry
 	metrics  *metricsEndpoint // nil: not served
+	health   *health
+	probes   *healthEndpoint // nil: not served
 }
 
 // New assembles the agent: confinement, host operations, API servers,
@@ -170,7 +175,11 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{opts: o, server: srv, registry: reg}, nil
+	a := &Agent{opts: o, server: srv, registry: reg, health: newHealth(nil)}
+	if o.Guard != nil && o.Guard.Audit != nil {
+		a.health = newHealth(o.Guard.Audit)
+	}
+	return a, nil
 }
 
 // buildEndpoints assembles every API group with its host operations. The
@@ -226,12 +235,21 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	return eps, nil
 }
 
-// Listen opens every pipe or socket, and the metrics endpoint. Metrics are
-// not essential: if their endpoint cannot be opened the error is logged and
-// the API is served without it.
+// Listen opens every pipe or socket, the metrics endpoint and the health
+// probe endpoint. Metrics and probes are not essential: if their endpoint
+// cannot be opened the error is logged and the API is served without it
+// (the kubelet's probes then fail).
 func (a *Agent) Listen(ctx context.Context) error {
 	if err := a.server.Listen(ctx); err != nil {
 		return err
+	}
+	a.health.listening.Store(true)
+	if healthEnabled(a.opts.HealthProbeAddr) {
+		p, err := listenHealth(ctx, a.opts.HealthProbeAddr, a.health, a.opts.Log.WithName("health"))
+		if err != nil {
+			a.opts.Log.Error(err, "health probes are not served")
+		}
+		a.probes = p
 	}
 	if metricsEnabled(a.opts.MetricsBindAddress) {
 		m, err := listenMetrics(ctx, a.opts, a.registry)
@@ -255,10 +273,34 @@ func (a *Agent) MetricsAddress() string {
 	return a.metrics.Addr()
 }
 
-// Serve serves the API and the metrics until ctx is done, then shuts down
-// gracefully. Metrics are not essential: if they cannot be served the error
-// is logged and the API keeps serving.
+// HealthProbeAddress returns where /readyz and /healthz are served
+// (host:port), or "" when they are not.
+func (a *Agent) HealthProbeAddress() string {
+	if a.probes == nil {
+		return ""
+	}
+	return a.probes.Addr()
+}
+
+// Serve serves the API, the metrics and the health probes until ctx is
+// done, then shuts down gracefully; /readyz answers "shutting down" from
+// then on, until the in-flight calls have ended. Metrics and probes are not
+// essential: if they cannot be served the error is logged and the API keeps
+// serving.
 func (a *Agent) Serve(ctx context.Context) error {
+	if a.probes != nil {
+		stop, served := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := a.probes.serve(stop, a.opts.Log.WithName("health")); err != nil {
+				a.opts.Log.Error(err, "health probes are not served")
+			}
+		}()
+		defer func() { close(stop); <-served }()
+	}
+	stopWatch := context.AfterFunc(ctx, func() { a.health.stopping.Store(true) })
+	defer stopWatch()
+	defer a.health.stopping.Store(true)
 	if a.metrics != nil {
 		go func() {
 			if err := a.metrics.serve(ctx, a.opts.Log.WithName("metrics")); err != nil {
