@@ -16,8 +16,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -130,29 +128,8 @@ func TestSecureMetricsOnControlPlane(t *testing.T) {
 	webhookUser := env.UserConfig(t, "pipeguard-webhook-test")
 
 	// The scrapers.
-	reader := roleFromFile(t, "../../../config/prometheus/metrics_reader_role.yaml", "pipeguard-metrics-reader")
-	must(cs.RbacV1().ClusterRoles().Create(ctx, reader, metav1.CreateOptions{}))
-	const ns = "monitoring"
-	must(cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
-	tokenFor := func(sa string, audiences ...string) string {
-		t.Helper()
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("TokenRequest for %s: %v", sa, err)
-		}
-		return tr.Status.Token
-	}
-	token := func(sa string) string {
-		t.Helper()
-		must(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}))
-		return tokenFor(sa)
-	}
-	prometheus, stranger := token("prometheus"), token("stranger")
-	bind("pipeguard-metrics-reader-prometheus", reader.Name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"})
-	revoked := token("deleted")
-	if err := cs.CoreV1().ServiceAccounts(ns).Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	scrapers := env.Scrapers(t, roleFromFile(t, "../../../config/prometheus/metrics_reader_role.yaml", "pipeguard-metrics-reader"))
+	prometheus, stranger, revoked, tokenFor := scrapers.Reader, scrapers.Stranger, scrapers.Revoked, scrapers.TokenFor
 
 	addr := freeAddr(t)
 	ws := env.WebhookServer()
