@@ -1,6 +1,7 @@
 package apierr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -144,6 +145,10 @@ func Code(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.As(err, &other):
 		return codes.PermissionDenied
+	case errors.Is(err, context.DeadlineExceeded):
+		// A host call past its deadline (runner.DeadlineError) or the
+		// request's own.
+		return codes.DeadlineExceeded
 	}
 	if s, ok := status.FromError(err); ok {
 		return s.Code()

@@ -12,6 +12,8 @@
 //     outside the allowed roots or escaping them through a symlink, a service
 //     not in the allowed list);
 //   - Unimplemented: an API group that needs Windows, on another OS;
+//   - DeadlineExceeded: a host operation did not finish (or, waiting for a
+//     slot, did not start) within its deadline; the message names it;
 //   - Unknown: the host operation failed.
 //
 // Every refusal is a Refusal: an error that names the rule that refused the

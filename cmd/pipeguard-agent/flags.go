@@ -10,10 +10,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/guard"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
@@ -87,6 +89,13 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long shutdown waits for in-flight calls")
 	fs.StringVar(&cfg.serviceName, "service-name", "pipeguard-agent", "Windows service name, with --windows-service")
 	fs.StringVar(&cfg.logFile, "log-file", "", "append the log to this file instead of writing it to stderr (a Windows service has no stderr)")
+	hostGroups := []string{"disk", "volume", "smb", "iscsi", "system"}
+	timeouts := map[string]*time.Duration{}
+	for _, g := range hostGroups {
+		timeouts[g] = fs.Duration("host-call-timeout-"+g, runner.DefaultTimeouts[g],
+			"deadline of each "+g+" host operation (one PowerShell run, waiting for a free slot included); past it the call answers DeadlineExceeded. Keep it below the kubelet's 2m operation timeout")
+	}
+	fs.IntVar(&o.FormatConcurrency, "format-concurrency", runner.DefaultFormatConcurrency, "how many volume FormatVolume and ResizeVolume host operations run at once; the others wait for a slot within their deadline")
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 
@@ -142,6 +151,18 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	}
 	if err := checkProbeAddress(o.HealthProbeAddr, o.MetricsBindAddress); err != nil {
 		fmt.Fprintf(stderr, "--health-probe-bind-address: %v\n", err)
+		return cfg, 2, false
+	}
+	o.HostCallTimeouts = map[string]time.Duration{}
+	for _, g := range hostGroups {
+		if *timeouts[g] <= 0 {
+			fmt.Fprintf(stderr, "--host-call-timeout-%s must be positive, e.g. %v\n", g, runner.DefaultTimeouts[g])
+			return cfg, 2, false
+		}
+		o.HostCallTimeouts[g] = *timeouts[g]
+	}
+	if o.FormatConcurrency <= 0 {
+		fmt.Fprintf(stderr, "--format-concurrency must be positive, e.g. %d\n", runner.DefaultFormatConcurrency)
 		return cfg, 2, false
 	}
 	o.WorkingDirs = workingDirs

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"syscall"
@@ -113,13 +114,27 @@ func TestParseFlags(t *testing.T) {
 			stderr: `--health-probe-bind-address: ":http-alt": the port must be a number from 0 to 65535`},
 		"health probes on the metrics address": {args: []string{"--health-probe-bind-address", ":8888", "--metrics-bind-address", ":8888"}, code: 2,
 			stderr: `--health-probe-bind-address: ":8888" is also --metrics-bind-address`},
-		"bad audit level":   {args: []string{"--audit-level", "None"}, code: 2, stderr: `--audit-level "None": want Metadata or Request`},
-		"bad audit failure": {args: []string{"--audit-failure", "ignore"}, code: 2, stderr: `--audit-failure "ignore": want deny or allow`},
-		"negative maxsize":  {args: []string{"--audit-log-maxsize", "-1"}, code: 2, stderr: "must not be negative"},
-		"unknown flag":      {args: []string{"--nope"}, code: 2, stderr: "flag provided but not defined: -nope"},
-		"argument":          {args: []string{"extra"}, code: 2, stderr: `takes no arguments, got ["extra"]`},
-		"empty working":     {args: []string{"--working-dir="}, code: 2, stderr: "empty value"},
-		"help":              {args: []string{"-h"}, code: 0, stderr: "-kubelet-path"},
+		"host call limits by default": {args: nil, ok: true, check: func(t *testing.T, c config) {
+			want := map[string]time.Duration{"disk": 90 * time.Second, "volume": 90 * time.Second, "smb": time.Minute, "iscsi": 90 * time.Second, "system": 30 * time.Second}
+			if !reflect.DeepEqual(c.Agent.HostCallTimeouts, want) || c.Agent.FormatConcurrency != 2 {
+				t.Errorf("host call timeouts %v, format concurrency %d; want %v, 2", c.Agent.HostCallTimeouts, c.Agent.FormatConcurrency, want)
+			}
+		}},
+		"host call limits": {args: []string{"--host-call-timeout-smb", "45s", "--host-call-timeout-system=10s", "--format-concurrency", "4"}, ok: true, check: func(t *testing.T, c config) {
+			if got := c.Agent.HostCallTimeouts; got["smb"] != 45*time.Second || got["system"] != 10*time.Second || got["disk"] != 90*time.Second || c.Agent.FormatConcurrency != 4 {
+				t.Errorf("host call timeouts %v, format concurrency %d", got, c.Agent.FormatConcurrency)
+			}
+		}},
+		"zero host call timeout":     {args: []string{"--host-call-timeout-volume", "0s"}, code: 2, stderr: "--host-call-timeout-volume must be positive, e.g. 1m30s"},
+		"negative host call timeout": {args: []string{"--host-call-timeout-iscsi=-1s"}, code: 2, stderr: "--host-call-timeout-iscsi must be positive"},
+		"zero format concurrency":    {args: []string{"--format-concurrency", "0"}, code: 2, stderr: "--format-concurrency must be positive, e.g. 2"},
+		"bad audit level":            {args: []string{"--audit-level", "None"}, code: 2, stderr: `--audit-level "None": want Metadata or Request`},
+		"bad audit failure":          {args: []string{"--audit-failure", "ignore"}, code: 2, stderr: `--audit-failure "ignore": want deny or allow`},
+		"negative maxsize":           {args: []string{"--audit-log-maxsize", "-1"}, code: 2, stderr: "must not be negative"},
+		"unknown flag":               {args: []string{"--nope"}, code: 2, stderr: "flag provided but not defined: -nope"},
+		"argument":                   {args: []string{"extra"}, code: 2, stderr: `takes no arguments, got ["extra"]`},
+		"empty working":              {args: []string{"--working-dir="}, code: 2, stderr: "empty value"},
+		"help":                       {args: []string{"-h"}, code: 0, stderr: "-kubelet-path"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

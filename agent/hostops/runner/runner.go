@@ -3,10 +3,12 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // Command is one program invocation.
@@ -44,9 +46,14 @@ func PowerShell(script string, env ...string) Command {
 }
 
 // Script runs a constant PowerShell script with r, its values in env, and
-// names the operation in the error.
+// names the operation in the error and to a Bounded runner, which applies
+// the operation's limits.
 func Script(ctx context.Context, r Runner, op, script string, env ...string) ([]byte, error) {
-	out, err := r.Run(ctx, PowerShell(script, env...))
+	out, err := r.Run(withOp(ctx, op), PowerShell(script, env...))
+	var deadline *DeadlineError
+	if errors.As(err, &deadline) {
+		return nil, err // names the operation already
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s failed: %w", op, err)
 	}
@@ -56,17 +63,35 @@ func Script(ctx context.Context, r Runner, op, script string, env ...string) ([]
 // Env formats one environment entry.
 func Env(name, value string) string { return name + "=" + value }
 
+// DefaultWaitDelay is how long Exec waits, once the context has ended and
+// the process is killed, for its output pipes to close.
+const DefaultWaitDelay = 5 * time.Second
+
 // Exec runs commands with os/exec.
-type Exec struct{}
+type Exec struct {
+	// WaitDelay bounds the wait for the output pipes after the process is
+	// killed, which a child of it may hold open; 0 means DefaultWaitDelay.
+	WaitDelay time.Duration
+}
 
 // Run runs cmd and returns its standard output; on failure the error carries
-// the program's standard error.
-func (Exec) Run(ctx context.Context, cmd Command) ([]byte, error) {
+// the program's standard error. When ctx ends the process is killed, and
+// Run returns within WaitDelay even if the process does not exit or a child
+// of it keeps its output open (the child is not killed).
+func (e Exec) Run(ctx context.Context, cmd Command) ([]byte, error) {
 	c := exec.CommandContext(ctx, cmd.Program, cmd.Args...)
 	c.Env = append(os.Environ(), cmd.Env...)
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
+	c.Cancel = func() error { return c.Process.Kill() }
+	c.WaitDelay = e.WaitDelay
+	if c.WaitDelay <= 0 {
+		c.WaitDelay = DefaultWaitDelay
+	}
 	if err := c.Run(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return stdout.Bytes(), fmt.Errorf("%w (%v): %s", ctxErr, err, strings.TrimSpace(stderr.String()))
+		}
 		return stdout.Bytes(), fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil

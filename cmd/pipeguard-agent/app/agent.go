@@ -92,6 +92,13 @@ type Options struct {
 	// Runner replaces the command runner of the Windows groups; nil means
 	// the real one on Windows.
 	Runner runner.Runner
+	// HostCallTimeouts is the deadline of each host call of a Windows
+	// group, by group ("disk", "volume", "smb", "iscsi", "system"); a group
+	// not in it has its runner.DefaultTimeouts.
+	HostCallTimeouts map[string]time.Duration
+	// FormatConcurrency is how many FormatVolume and ResizeVolume host
+	// calls run at once; 0 means runner.DefaultFormatConcurrency.
+	FormatConcurrency int
 }
 
 // Agent is an assembled node agent.
@@ -204,23 +211,23 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	if err != nil {
 		return nil, err
 	}
-	disk, err := diskgroup.New(hostdisk.PowerShell{Runner: run})
+	disk, err := diskgroup.New(hostdisk.PowerShell{Runner: boundRunner(o, run, "disk")})
 	if err != nil {
 		return nil, err
 	}
-	vol, err := volgroup.New(hostvol.PowerShell{Runner: run}, conf)
+	vol, err := volgroup.New(hostvol.PowerShell{Runner: boundRunner(o, run, "volume")}, conf)
 	if err != nil {
 		return nil, err
 	}
-	smb, err := smbgroup.New(hostsmb.PowerShell{Runner: run}, conf, o.RequirePrivacy)
+	smb, err := smbgroup.New(hostsmb.PowerShell{Runner: boundRunner(o, run, "smb")}, conf, o.RequirePrivacy)
 	if err != nil {
 		return nil, err
 	}
-	sys, err := sysgroup.New(hostsys.PowerShell{Runner: run}, o.AllowedServices)
+	sys, err := sysgroup.New(hostsys.PowerShell{Runner: boundRunner(o, run, "system")}, o.AllowedServices)
 	if err != nil {
 		return nil, fmt.Errorf("allowed services: %w", err)
 	}
-	iscsi, err := iscsigroup.New(hostiscsi.PowerShell{Runner: run})
+	iscsi, err := iscsigroup.New(hostiscsi.PowerShell{Runner: boundRunner(o, run, "iscsi")})
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +240,27 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 		}
 	}
 	return eps, nil
+}
+
+// boundRunner gives the host calls of group their deadline and caps: the
+// group's timeout and runner.DefaultConcurrency, and for the volume group's
+// format and resize calls the same timeout and FormatConcurrency.
+func boundRunner(o Options, run runner.Runner, group string) runner.Runner {
+	timeout, ok := o.HostCallTimeouts[group]
+	if !ok {
+		timeout = runner.DefaultTimeouts[group]
+	}
+	setting := "--host-call-timeout-" + group
+	limits := runner.Limits{Timeout: timeout, Concurrency: runner.DefaultConcurrency, Setting: setting}
+	if group != "volume" {
+		return runner.Bound(run, group, limits)
+	}
+	formats := o.FormatConcurrency
+	if formats <= 0 {
+		formats = runner.DefaultFormatConcurrency
+	}
+	return runner.Bound(run, group, limits, runner.Class{Ops: runner.FormatOps,
+		Limits: runner.Limits{Timeout: timeout, Concurrency: formats, Setting: setting + ", --format-concurrency"}})
 }
 
 // Listen opens every pipe or socket, the metrics endpoint and the health

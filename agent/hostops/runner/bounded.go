@@ -1,0 +1,174 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Default limits of the host calls, below the kubelet's 2-minute timeout of
+// a CSI operation so that the agent answers before the driver gives up.
+const (
+	// DefaultConcurrency is how many host calls of one group run at once.
+	DefaultConcurrency = 8
+	// DefaultFormatConcurrency is how many Format-Volume and
+	// Resize-Partition calls run at once, together.
+	DefaultFormatConcurrency = 2
+)
+
+// DefaultTimeouts is the deadline of every host call of each Windows group.
+// The filesystem group starts no process and has none.
+var DefaultTimeouts = map[string]time.Duration{
+	"disk":   90 * time.Second,
+	"volume": 90 * time.Second,
+	"smb":    60 * time.Second,
+	"iscsi":  90 * time.Second,
+	"system": 30 * time.Second,
+}
+
+// FormatOps are the operations, as the volume group names them to Script,
+// that share the format cap (DefaultFormatConcurrency).
+var FormatOps = []string{"Format-Volume", "Resize-Partition"}
+
+// Limits bound a class of host calls.
+type Limits struct {
+	// Timeout is the deadline of each call, counted from when it is asked
+	// for (waiting for a slot included); the request's own deadline still
+	// applies when it is shorter. 0 means none of its own.
+	Timeout time.Duration
+	// Concurrency is how many calls run at once; 0 means no cap.
+	Concurrency int
+	// Setting names what sets these limits, for the errors, e.g.
+	// "--host-call-timeout-disk".
+	Setting string
+}
+
+// Class is a set of operations of a group with limits of their own (a slot
+// pool separate from the group's).
+type Class struct {
+	// Ops are the operation names as given to Script.
+	Ops    []string
+	Limits Limits
+}
+
+// Bounded runs the host calls of one group under Limits: every call has a
+// deadline, and at most Concurrency calls of a class run at once. A call
+// that waits for a slot past its deadline never starts.
+type Bounded struct {
+	r       Runner
+	group   string
+	pools   map[string]*pool // by op, for the classes
+	general *pool
+}
+
+type pool struct {
+	limits Limits
+	name   string        // what the slots are for, in errors
+	slots  chan struct{} // nil: no cap
+}
+
+func newPool(name string, l Limits) *pool {
+	p := &pool{limits: l, name: name}
+	if l.Concurrency > 0 {
+		p.slots = make(chan struct{}, l.Concurrency)
+	}
+	return p
+}
+
+// Bound returns r with the limits l on every call of group (e.g. "disk"),
+// except the operations of classes, which have theirs.
+func Bound(r Runner, group string, l Limits, classes ...Class) *Bounded {
+	b := &Bounded{r: r, group: group, pools: map[string]*pool{}, general: newPool(group+" operations", l)}
+	for _, c := range classes {
+		p := newPool(strings.Join(c.Ops, " and "), c.Limits)
+		for _, op := range c.Ops {
+			b.pools[op] = p
+		}
+	}
+	return b
+}
+
+// DeadlineError is a host call that did not finish within its deadline. It
+// is a context.DeadlineExceeded (errors.Is), which the API answers with
+// codes.DeadlineExceeded.
+type DeadlineError struct {
+	// Group and Op name the operation, e.g. "disk" and "partitioning disk".
+	Group, Op string
+	// Timeout is the deadline that passed, and Setting what sets it.
+	Timeout time.Duration
+	Setting string
+	// Queued is true when the call never started: every slot stayed busy
+	// until the deadline. Slots and Pool say which.
+	Queued bool
+	Slots  int
+	Pool   string
+}
+
+func (e *DeadlineError) Error() string {
+	if e.Queued {
+		return fmt.Sprintf("%s %s did not start within %v: all %d slots for %s stayed busy, so it was not run (host operation deadline and cap; %s)",
+			e.Group, e.Op, e.Timeout, e.Slots, e.Pool, e.Setting)
+	}
+	return fmt.Sprintf("%s %s did not finish within %v (host operation deadline; %s)", e.Group, e.Op, e.Timeout, e.Setting)
+}
+
+// Unwrap returns context.DeadlineExceeded.
+func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// errOwnDeadline is the cause of a Bounded call's own deadline.
+var errOwnDeadline = errors.New("host operation deadline")
+
+type opKey struct{}
+
+// withOp names the operation of the calls made with ctx (Script does).
+func withOp(ctx context.Context, op string) context.Context {
+	return context.WithValue(ctx, opKey{}, op)
+}
+
+// Run runs cmd under the limits of its operation, named by Script.
+func (b *Bounded) Run(ctx context.Context, cmd Command) ([]byte, error) {
+	op, _ := ctx.Value(opKey{}).(string)
+	if op == "" {
+		op = cmd.Program
+	}
+	p := b.pools[op]
+	if p == nil {
+		p = b.general
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if p.limits.Timeout > 0 {
+		cctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errOwnDeadline)
+	}
+	defer cancel()
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+		case <-cctx.Done():
+			return nil, b.ended(ctx, cctx, op, p, true)
+		}
+		defer func() { <-p.slots }()
+	}
+	if cctx.Err() != nil {
+		return nil, b.ended(ctx, cctx, op, p, true)
+	}
+	out, err := b.r.Run(cctx, cmd)
+	if err != nil && cctx.Err() != nil {
+		return out, b.ended(ctx, cctx, op, p, false)
+	}
+	return out, err
+}
+
+// ended is the error of a call whose context ended: its own deadline, or
+// the request's deadline or cancellation.
+func (b *Bounded) ended(parent, cctx context.Context, op string, p *pool, queued bool) error {
+	if parent.Err() == nil && context.Cause(cctx) == errOwnDeadline {
+		return &DeadlineError{Group: b.group, Op: op, Timeout: p.limits.Timeout, Setting: p.limits.Setting,
+			Queued: queued, Slots: p.limits.Concurrency, Pool: p.name}
+	}
+	if queued {
+		return fmt.Errorf("%s %s did not start: the request ended while it waited for a slot: %w", b.group, op, parent.Err())
+	}
+	return fmt.Errorf("%s %s did not finish: the request ended first: %w", b.group, op, parent.Err())
+}
