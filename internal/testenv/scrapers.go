@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -71,4 +74,76 @@ func (e *Env) Scrapers(t testing.TB, reader *rbacv1.ClusterRole) Scrapers {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Scrape GETs url with token as its bearer token ("" sends none) and
+// returns the status, header and body.
+func Scrape(t testing.TB, client *http.Client, url, token string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// CheckRefusals holds a secured /metrics endpoint at url to the answers
+// both pipeguard-webhook and pipeguard-agent give: no token 401 saying
+// what to send; a token the API server does not authenticate (forged,
+// junk, another audience, a deleted ServiceAccount's) 401 with
+// error="invalid_token"; a ServiceAccount without the reader role 403
+// naming the user and the role. No refusal carries a metric.
+func (s Scrapers) CheckRefusals(t *testing.T, client *http.Client, url string) {
+	t.Run("no token: 401 that says what to send", func(t *testing.T) {
+		code, header, body := Scrape(t, client, url, "")
+		if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
+			t.Fatalf("status %d, body %.200q", code, body)
+		}
+		if !strings.Contains(body, "no bearer token") || !strings.Contains(body, "Authorization: Bearer <token>") {
+			t.Errorf("the refusal does not say what to send: %q", body)
+		}
+		if h := header.Get("WWW-Authenticate"); !strings.HasPrefix(h, "Bearer") {
+			t.Errorf("WWW-Authenticate %q", h)
+		}
+	})
+	t.Run("a token the API server does not authenticate: 401, not 500", func(t *testing.T) {
+		for name, tok := range map[string]string{
+			"forged signature":            s.Reader[:len(s.Reader)-4] + "AAAA",
+			"not a token":                 "not-a-token",
+			"issued for another audience": s.TokenFor("prometheus", "https://elsewhere.example"),
+			"its ServiceAccount deleted":  s.Revoked,
+		} {
+			t.Run(name, func(t *testing.T) {
+				code, header, body := Scrape(t, client, url, tok)
+				if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
+					t.Fatalf("status %d, body %.200q", code, body)
+				}
+				if !strings.Contains(body, "Unauthorized: the API server did not authenticate the bearer token") {
+					t.Errorf("the refusal does not say why: %q", body)
+				}
+				if h := header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
+					t.Errorf("WWW-Authenticate %q", h)
+				}
+			})
+		}
+	})
+	t.Run("a valid ServiceAccount token without pipeguard-metrics-reader: 403", func(t *testing.T) {
+		code, _, body := Scrape(t, client, url, s.Stranger)
+		if code != http.StatusForbidden || strings.Contains(body, "pipeguard_") {
+			t.Fatalf("status %d, body %.200q", code, body)
+		}
+		if !strings.Contains(body, `Forbidden: user "system:serviceaccount:`+ScraperNamespace+`:stranger" may not get /metrics`) ||
+			!strings.Contains(body, "ClusterRole pipeguard-metrics-reader") {
+			t.Errorf("the refusal does not name the user and the role to bind: %q", body)
+		}
+	})
 }

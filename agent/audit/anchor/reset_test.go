@@ -280,15 +280,7 @@ func verify(t *testing.T, c kubernetes.Interface, logPath string) *audit.Report 
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := audit.Files(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := audit.VerifyWith(audit.Source{Paths: files}, audit.VerifyOptions{Anchor: a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return verifyAgainst(t, logPath, a)
 }
 
 func hasNotice(rep *audit.Report, prefix string) bool {

@@ -223,6 +223,13 @@ func verifyAnchored(t *testing.T, path, kubeconfig string) *audit.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return verifyAgainst(t, path, a)
+}
+
+// verifyAgainst verifies the log at path against the anchor a, as
+// pipeguard audit verify does.
+func verifyAgainst(t *testing.T, path string, a *audit.Anchor) *audit.Report {
+	t.Helper()
 	files, err := audit.Files(path)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -42,27 +41,8 @@ const configDir = "../../../config"
 // returns the status code and body.
 func scrape(t *testing.T, client *http.Client, url, token string) (int, string) {
 	t.Helper()
-	code, _, body := scrapeHeader(t, client, url, token)
+	code, _, body := testenv.Scrape(t, client, url, token)
 	return code, body
-}
-
-// scrapeHeader is scrape that also returns the response header.
-func scrapeHeader(t *testing.T, client *http.Client, url, token string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
 }
 
 // insecureClient trusts any certificate, as the PodMonitor does with the
@@ -131,7 +111,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 
 	// The scrapers.
 	scrapers := env.Scrapers(t, clusterRoleFromFile(t, filepath.Join(configDir, "prometheus", "metrics_reader_role.yaml"), "pipeguard-metrics-reader"))
-	prometheus, stranger, revoked, tokenFor := scrapers.Reader, scrapers.Stranger, scrapers.Revoked, scrapers.TokenFor
+	prometheus := scrapers.Reader
 	const ns = testenv.ScraperNamespace
 	// Another role that grants get on other non-resource URLs only.
 	must(cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
@@ -148,39 +128,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 	url := "https://" + addr + "/metrics"
 	client := insecureClient()
 
-	t.Run("no token: 401 that says what to send", func(t *testing.T) {
-		code, header, body := scrapeHeader(t, client, url, "")
-		if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
-			t.Fatalf("status %d, body %.200q", code, body)
-		}
-		if !strings.Contains(body, "no bearer token") || !strings.Contains(body, "Authorization: Bearer <token>") {
-			t.Errorf("the refusal does not say what to send: %q", body)
-		}
-		if h := header.Get("WWW-Authenticate"); !strings.HasPrefix(h, "Bearer") {
-			t.Errorf("WWW-Authenticate %q", h)
-		}
-	})
-	t.Run("a token the API server does not authenticate: 401", func(t *testing.T) {
-		for name, tok := range map[string]string{
-			"forged signature":            prometheus[:len(prometheus)-4] + "AAAA",
-			"not a token":                 "not-a-token",
-			"issued for another audience": tokenFor("prometheus", "https://elsewhere.example"),
-			"its ServiceAccount deleted":  revoked,
-		} {
-			t.Run(name, func(t *testing.T) {
-				code, header, body := scrapeHeader(t, client, url, tok)
-				if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
-					t.Fatalf("status %d, body %.200q", code, body)
-				}
-				if !strings.Contains(body, "Unauthorized: the API server did not authenticate the bearer token") {
-					t.Errorf("the refusal does not say why: %q", body)
-				}
-				if h := header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
-					t.Errorf("WWW-Authenticate %q", h)
-				}
-			})
-		}
-	})
+	scrapers.CheckRefusals(t, client, url)
 	t.Run("the same junk token 100 times: one TokenReview", func(t *testing.T) {
 		before, began := tokenReviews.Load(), time.Now()
 		for range 100 {
@@ -269,16 +217,6 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 		}
 		if len(lines) == 0 || !strings.Contains(lines[0], "scrape refused: token not authenticated") {
 			t.Fatalf("log: %q", lines)
-		}
-	})
-	t.Run("a valid ServiceAccount token without pipeguard-metrics-reader: 403", func(t *testing.T) {
-		code, body := scrape(t, client, url, stranger)
-		if code != http.StatusForbidden || strings.Contains(body, "pipeguard_") {
-			t.Fatalf("status %d, body %.200q", code, body)
-		}
-		if !strings.Contains(body, `Forbidden: user "system:serviceaccount:monitoring:stranger" may not get /metrics`) ||
-			!strings.Contains(body, "pipeguard-metrics-reader") {
-			t.Errorf("the refusal does not name the user and the role to bind: %q", body)
 		}
 	})
 	t.Run("plain HTTP to the HTTPS endpoint gets no metrics", func(t *testing.T) {

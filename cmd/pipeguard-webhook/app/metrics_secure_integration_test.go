@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -63,25 +62,6 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// get GETs url with the bearer token (none when empty).
-func get(t *testing.T, client *http.Client, url, token string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
-
 // TestSecureMetricsOnControlPlane runs pipeguard-webhook with
 // --metrics-secure against a real kube-apiserver, with the permissions of
 // config/rbac/role.yaml. The scrapers are ServiceAccounts with tokens from
@@ -129,7 +109,7 @@ func TestSecureMetricsOnControlPlane(t *testing.T) {
 
 	// The scrapers.
 	scrapers := env.Scrapers(t, roleFromFile(t, "../../../config/prometheus/metrics_reader_role.yaml", "pipeguard-metrics-reader"))
-	prometheus, stranger, revoked, tokenFor := scrapers.Reader, scrapers.Stranger, scrapers.Revoked, scrapers.TokenFor
+	prometheus := scrapers.Reader
 
 	addr := freeAddr(t)
 	ws := env.WebhookServer()
@@ -166,57 +146,15 @@ func TestSecureMetricsOnControlPlane(t *testing.T) {
 		t.Fatalf("the metrics server never answered at %s: %v", url, err)
 	}
 
-	t.Run("no token: 401 that says what to send", func(t *testing.T) {
-		code, header, body := get(t, client, url, "")
-		if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
-			t.Fatalf("status %d, body %.200q", code, body)
-		}
-		if !strings.Contains(body, "no bearer token") || !strings.Contains(body, "Authorization: Bearer <token>") {
-			t.Errorf("the refusal does not say what to send: %q", body)
-		}
-		if h := header.Get("WWW-Authenticate"); !strings.HasPrefix(h, "Bearer") {
-			t.Errorf("WWW-Authenticate %q", h)
-		}
-	})
-	t.Run("a token the API server does not authenticate: 401, not 500", func(t *testing.T) {
-		for name, tok := range map[string]string{
-			"forged signature":            prometheus[:len(prometheus)-4] + "AAAA",
-			"not a token":                 "not-a-token",
-			"issued for another audience": tokenFor("prometheus", "https://elsewhere.example"),
-			"its ServiceAccount deleted":  revoked,
-		} {
-			t.Run(name, func(t *testing.T) {
-				code, header, body := get(t, client, url, tok)
-				if code != http.StatusUnauthorized || strings.Contains(body, "pipeguard_") {
-					t.Fatalf("status %d, body %.200q", code, body)
-				}
-				if !strings.Contains(body, "Unauthorized: the API server did not authenticate the bearer token") {
-					t.Errorf("the refusal does not say why: %q", body)
-				}
-				if h := header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
-					t.Errorf("WWW-Authenticate %q", h)
-				}
-			})
-		}
-	})
-	t.Run("a valid ServiceAccount token without pipeguard-metrics-reader: 403", func(t *testing.T) {
-		code, _, body := get(t, client, url, stranger)
-		if code != http.StatusForbidden || strings.Contains(body, "pipeguard_") {
-			t.Fatalf("status %d, body %.200q", code, body)
-		}
-		if !strings.Contains(body, `Forbidden: user "system:serviceaccount:monitoring:stranger" may not get /metrics`) ||
-			!strings.Contains(body, "ClusterRole pipeguard-metrics-reader") {
-			t.Errorf("the refusal does not name the user and the role to bind: %q", body)
-		}
-	})
+	scrapers.CheckRefusals(t, client, url)
 	t.Run("plain HTTP to the HTTPS endpoint gets no metrics", func(t *testing.T) {
-		code, _, body := get(t, &http.Client{Timeout: 30 * time.Second}, "http://"+addr+"/metrics", prometheus)
+		code, _, body := testenv.Scrape(t, &http.Client{Timeout: 30 * time.Second}, "http://"+addr+"/metrics", prometheus)
 		if code == http.StatusOK || strings.Contains(body, "pipeguard_") {
 			t.Fatalf("status %d, body %.200q", code, body)
 		}
 	})
 	t.Run("a token bound to pipeguard-metrics-reader: 200 with pipeguard's metrics", func(t *testing.T) {
-		code, _, body := get(t, client, url, prometheus)
+		code, _, body := testenv.Scrape(t, client, url, prometheus)
 		if code != http.StatusOK {
 			t.Fatalf("status %d, body %.300q", code, body)
 		}
