@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -12,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // ScraperNamespace is the namespace of the Scrapers' ServiceAccounts.
@@ -147,3 +149,23 @@ func (s Scrapers) CheckRefusals(t *testing.T, client *http.Client, url string) {
 		}
 	})
 }
+
+// CountTokenReviews returns a copy of cfg whose HTTP transport counts the
+// TokenReviews sent through it: what reaches the API server.
+func CountTokenReviews(cfg *rest.Config) (*rest.Config, *atomic.Int64) {
+	var n atomic.Int64
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/tokenreviews") {
+				n.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	return cfg, &n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

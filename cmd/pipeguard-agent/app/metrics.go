@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	"github.com/pipeguard/pipeguard/internal/metricsauth"
 )
 
 // The files MetricsCertDir may hold, as cert-manager and kubebuilder name them.
@@ -68,11 +70,11 @@ func listenMetrics(ctx context.Context, o Options, g prometheus.Gatherer) (*metr
 	e := &metricsEndpoint{secure: o.MetricsSecure}
 	var tlsConfig *tls.Config
 	if o.MetricsSecure {
-		auth, err := newMetricsAuth(o.MetricsAuth, log, metricsAuthOptions{})
+		auth, err := metricsauth.New(o.MetricsAuth, log, metricsauth.Options{Component: "pipeguard-agent"})
 		if err != nil {
 			return nil, fmt.Errorf("secure metrics: %w", err)
 		}
-		handler = auth.wrap(handler)
+		handler = auth.Wrap(handler)
 		if tlsConfig, e.watcher, err = metricsTLS(o.MetricsCertDir); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/pipeguard/pipeguard/internal/metricsauth"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -107,7 +108,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 	must(cs.RbacV1().ClusterRoles().Create(ctx, agentRole, metav1.CreateOptions{}))
 	bind("pipeguard-agent", agentRole.Name, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pipeguard-agent-test"})
 	agentUser := env.UserConfig(t, "pipeguard-agent-test")
-	agentConfig, tokenReviews := countTokenReviews(agentUser)
+	agentConfig, tokenReviews := testenv.CountTokenReviews(agentUser)
 
 	// The scrapers.
 	scrapers := env.Scrapers(t, clusterRoleFromFile(t, filepath.Join(configDir, "prometheus", "metrics_reader_role.yaml"), "pipeguard-metrics-reader"))
@@ -137,7 +138,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 			}
 		}
 		// One more per refusal TTL elapsed, on a machine slow enough for it.
-		if n, most := tokenReviews.Load()-before, 1+int64(time.Since(began)/metricsRefusalTTL); n < 1 || n > most {
+		if n, most := tokenReviews.Load()-before, 1+int64(time.Since(began)/metricsauth.DefaultRefusalTTL); n < 1 || n > most {
 			t.Fatalf("%d TokenReviews for 100 scrapes of one junk token, want 1", n)
 		}
 	})
@@ -170,7 +171,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 		// The filter itself, on a small cache and an unthrottled client, so
 		// that ten times its size is quick to send.
 		const size = 8
-		cfg, reviews := countTokenReviews(agentUser)
+		cfg, reviews := testenv.CountTokenReviews(agentUser)
 		cfg.QPS = -1
 		var mu sync.Mutex
 		var lines []string
@@ -179,11 +180,11 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 			defer mu.Unlock()
 			lines = append(lines, args)
 		}, funcr.Options{Verbosity: 1})
-		auth, err := newMetricsAuth(cfg, log, metricsAuthOptions{CacheSize: size})
+		auth, err := metricsauth.New(cfg, log, metricsauth.Options{Component: "pipeguard-agent", CacheSize: size})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := auth.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { t.Error("a junk token was let through") }))
+		h := auth.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { t.Error("a junk token was let through") }))
 		send := func(tok string) {
 			t.Helper()
 			w := httptest.NewRecorder()
@@ -197,7 +198,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 		began := time.Now()
 		for i := range 10 * size {
 			send(fmt.Sprintf("distinct-junk-%d", i))
-			if n := auth.tokens.len(); n > size {
+			if n := auth.Remembered(); n > size {
 				t.Fatalf("after %d tokens the cache holds %d answers, more than its size %d", i+1, n, size)
 			}
 		}
@@ -246,7 +247,7 @@ func TestSecureMetricsAgainstAPIServer(t *testing.T) {
 				t.Fatalf("status %d", code)
 			}
 		}
-		if n, most := tokenReviews.Load()-before, 1+int64(time.Since(began)/metricsAuthnTTL); n < 1 || n > most {
+		if n, most := tokenReviews.Load()-before, 1+int64(time.Since(began)/metricsauth.DefaultAuthnTTL); n < 1 || n > most {
 			t.Fatalf("%d TokenReviews for 21 scrapes of one valid token, want 1", n)
 		}
 	})

@@ -1,4 +1,11 @@
-package app
+// Package metricsauth guards a /metrics endpoint as kube-rbac-proxy and
+// controller-runtime's filter do, with answers a scraper can act on: the
+// bearer token must pass a TokenReview (else 401) and its user a
+// SubjectAccessReview for the request's verb and path (else 403); only a
+// review that could not be made is 503. Answers on tokens are remembered,
+// refusals too, so a flood of one junk token costs one TokenReview.
+// pipeguard-webhook and pipeguard-agent serve their metrics through it.
+package metricsauth
 
 import (
 	"context"
@@ -24,16 +31,16 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 )
 
-// Defaults of metricsAuthOptions.
+// Defaults of Options.
 const (
-	metricsTokenCacheSize = 1024
-	metricsAuthnTTL       = time.Minute
+	DefaultCacheSize = 1024
+	DefaultAuthnTTL  = time.Minute
 	// A refused token stays refused; remembering it briefly makes a flood of
 	// the same junk cost one TokenReview.
-	metricsRefusalTTL = 30 * time.Second
-	// metricsReviewTimeout bounds each TokenReview and SubjectAccessReview,
+	DefaultRefusalTTL = 30 * time.Second
+	// reviewTimeout bounds each TokenReview and SubjectAccessReview,
 	// within the scraper's own timeout (Prometheus: 10 seconds).
-	metricsReviewTimeout = 8 * time.Second
+	reviewTimeout = 8 * time.Second
 )
 
 // Messages of the secure endpoint's refusals, as the scraper reads them.
@@ -44,14 +51,17 @@ const (
 		"(malformed, expired, revoked, or issued for another cluster or audience). Scrape with a current ServiceAccount token of this cluster"
 	msgForbidden = "Forbidden: user %q may not %s %s. Bind it to the ClusterRole pipeguard-metrics-reader " +
 		"(config/prometheus), or another role with nonResourceURLs [%s] and verbs [%s]"
-	// The cause stays in the agent's log: it names the API server, which an
-	// unauthenticated caller need not learn.
+	// The cause stays in the component's log: it names the API server,
+	// which an unauthenticated caller need not learn.
 	msgReviewFailed = "internal error: the API server could not be asked to %s; " +
-		"the agent's log has the cause. Retry the scrape"
+		"the log of %s has the cause. Retry the scrape"
 )
 
-// metricsAuthOptions tunes a metricsAuth; zero values take the defaults.
-type metricsAuthOptions struct {
+// Options tune a Filter; zero values take the defaults.
+type Options struct {
+	// Component names the server in WWW-Authenticate's realm and in the
+	// 503 answer, e.g. "pipeguard-agent".
+	Component string
 	// CacheSize bounds the number of tokens whose review is remembered.
 	CacheSize int
 	// AuthnTTL and RefusalTTL are how long an authenticated or a refused
@@ -59,21 +69,22 @@ type metricsAuthOptions struct {
 	AuthnTTL, RefusalTTL time.Duration
 }
 
-// metricsAuth lets a scrape through when the API server authenticates its
+// Filter lets a scrape through when the API server authenticates its
 // bearer token (TokenReview) and authorizes its user to get the path
 // (SubjectAccessReview). A token it does not authenticate is 401, a user
 // it does not authorize 403, and only a review that could not be made 503.
-type metricsAuth struct {
-	reviews authnv1client.TokenReviewInterface
-	access  authorizer.Authorizer
-	tokens  *tokenCache
-	log     logr.Logger
-	logs    sampled
+type Filter struct {
+	component string
+	reviews   authnv1client.TokenReviewInterface
+	access    authorizer.Authorizer
+	tokens    *tokenCache
+	log       logr.Logger
+	logs      sampled
 }
 
-// newMetricsAuth builds the filter on the API server of cfg; it contacts
-// nothing until the first scrape.
-func newMetricsAuth(cfg *rest.Config, log logr.Logger, o metricsAuthOptions) (*metricsAuth, error) {
+// New builds the filter on the API server of cfg; it contacts nothing
+// until the first scrape.
+func New(cfg *rest.Config, log logr.Logger, o Options) (*Filter, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the API server connection for token and access reviews: %w", err)
@@ -99,53 +110,54 @@ func newMetricsAuth(cfg *rest.Config, log logr.Logger, o metricsAuthOptions) (*m
 		return nil, fmt.Errorf("the SubjectAccessReview authorizer: %w", err)
 	}
 	if o.CacheSize <= 0 {
-		o.CacheSize = metricsTokenCacheSize
+		o.CacheSize = DefaultCacheSize
 	}
 	if o.AuthnTTL <= 0 {
-		o.AuthnTTL = metricsAuthnTTL
+		o.AuthnTTL = DefaultAuthnTTL
 	}
 	if o.RefusalTTL <= 0 {
-		o.RefusalTTL = metricsRefusalTTL
+		o.RefusalTTL = DefaultRefusalTTL
 	}
-	return &metricsAuth{
-		reviews: authn.TokenReviews(),
-		access:  access,
-		tokens:  newTokenCache(o.CacheSize, o.AuthnTTL, o.RefusalTTL),
-		log:     log,
-		logs:    sampled{limit: flowcontrol.NewTokenBucketRateLimiter(0.1, 5)},
+	return &Filter{
+		component: o.Component,
+		reviews:   authn.TokenReviews(),
+		access:    access,
+		tokens:    newTokenCache(o.CacheSize, o.AuthnTTL, o.RefusalTTL),
+		log:       log,
+		logs:      sampled{limit: flowcontrol.NewTokenBucketRateLimiter(0.1, 5)},
 	}, nil
 }
 
-// wrap puts the filter in front of next.
-func (m *metricsAuth) wrap(next http.Handler) http.Handler {
+// Wrap puts the filter in front of next.
+func (m *Filter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pipeguard-agent"`)
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", m.component))
 			http.Error(w, msgNoToken, http.StatusUnauthorized)
 			return
 		}
 		a, fresh, err := m.tokens.review(r.Context(), token, m.authenticate)
 		if err != nil {
 			m.failed(err, "no TokenReview of a scraper's token")
-			http.Error(w, fmt.Sprintf(msgReviewFailed, "review the token"), http.StatusServiceUnavailable)
+			http.Error(w, fmt.Sprintf(msgReviewFailed, "review the token", m.component), http.StatusServiceUnavailable)
 			return
 		}
 		if a.user == nil {
 			if fresh { // a remembered refusal was logged when it was made
 				m.refused("token not authenticated", "remote", r.RemoteAddr, "reason", a.reason)
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pipeguard-agent", error="invalid_token"`)
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q, error="invalid_token"`, m.component))
 			http.Error(w, msgBadToken, http.StatusUnauthorized)
 			return
 		}
 		attrs := authorizer.AttributesRecord{User: a.user, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
-		ctx, cancel := context.WithTimeout(r.Context(), metricsReviewTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
 		defer cancel()
 		decision, reason, err := m.access.Authorize(ctx, attrs)
 		if err != nil {
 			m.failed(err, "no SubjectAccessReview of a scraper", "user", a.user.GetName())
-			http.Error(w, fmt.Sprintf(msgReviewFailed, "check the scraper's access"), http.StatusServiceUnavailable)
+			http.Error(w, fmt.Sprintf(msgReviewFailed, "check the scraper's access", m.component), http.StatusServiceUnavailable)
 			return
 		}
 		if decision != authorizer.DecisionAllow {
@@ -160,7 +172,7 @@ func (m *metricsAuth) wrap(next http.Handler) http.Handler {
 // authenticate asks the API server about token. A token it does not
 // authenticate is an answer without a user, not an error: errors are for
 // reviews that could not be made.
-func (m *metricsAuth) authenticate(ctx context.Context, token string) (tokenAnswer, error) {
+func (m *Filter) authenticate(ctx context.Context, token string) (tokenAnswer, error) {
 	tr, err := m.reviews.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
 		return tokenAnswer{}, fmt.Errorf("TokenReview: %w", err)
@@ -178,14 +190,14 @@ func (m *metricsAuth) authenticate(ctx context.Context, token string) (tokenAnsw
 
 // refused logs a refusal at V(1), sampled: a flood of junk scrapes must
 // not flood the log.
-func (m *metricsAuth) refused(msg string, kv ...any) {
+func (m *Filter) refused(msg string, kv ...any) {
 	if ok, dropped := m.logs.allow(); ok {
 		m.log.V(1).Info("scrape refused: "+msg, append(kv, "linesNotLogged", dropped)...)
 	}
 }
 
 // failed logs a review that could not be made, sampled like refused.
-func (m *metricsAuth) failed(err error, msg string, kv ...any) {
+func (m *Filter) failed(err error, msg string, kv ...any) {
 	if ok, dropped := m.logs.allow(); ok {
 		m.log.Error(err, msg+"; scrapes fail until the API server answers", append(kv, "linesNotLogged", dropped)...)
 	}
@@ -269,7 +281,7 @@ func (c *tokenCache) review(ctx context.Context, token string, ask func(context.
 	}
 
 	// Others wait on this review: it outlives this scraper's cancellation.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), metricsReviewTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)
 	defer cancel()
 	f.answer, f.err = ask(rctx, token)
 	c.mu.Lock()
@@ -290,3 +302,6 @@ func (c *tokenCache) review(ctx context.Context, token string, ask func(context.
 func (c *tokenCache) len() int {
 	return len(c.answers.Keys())
 }
+
+// Remembered is the number of tokens whose answer the filter holds.
+func (m *Filter) Remembered() int { return m.tokens.len() }
