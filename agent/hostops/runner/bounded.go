@@ -133,6 +133,27 @@ func (b *Bounded) Run(ctx context.Context, cmd Command) ([]byte, error) {
 	if op == "" {
 		op = cmd.Program
 	}
+	var out []byte
+	err := b.limit(ctx, op, func(cctx context.Context) error {
+		var err error
+		out, err = b.r.Run(cctx, cmd)
+		return err
+	}, false)
+	return out, err
+}
+
+// Do runs fn, a host call that starts no process (a Win32 call), under the
+// limits of op. fn runs on a goroutine of its own: when the deadline passes
+// first, Do answers with a *DeadlineError at once, and fn's slot stays taken
+// until fn returns, so calls that never return can fill the cap but never
+// hold a caller past its deadline.
+func (b *Bounded) Do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	return b.limit(ctx, op, fn, true)
+}
+
+// limit runs fn with a slot of op's pool and op's deadline. With detach, fn
+// runs on its own goroutine and keeps its slot until it returns.
+func (b *Bounded) limit(ctx context.Context, op string, fn func(context.Context) error, detach bool) error {
 	p := b.pools[op]
 	if p == nil {
 		p = b.general
@@ -142,22 +163,56 @@ func (b *Bounded) Run(ctx context.Context, cmd Command) ([]byte, error) {
 		cctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errOwnDeadline)
 	}
 	defer cancel()
+	release := func() {}
 	if p.slots != nil {
 		select {
 		case p.slots <- struct{}{}:
 		case <-cctx.Done():
-			return nil, b.ended(ctx, cctx, op, p, true)
+			return b.ended(ctx, cctx, op, p, true)
 		}
-		defer func() { <-p.slots }()
+		release = func() { <-p.slots }
 	}
 	if cctx.Err() != nil {
-		return nil, b.ended(ctx, cctx, op, p, true)
+		release()
+		return b.ended(ctx, cctx, op, p, true)
 	}
-	out, err := b.r.Run(cctx, cmd)
-	if err != nil && cctx.Err() != nil {
-		return out, b.ended(ctx, cctx, op, p, false)
+	if !detach {
+		defer release()
+		err := fn(cctx)
+		if err != nil && cctx.Err() != nil {
+			return b.ended(ctx, cctx, op, p, false)
+		}
+		return err
 	}
-	return out, err
+	done := make(chan error, 1)
+	go func() {
+		defer release()
+		done <- fn(cctx)
+	}()
+	select {
+	case err := <-done:
+		if err != nil && cctx.Err() != nil {
+			return b.ended(ctx, cctx, op, p, false)
+		}
+		return err
+	case <-cctx.Done():
+		return b.ended(ctx, cctx, op, p, false)
+	}
+}
+
+// Limiter runs host calls that start no process under limits; *Bounded is one.
+type Limiter interface {
+	Do(ctx context.Context, op string, fn func(ctx context.Context) error) error
+}
+
+// Call runs fn, named op, under l; with no Limiter it runs fn directly. The
+// error of fn is returned as it is, except that a call whose own deadline
+// passed answers with a *DeadlineError naming op.
+func Call(ctx context.Context, l Limiter, op string, fn func(ctx context.Context) error) error {
+	if l == nil {
+		return fn(ctx)
+	}
+	return l.Do(ctx, op, fn)
 }
 
 // ended is the error of a call whose context ended: its own deadline, or

@@ -242,3 +242,44 @@ func TestBoundedExecEndsAHungProcess(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
+
+// A Win32 call that never returns (a hung UNC path, say) answers at its
+// deadline; it keeps its slot until it returns, so the next call waits for
+// that slot and is refused at its own deadline, never hung.
+func TestBoundedDoAnswersAHungCallAtItsDeadline(t *testing.T) {
+	b := Bound(nil, "smb", Limits{Timeout: 150 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-smb"})
+	unblock := make(chan struct{})
+	returned := make(chan struct{})
+	start := time.Now()
+	err := b.Do(context.Background(), "GetFileAttributes", func(context.Context) error {
+		defer close(returned)
+		<-unblock // ignores its context, as a blocking syscall does
+		return nil
+	})
+	if took := time.Since(start); took > 150*time.Millisecond+slack {
+		t.Fatalf("returned after %v", took)
+	}
+	if want := "smb GetFileAttributes did not finish within 150ms (host operation deadline; --host-call-timeout-smb)"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	err = b.Do(context.Background(), "GetFileAttributes", func(context.Context) error { return nil })
+	var de *DeadlineError
+	if !errors.As(err, &de) || !de.Queued {
+		t.Fatalf("second call while the first still hangs: %v, want a queued DeadlineError", err)
+	}
+	close(unblock)
+	<-returned
+	deadline := time.Now().Add(slack)
+	for {
+		err = b.Do(context.Background(), "GetFileAttributes", func(context.Context) error { return errors.New("access denied") })
+		if err == nil || err.Error() == "access denied" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err == nil || err.Error() != "access denied" {
+		t.Fatalf("after the hung call returned: %v, want the call's own error", err)
+	}
+	if err := Call(context.Background(), nil, "x", func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("Call with no limiter: %v", err)
+	}
+}
