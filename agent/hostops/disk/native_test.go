@@ -1,0 +1,263 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+)
+
+// bigDescriptor holds 300 port identifiers before the device's NAA: over
+// the 4 KiB the first query asks for.
+func bigDescriptor() []byte {
+	ids := make([]ident, 0, 301)
+	for range 300 {
+		ids = append(ids, portNAA)
+	}
+	return descriptor(append(ids, naa5)...)
+}
+
+type fixture struct {
+	host *win32test.Host
+	ps   *runner.Fake
+	n    Native
+}
+
+// newFixture is a host of four disks: 0 an NVMe disk on no SCSI port, 1
+// and 2 SCSI disks (2 without page 83 data), 3 one whose page 83
+// descriptor is larger than the first query's buffer.
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	h := win32test.New()
+	h.AddDisk(win32test.Disk{Number: 0, Page83: descriptor(eui64), Serial: "  S4EWNX0N123456  ", Size: 512 << 30})
+	h.AddDisk(win32test.Disk{Number: 1, SCSI: &win32.SCSIAddress{PortNumber: 3, PathId: 0, TargetId: 0, Lun: 1},
+		Page83: descriptor(naa6), Vendor: "Msft", Product: "Virtual Disk", Serial: "6002248066c7a8e3", Size: 32 << 30})
+	h.AddDisk(win32test.Disk{Number: 2, SCSI: &win32.SCSIAddress{PortNumber: 1, PathId: 2, TargetId: 3, Lun: 4}, Size: 1 << 30})
+	h.AddDisk(win32test.Disk{Number: 3, SCSI: &win32.SCSIAddress{PortNumber: 255, PathId: 255, TargetId: 255, Lun: 255},
+		Page83: bigDescriptor(), Serial: "BIG", Size: 1})
+	ps := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("False\r\n"), nil }}
+	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "disk", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
+}
+
+func TestNativeDiskResults(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	locs, err := f.n.ListDiskLocations(ctx)
+	wantLocs := map[uint32]Location{
+		1: {Adapter: "3", Bus: "0", Target: "0", LUNID: "1"},
+		2: {Adapter: "1", Bus: "2", Target: "3", LUNID: "4"},
+		3: {Adapter: "255", Bus: "255", Target: "255", LUNID: "255"},
+	}
+	if err != nil || !reflect.DeepEqual(locs, wantLocs) {
+		t.Fatalf("ListDiskLocations = %v, %v\nwant %v", locs, err, wantLocs)
+	}
+	ids, err := f.n.ListDiskIDs(ctx)
+	wantIDs := map[uint32]IDs{
+		0: {Page83: "0025385b71b01234", SerialNumber: "S4EWNX0N123456"},
+		1: {Page83: "6001405a1b2c3d4e5f60718293a4b5c6", SerialNumber: "6002248066c7a8e3"},
+		2: {Page83: "", SerialNumber: ""},
+		3: {Page83: "5000c50012345678", SerialNumber: "BIG"},
+	}
+	if err != nil || !reflect.DeepEqual(ids, wantIDs) {
+		t.Fatalf("ListDiskIDs = %v, %v\nwant %v", ids, err, wantIDs)
+	}
+	size, err := f.n.GetDiskStats(ctx, 1)
+	if err != nil || size != 32<<30 {
+		t.Fatalf("GetDiskStats = %d, %v", size, err)
+	}
+	if cmds := f.ps.Commands(); len(cmds) != 0 {
+		t.Fatalf("the native operations started processes: %v", cmds)
+	}
+	// Disk 3's descriptor was asked for twice: 4 KiB, then its Size.
+	queries := 0
+	for _, c := range f.host.Calls() {
+		if c.Path == `\\.\PhysicalDrive3` && c.Func == "DeviceIoControl(IOCTL_STORAGE_QUERY_PROPERTY)" {
+			queries++
+		}
+	}
+	if queries != 3 {
+		t.Fatalf("disk 3 was queried %d times, want 3 (page 83 twice, the serial once)", queries)
+	}
+}
+
+// PartitionDisk, Rescan, SetDiskState and GetDiskState reach the PowerShell
+// implementation, and make no Win32 call.
+func TestNativeDiskCmdlets(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	if err := f.n.PartitionDisk(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.n.Rescan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.n.SetDiskState(ctx, 7, true); err != nil {
+		t.Fatal(err)
+	}
+	if online, err := f.n.GetDiskState(ctx, 7); err != nil || !online {
+		t.Fatalf("GetDiskState = %v, %v", online, err)
+	}
+	want := []runner.Command{
+		runner.PowerShell(scriptPartition, "disknumber=7"),
+		runner.PowerShell(scriptRescan),
+		runner.PowerShell(scriptSetState, "disknumber=7", "diskoffline=false"),
+		runner.PowerShell(scriptGetState, "disknumber=7"),
+	}
+	if got := f.ps.Commands(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ran %v\nwant %v", got, want)
+	}
+	if calls := f.host.Calls(); len(calls) != 0 {
+		t.Fatalf("Win32 calls made: %v", calls)
+	}
+	if err := (Native{Sys: f.host}).Rescan(ctx); err == nil ||
+		err.Error() != "internal error: Rescan needs the PowerShell disk operations (Native.Cmdlets is nil); the call was not run" {
+		t.Fatalf("no Cmdlets: %v", err)
+	}
+}
+
+func TestNativeDiskErrors(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]struct {
+		setup func(f fixture)
+		call  func(n Native) error
+		want  string
+	}{
+		"size of a missing disk": {
+			call: func(n Native) error { _, err := n.GetDiskStats(ctx, 9); return err },
+			want: `reading the size of disk 9: CreateFileW \\.\PhysicalDrive9: The system cannot find the file specified.`,
+		},
+		"truncated size": {
+			setup: func(f fixture) {
+				f.host.Answer(`\\.\PhysicalDrive1`, win32.IOCTL_DISK_GET_LENGTH_INFO, []byte{1, 2, 3, 4}, nil)
+			},
+			call: func(n Native) error { _, err := n.GetDiskStats(ctx, 1); return err },
+			want: `reading the size of disk 1: GET_LENGTH_INFORMATION: length at offset 0: 4 bytes were returned, the structure takes 8 (truncated answer)`,
+		},
+		"negative size": {
+			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Size: -1}) },
+			call:  func(n Native) error { _, err := n.GetDiskStats(ctx, 1); return err },
+			want:  `reading the size of disk 1: GET_LENGTH_INFORMATION: Length at offset 0: -1 is negative`,
+		},
+		"a SCSI address that does not say its length": {
+			setup: func(f fixture) {
+				f.host.Answer(`\\.\PhysicalDrive1`, win32.IOCTL_SCSI_GET_ADDRESS, make([]byte, 8), nil)
+			},
+			call: func(n Native) error { _, err := n.ListDiskLocations(ctx); return err },
+			want: `reading the location of disk 1: SCSI_ADDRESS: Length at offset 0: is 0, not the 8 bytes of the structure`,
+		},
+		"a truncated SCSI address": {
+			setup: func(f fixture) {
+				f.host.Answer(`\\.\PhysicalDrive2`, win32.IOCTL_SCSI_GET_ADDRESS, []byte{8, 0, 0, 0, 1}, nil)
+			},
+			call: func(n Native) error { _, err := n.ListDiskLocations(ctx); return err },
+			want: `reading the location of disk 2: SCSI_ADDRESS: length at offset 0: 5 bytes were returned, the structure takes 8 (truncated answer)`,
+		},
+		"a disk that refuses": {
+			setup: func(f fixture) {
+				f.host.Answer(`\\.\PhysicalDrive1`, win32.IOCTL_SCSI_GET_ADDRESS, nil, win32test.Fail("CreateFileW", `\\.\PhysicalDrive1`, win32test.ErrAccessDenied))
+			},
+			call: func(n Native) error { _, err := n.ListDiskLocations(ctx); return err },
+			want: `reading the location of disk 1: CreateFileW \\.\PhysicalDrive1: Access is denied.`,
+		},
+		"a truncated page 83 descriptor": {
+			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Page83: descriptor(naa6)[:20]}) },
+			call:  func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
+			want:  `reading the page 83 ID of disk 1: STORAGE_DEVICE_ID_DESCRIPTOR: Size at offset 4: 44 exceeds the 20 bytes read (truncated descriptor)`,
+		},
+		"a page 83 descriptor of hostile Size": {
+			setup: func(f fixture) {
+				f.host.AddDisk(win32test.Disk{Number: 1, Page83: put32(descriptor(naa6), 4, 0xffffffff)})
+			},
+			call: func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
+			want: `reading the page 83 ID of disk 1: DeviceIoControl(IOCTL_STORAGE_QUERY_PROPERTY): the descriptor's Size 4294967295 exceeds the 1048576 bytes a descriptor may take`,
+		},
+		"a page 83 answer shorter than its header": {
+			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Page83: []byte{1, 0, 0}}) },
+			call:  func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
+			want:  `reading the page 83 ID of disk 1: STORAGE_DESCRIPTOR_HEADER: Size at offset 4: 3 bytes were returned, the header takes 8 (truncated answer)`,
+		},
+		"a serial number that is not ASCII": {
+			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Serial: "SN\xc3\xa9"}) },
+			call:  func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
+			want:  `reading the serial number of disk 1: STORAGE_DEVICE_DESCRIPTOR: SerialNumberOffset at offset 24: the string at 40 holds byte 0xc3 at 42, which is not printable ASCII`,
+		},
+		"no Sys": {
+			call: func(Native) error { _, err := (Native{}).ListDiskIDs(ctx); return err },
+			want: `listing the disks: internal error: the native disk operations have no Win32 host (Native.Sys is nil); the call was not run`,
+		},
+		"the drive list fails": {
+			setup: func(f fixture) {
+				f.host.Before = func(c win32test.Call) error {
+					if c.Func == "QueryDosDeviceW" {
+						return win32test.Fail(c.Func, "", win32test.ErrAccessDenied)
+					}
+					return nil
+				}
+			},
+			call: func(n Native) error { _, err := n.ListDiskLocations(ctx); return err },
+			want: `listing the disks: QueryDosDeviceW: Access is denied.`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			err := tc.call(f.n)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("%v\nwant %q", err, tc.want)
+			}
+			if cmds := f.ps.Commands(); len(cmds) != 0 {
+				t.Fatalf("started processes: %v", cmds)
+			}
+		})
+	}
+}
+
+// A drive that went away since it was listed, or answers no SCSI address,
+// is left out.
+func TestNativeDiskListsLeaveOutGoneDrives(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	gone := win32test.Fail("CreateFileW", `\\.\PhysicalDrive1`, win32test.ErrFileNotFound)
+	f.host.Answer(`\\.\PhysicalDrive1`, win32.IOCTL_SCSI_GET_ADDRESS, nil, gone)
+	f.host.Answer(`\\.\PhysicalDrive1`, win32.IOCTL_STORAGE_QUERY_PROPERTY, nil, gone)
+	locs, err := f.n.ListDiskLocations(ctx)
+	if err != nil || len(locs) != 2 || locs[1] != (Location{}) {
+		t.Fatalf("ListDiskLocations = %v, %v", locs, err)
+	}
+	ids, err := f.n.ListDiskIDs(ctx)
+	if _, ok := ids[1]; err != nil || ok || len(ids) != 3 {
+		t.Fatalf("ListDiskIDs = %v, %v", ids, err)
+	}
+}
+
+// A disk IOCTL that never returns is answered at the group's deadline.
+func TestNativeDiskHungCallAnswersAtTheDeadline(t *testing.T) {
+	f := newFixture(t)
+	release := make(chan struct{})
+	defer close(release)
+	f.host.Before = func(c win32test.Call) error {
+		if strings.Contains(c.Func, "IOCTL_SCSI_GET_ADDRESS") {
+			<-release
+		}
+		return nil
+	}
+	f.n.Limits = runner.Bound(f.ps, "disk", runner.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-disk"})
+	start := time.Now()
+	_, err := f.n.ListDiskLocations(context.Background())
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("answered after %v", took)
+	}
+	want := `reading the location of disk 0: disk DeviceIoControl(IOCTL_SCSI_GET_ADDRESS) did not finish within 100ms (host operation deadline; --host-call-timeout-disk)`
+	if err == nil || err.Error() != want || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v\nwant %q", err, want)
+	}
+}

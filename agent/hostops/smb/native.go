@@ -1,0 +1,92 @@
+package smb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+)
+
+// Native is API with the path check and the link made by direct Win32
+// calls, as CSI Proxy 1.3 makes them; the global mappings, which have no
+// Win32 equivalent here, run through Cmdlets. Every Win32 call runs under
+// Limits (runner.Call), named after its function, so that a share that
+// does not answer is answered at the group's deadline.
+type Native struct {
+	// Sys makes the Win32 calls; win32.New() on the host.
+	Sys win32.Sys
+	// Limits bounds every Win32 call; nil runs them unbounded.
+	Limits runner.Limiter
+	// Cmdlets runs IsMapped, NewGlobalMapping and RemoveGlobalMapping, and
+	// nothing else: the PowerShell implementation.
+	Cmdlets API
+}
+
+var _ API = Native{}
+
+// errNoSys is the answer of a Native assembled without its Sys.
+var errNoSys = errors.New("internal error: the native smb operations have no Win32 host (Native.Sys is nil); the call was not run")
+
+func errNoCmdlets(op string) error {
+	return fmt.Errorf("internal error: %s needs the PowerShell smb operations (Native.Cmdlets is nil); the call was not run", op)
+}
+
+// IsMapped runs Cmdlets' IsMapped.
+func (n Native) IsMapped(ctx context.Context, remotePath string) (bool, error) {
+	if n.Cmdlets == nil {
+		return false, errNoCmdlets("IsMapped")
+	}
+	return n.Cmdlets.IsMapped(ctx, remotePath)
+}
+
+// PathValid reports whether remotePath answers (GetFileAttributesW): a
+// path that does not exist is false; a share that fails otherwise (refused
+// credentials, no network path, no answer before the deadline) is false
+// and the error, which the caller takes as a mapping to replace.
+func (n Native) PathValid(ctx context.Context, remotePath string) (bool, error) {
+	if n.Sys == nil {
+		return false, errNoSys
+	}
+	ok, err := win32.Call(ctx, n.Limits, "GetFileAttributesW", func() (bool, error) { return n.Sys.FileExists(remotePath) })
+	if err != nil {
+		return false, fmt.Errorf("checking that %s answers: %w", remotePath, err)
+	}
+	return ok, nil
+}
+
+// NewGlobalMapping runs Cmdlets' NewGlobalMapping.
+func (n Native) NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error {
+	if n.Cmdlets == nil {
+		return errNoCmdlets("NewGlobalMapping")
+	}
+	return n.Cmdlets.NewGlobalMapping(ctx, remotePath, username, password, requirePrivacy)
+}
+
+// NewLink creates localPath as a directory symbolic link to remotePath
+// (CreateSymbolicLinkW), the target given a trailing backslash so that Go
+// resolves paths through the link, as CSI Proxy does. The share is not
+// looked at: a share that does not answer cannot hold the call.
+func (n Native) NewLink(ctx context.Context, remotePath, localPath string) error {
+	if n.Sys == nil {
+		return errNoSys
+	}
+	target := remotePath
+	if !strings.HasSuffix(target, `\`) {
+		target += `\`
+	}
+	if err := win32.Do(ctx, n.Limits, "CreateSymbolicLinkW", func() error { return n.Sys.Symlink(target, localPath) }); err != nil {
+		return fmt.Errorf("linking %s to %s: %w", localPath, target, err)
+	}
+	return nil
+}
+
+// RemoveGlobalMapping runs Cmdlets' RemoveGlobalMapping.
+func (n Native) RemoveGlobalMapping(ctx context.Context, remotePath string) error {
+	if n.Cmdlets == nil {
+		return errNoCmdlets("RemoveGlobalMapping")
+	}
+	return n.Cmdlets.RemoveGlobalMapping(ctx, remotePath)
+}

@@ -1,0 +1,156 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+)
+
+// Native is API through direct Win32 calls, as CSI Proxy 1.3 makes them:
+// only FormatVolume and ResizeVolume, which have no Win32 equivalent,
+// start a process (through Cmdlets). Every Win32 call runs under Limits
+// (runner.Call), named after its function, so that it has the group's
+// deadline and concurrency cap and a hung call answers at the deadline.
+type Native struct {
+	// Sys makes the Win32 calls; win32.New() on the host.
+	Sys win32.Sys
+	// Limits bounds every Win32 call; nil runs them unbounded.
+	Limits runner.Limiter
+	// Cmdlets runs FormatVolume and ResizeVolume, and nothing else: the
+	// PowerShell implementation.
+	Cmdlets API
+}
+
+var _ API = Native{}
+
+// errNoSys is the answer of a Native assembled without its Sys.
+var errNoSys = errors.New("internal error: the native volume operations have no Win32 host (Native.Sys is nil); the call was not run")
+
+// volumePaths returns the root (\\?\Volume{GUID}\) and device
+// (\\?\Volume{GUID}) of a volume id. The caller validated the id; this
+// checks it again, as the device path is opened.
+func (n Native) volumePaths(volumeID string) (root, device string, err error) {
+	if n.Sys == nil {
+		return "", "", errNoSys
+	}
+	if !win32.IsVolumeName(volumeID) {
+		return "", "", fmt.Errorf(`%q is not a volume id of the form \\?\Volume{GUID}\; the call was not run`, volumeID)
+	}
+	return win32.VolumeRoot(volumeID), win32.VolumeDevice(volumeID), nil
+}
+
+// dirPath returns p with one trailing backslash, as the mount point
+// functions take folders.
+func dirPath(p string) string { return strings.TrimRight(p, `\`) + `\` }
+
+// MountVolume mounts the volume at targetPath, an empty folder
+// (SetVolumeMountPointW).
+func (n Native) MountVolume(ctx context.Context, volumeID, targetPath string) error {
+	root, _, err := n.volumePaths(volumeID)
+	if err != nil {
+		return err
+	}
+	mp := dirPath(targetPath)
+	if err := win32.Do(ctx, n.Limits, "SetVolumeMountPointW", func() error { return n.Sys.SetMountPoint(mp, root) }); err != nil {
+		return fmt.Errorf("mounting volume %s at %s: %w", volumeID, targetPath, err)
+	}
+	return nil
+}
+
+// UnmountVolume flushes the volume's cache and then removes its mount
+// point at targetPath (DeleteVolumeMountPointW); when the flush fails the
+// mount point stays.
+func (n Native) UnmountVolume(ctx context.Context, volumeID, targetPath string) error {
+	root, _, err := n.volumePaths(volumeID)
+	if err != nil {
+		return err
+	}
+	if err := n.flush(ctx, root); err != nil {
+		return fmt.Errorf("unmounting volume %s from %s: the volume's cache was not flushed, so it stays mounted: %w", volumeID, targetPath, err)
+	}
+	mp := dirPath(targetPath)
+	if err := win32.Do(ctx, n.Limits, "DeleteVolumeMountPointW", func() error { return n.Sys.DeleteMountPoint(mp) }); err != nil {
+		return fmt.Errorf("unmounting volume %s from %s: %w", volumeID, targetPath, err)
+	}
+	return nil
+}
+
+// flush writes the volume's cache to disk.
+func (n Native) flush(ctx context.Context, root string) error {
+	return win32.Do(ctx, n.Limits, "FlushFileBuffers", func() error { return n.Sys.FlushVolume(root) })
+}
+
+// IsVolumeFormatted reports whether Windows recognizes a file system on
+// the volume (GetVolumeInformationW): not RAW, not unknown.
+func (n Native) IsVolumeFormatted(ctx context.Context, volumeID string) (bool, error) {
+	root, _, err := n.volumePaths(volumeID)
+	if err != nil {
+		return false, err
+	}
+	fs, err := win32.Call(ctx, n.Limits, "GetVolumeInformationW", func() (string, error) { return n.Sys.FileSystemName(root) })
+	if err != nil {
+		return false, fmt.Errorf("reading the file system of volume %s: %w", volumeID, err)
+	}
+	fs = strings.TrimSpace(fs)
+	return fs != "" && !strings.EqualFold(fs, "RAW") && !strings.EqualFold(fs, "Unknown"), nil
+}
+
+// FormatVolume formats the volume as NTFS with Cmdlets.
+func (n Native) FormatVolume(ctx context.Context, volumeID string) error {
+	if n.Cmdlets == nil {
+		return errNoCmdlets("FormatVolume")
+	}
+	return n.Cmdlets.FormatVolume(ctx, volumeID)
+}
+
+// ResizeVolume grows the volume's partition with Cmdlets.
+func (n Native) ResizeVolume(ctx context.Context, volumeID string, sizeBytes int64) error {
+	if n.Cmdlets == nil {
+		return errNoCmdlets("ResizeVolume")
+	}
+	return n.Cmdlets.ResizeVolume(ctx, volumeID, sizeBytes)
+}
+
+func errNoCmdlets(op string) error {
+	return fmt.Errorf("internal error: %s needs the PowerShell volume operations (Native.Cmdlets is nil); the call was not run", op)
+}
+
+type space struct{ total, free uint64 }
+
+// GetVolumeStats returns the volume's size and the bytes used on it
+// (GetDiskFreeSpaceExW: total, and total less free).
+func (n Native) GetVolumeStats(ctx context.Context, volumeID string) (int64, int64, error) {
+	root, _, err := n.volumePaths(volumeID)
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := win32.Call(ctx, n.Limits, "GetDiskFreeSpaceExW", func() (space, error) {
+		total, free, err := n.Sys.FreeSpace(root)
+		return space{total, free}, err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the size of volume %s: %w", volumeID, err)
+	}
+	if s.total > math.MaxInt64 || s.free > s.total {
+		return 0, 0, fmt.Errorf("reading the size of volume %s: GetDiskFreeSpaceExW answered %d bytes free of %d, which cannot be", volumeID, s.free, s.total)
+	}
+	return int64(s.total), int64(s.total - s.free), nil
+}
+
+// WriteVolumeCache flushes the volume's cache (FlushFileBuffers on the
+// volume's device).
+func (n Native) WriteVolumeCache(ctx context.Context, volumeID string) error {
+	root, _, err := n.volumePaths(volumeID)
+	if err != nil {
+		return err
+	}
+	if err := n.flush(ctx, root); err != nil {
+		return fmt.Errorf("flushing the cache of volume %s: %w", volumeID, err)
+	}
+	return nil
+}
