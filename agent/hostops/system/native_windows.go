@@ -1,0 +1,134 @@
+package system
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/svc"
+	"golang.org/x/sys/windows/svc/mgr"
+)
+
+// connectServiceManager opens the local service control manager with
+// SC_MANAGER_CONNECT only, the right that OpenService needs; mgr.Connect
+// would ask for SC_MANAGER_ALL_ACCESS.
+func connectServiceManager() (serviceManager, error) {
+	h, err := windows.OpenSCManager(nil, nil, windows.SC_MANAGER_CONNECT)
+	if err != nil {
+		return nil, fmt.Errorf("OpenSCManager with SC_MANAGER_CONNECT: %w", err)
+	}
+	return &winManager{m: &mgr.Mgr{Handle: h}}, nil
+}
+
+// accessRights are the access rights each access opens a service with:
+// the least that its calls need (mgr.Mgr.OpenService would ask for
+// SERVICE_ALL_ACCESS).
+func accessRights(a access) uint32 {
+	switch a {
+	case accessQuery:
+		return windows.SERVICE_QUERY_CONFIG | windows.SERVICE_QUERY_STATUS
+	case accessStart:
+		return windows.SERVICE_START | windows.SERVICE_QUERY_STATUS
+	case accessStop:
+		return windows.SERVICE_STOP | windows.SERVICE_QUERY_STATUS | windows.SERVICE_ENUMERATE_DEPENDENTS
+	}
+	return 0
+}
+
+type winManager struct{ m *mgr.Mgr }
+
+func (w *winManager) open(name string, a access) (serviceHandle, error) {
+	p, err := windows.UTF16PtrFromString(name)
+	if err != nil {
+		return nil, fmt.Errorf("service name %q: %w", name, err)
+	}
+	h, err := windows.OpenService(w.m.Handle, p, accessRights(a))
+	if err != nil {
+		return nil, fmt.Errorf("OpenService: %w", scmError(err))
+	}
+	return &winService{s: &mgr.Service{Name: name, Handle: h}}, nil
+}
+
+func (w *winManager) close() error { return w.m.Disconnect() }
+
+type winService struct{ s *mgr.Service }
+
+// maxServiceConfig bounds the QUERY_SERVICE_CONFIG buffer; Microsoft
+// documents 8 KiB as its largest size.
+const maxServiceConfig = 8 << 10
+
+func (w *winService) config() (string, uint32, error) {
+	n := uint32(1024)
+	for range 3 {
+		// A []uint64 keeps the buffer aligned for the structure's pointers.
+		buf := make([]uint64, (n+7)/8)
+		c := (*windows.QUERY_SERVICE_CONFIG)(unsafe.Pointer(&buf[0]))
+		var needed uint32
+		err := windows.QueryServiceConfig(w.s.Handle, c, uint32(len(buf)*8), &needed)
+		if err == nil {
+			return windows.UTF16PtrToString(c.DisplayName), c.StartType, nil
+		}
+		if !errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER) {
+			return "", 0, fmt.Errorf("QueryServiceConfig: %w", err)
+		}
+		if needed <= n || needed > maxServiceConfig {
+			return "", 0, fmt.Errorf("QueryServiceConfig: asks for %d bytes after %d: %w", needed, n, err)
+		}
+		n = needed
+	}
+	return "", 0, errors.New("QueryServiceConfig: the configuration kept growing")
+}
+
+func (w *winService) state() (uint32, error) {
+	var st windows.SERVICE_STATUS
+	if err := windows.QueryServiceStatus(w.s.Handle, &st); err != nil {
+		return 0, fmt.Errorf("QueryServiceStatus: %w", err)
+	}
+	return st.CurrentState, nil
+}
+
+func (w *winService) start() error {
+	if err := w.s.Start(); err != nil {
+		return fmt.Errorf("StartService: %w", scmError(err))
+	}
+	return nil
+}
+
+func (w *winService) stop() error {
+	if _, err := w.s.Control(svc.Stop); err != nil {
+		return fmt.Errorf("ControlService SERVICE_CONTROL_STOP: %w", scmError(err))
+	}
+	return nil
+}
+
+func (w *winService) activeDependents() ([]string, error) {
+	deps, err := w.s.ListDependentServices(svc.Active)
+	if err != nil {
+		return nil, fmt.Errorf("EnumDependentServices SERVICE_ACTIVE: %w", err)
+	}
+	return deps, nil
+}
+
+func (w *winService) close() error { return w.s.Close() }
+
+// scmError wraps the Win32 errors the waiting logic acts on with their
+// portable meaning, keeping the Win32 error in the chain.
+func scmError(err error) error {
+	for _, m := range []struct {
+		win  windows.Errno
+		kind error
+	}{
+		{windows.ERROR_SERVICE_DOES_NOT_EXIST, errNoSuchService},
+		{windows.ERROR_SERVICE_ALREADY_RUNNING, errAlreadyRunning},
+		{windows.ERROR_SERVICE_NOT_ACTIVE, errNotActive},
+		{windows.ERROR_SERVICE_CANNOT_ACCEPT_CTRL, errCannotAcceptControl},
+		{windows.ERROR_DEPENDENT_SERVICES_RUNNING, errDependentsRunning},
+		{windows.ERROR_INVALID_SERVICE_CONTROL, errStopNotAccepted},
+	} {
+		if errors.Is(err, m.win) {
+			return fmt.Errorf("%w (%w)", m.kind, err)
+		}
+	}
+	return err
+}
