@@ -96,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 			"deadline of each "+g+" host operation (one PowerShell run, waiting for a free slot included); past it the call answers DeadlineExceeded. Keep it below the kubelet's 2m operation timeout")
 	}
 	fs.IntVar(&o.FormatConcurrency, "format-concurrency", runner.DefaultFormatConcurrency, "how many volume FormatVolume and ResizeVolume host operations run at once; the others wait for a slot within their deadline")
+	fs.IntVar(&o.PowerShellWorkers, "powershell-workers", runner.DefaultWorkers, "how many long-lived PowerShell processes run the host operations' cmdlets (Windows), each one operation at a time; the others wait for a free one within their deadline")
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 
@@ -163,6 +164,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	}
 	if o.FormatConcurrency <= 0 {
 		fmt.Fprintf(stderr, "--format-concurrency must be positive, e.g. %d\n", runner.DefaultFormatConcurrency)
+		return cfg, 2, false
+	}
+	if o.PowerShellWorkers <= 0 {
+		fmt.Fprintf(stderr, "--powershell-workers must be positive, e.g. %d\n", runner.DefaultWorkers)
 		return cfg, 2, false
 	}
 	o.WorkingDirs = workingDirs

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,16 @@ func (c call) String() string {
 // library, in one process.
 func calls(t *testing.T, p *prefix, cs ...call) []result {
 	t.Helper()
+	results, err := runCalls(p, cs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
+}
+
+// runCalls is calls for goroutines other than the test's: it returns the
+// failure instead of ending the test.
+func runCalls(p *prefix, cs ...call) ([]result, error) {
 	var in strings.Builder
 	for _, c := range cs {
 		in.WriteString(c.String() + "\n")
@@ -166,7 +177,7 @@ func calls(t *testing.T, p *prefix, cs ...call) []result {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("csiclient.exe: %v\n%s", err, stderr.String())
+		return nil, fmt.Errorf("csiclient.exe: %v\n%s", err, stderr.String())
 	}
 	var results []result
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -174,14 +185,14 @@ func calls(t *testing.T, p *prefix, cs ...call) []result {
 	for sc.Scan() {
 		var r result
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("csiclient.exe output %q: %v", sc.Text(), err)
+			return nil, fmt.Errorf("csiclient.exe output %q: %v", sc.Text(), err)
 		}
 		results = append(results, r)
 	}
 	if len(results) != len(cs) {
-		t.Fatalf("csiclient.exe answered %d of %d calls:\n%s\n%s", len(results), len(cs), out, stderr.String())
+		return nil, fmt.Errorf("csiclient.exe answered %d of %d calls:\n%s\n%s", len(results), len(cs), out, stderr.String())
 	}
-	return results
+	return results, nil
 }
 
 // record is the part of an audit record the tests read.
@@ -219,34 +230,74 @@ func (a *agent) records(t *testing.T) []record {
 	return out
 }
 
-// standinRun is one run of the PowerShell stand-in.
+// standinRun is one entry of the PowerShell stand-in's log: a one-off run
+// ("process"), a worker's start ("start"), a request a worker began ("run")
+// or answered ("end"), a worker whose input closed ("exit").
 type standinRun struct {
+	Kind        string            `json:"kind"`
+	PID         int               `json:"pid"`
 	CommandLine string            `json:"commandLine"`
 	Args        []string          `json:"args"`
 	Script      string            `json:"script"`
 	Env         map[string]string `json:"env"`
 	Missing     []string          `json:"missing"`
+	ID          uint64            `json:"id"`
+	Values      map[string]string `json:"values"`
+	At          int64             `json:"at"`
 }
 
-// powershellRuns reads what the PowerShell stand-in recorded.
+// powershellRuns reads what the PowerShell stand-in recorded, each process
+// in a file of its own (powershell-<pid>.jsonl), in the order the entries
+// were made.
 func (a *agent) powershellRuns(t *testing.T) []standinRun {
 	t.Helper()
-	data, err := os.ReadFile(a.p.path(a.dir + `\powershell.jsonl`))
-	if os.IsNotExist(err) {
-		return nil
-	}
+	files, err := filepath.Glob(filepath.Join(a.p.path(a.dir), "powershell-*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var runs []standinRun
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var r standinRun
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("stand-in record %q: %v", line, err)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		runs = append(runs, r)
+		for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+			var r standinRun
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("stand-in record %q: %v", line, err)
+			}
+			runs = append(runs, r)
+		}
 	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].At < runs[j].At })
 	return runs
+}
+
+// powershellEntries returns the stand-in's entries of the given kinds.
+func (a *agent) powershellEntries(t *testing.T, kinds ...string) []standinRun {
+	t.Helper()
+	var out []standinRun
+	for _, r := range a.powershellRuns(t) {
+		for _, k := range kinds {
+			if r.Kind == k {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// powershellStarts returns every start of a PowerShell process: workers,
+// and one-off runs.
+func (a *agent) powershellStarts(t *testing.T) []standinRun {
+	t.Helper()
+	return a.powershellEntries(t, "start", "process")
+}
+
+// powershellRequests returns every script a worker began to run.
+func (a *agent) powershellRequests(t *testing.T) []standinRun {
+	t.Helper()
+	return a.powershellEntries(t, "run")
 }
 
 // kubelet returns the host path of a path below C:\var\lib\kubelet.
@@ -260,6 +311,3 @@ func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
-
-var _ = filepath.Join
-var _ = fmt.Sprint

@@ -3,8 +3,11 @@
 package wine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
 // Request values the host operations below send, each distinctive enough to
@@ -23,12 +26,17 @@ const (
 )
 
 // TestPowerShellThroughWindowsProcesses runs every kind of host operation
-// through real Windows process creation of the PowerShell stand-in: the
-// scripts find every variable they read, and no request value ever appears
-// in a command line, only in the environment.
+// through the PowerShell workers, started by real Windows process creation
+// of the PowerShell stand-in: PowerShell starts by its full path with the
+// constant bootstrap intact, at most --powershell-workers times for the
+// whole run; no request value ever appears in a command line or a worker's
+// environment; every value reaches its script as request data; the
+// scripts find every variable they read; and at shutdown the agent stops
+// its workers.
 func TestPowerShellThroughWindowsProcesses(t *testing.T) {
 	p := need(t)
-	a := startAgent(t, p, "--allowed-service", markService)
+	const workers = 2
+	a := startAgent(t, p, "--allowed-service", markService, "--powershell-workers", fmt.Sprint(workers))
 	a.answers(t,
 		"Get-Disk | Select-Object Number, Location", `[{"Number":4242,"Location":"PCIROOT(0)"}]`,
 		"Get-Disk | Select-Object Number, UniqueId", `[{"Number":4242,"UniqueId":"pgmark","SerialNumber":"s"}]`,
@@ -78,35 +86,76 @@ func TestPowerShellThroughWindowsProcesses(t *testing.T) {
 			t.Errorf("%s: %s %q: the call did not reach its host operation", cs[i], r.Code, r.Message)
 		}
 	}
-	runs := a.powershellRuns(t)
-	if len(runs) < len(cs) {
-		t.Fatalf("the stand-in ran %d times for %d host operations", len(runs), len(cs))
-	}
+	// Every value above; those of the calls only cmdlets can make must
+	// reach a script (the others may be served by Win32 calls instead).
 	marks := []string{markVolume, markShare, markUser, markSecret, markService, markPortal, markIQN, markCHAP, "4242", "987654321"}
-	inEnv := map[string]bool{}
-	for _, run := range runs {
-		if len(run.Missing) > 0 {
-			t.Errorf("script %q reads unset variables %v", run.Script, run.Missing)
+	cmdletMarks := []string{markVolume, markShare, markUser, markSecret, markPortal, markIQN, markCHAP, "4242", "987654321"}
+
+	starts := a.powershellStarts(t)
+	if len(starts) == 0 || len(starts) > workers {
+		t.Errorf("PowerShell started %d times for the whole run, want 1 to %d (--powershell-workers)", len(starts), workers)
+	}
+	for _, s := range starts {
+		if s.Kind != "start" {
+			t.Errorf("a one-off PowerShell ran %q: every script must go through a worker", s.Script)
+			continue
+		}
+		if s.Script != runner.WorkerBootstrap {
+			t.Errorf("the worker's -Command arrived as\n%q\nwant the bootstrap intact\n%q", s.Script, runner.WorkerBootstrap)
 		}
 		for _, m := range marks {
-			if strings.Contains(run.CommandLine, m) {
-				t.Errorf("request value %q appears in the command line %q", m, run.CommandLine)
+			if strings.Contains(s.CommandLine, m) {
+				t.Errorf("request value %q appears in the command line %q", m, s.CommandLine)
 			}
-			for _, v := range run.Env {
+			for k, v := range s.Env {
 				if strings.Contains(v, m) {
-					inEnv[m] = true
+					t.Errorf("request value %q appears in the worker's environment: %s=%q", m, k, v)
 				}
 			}
 		}
-		if !strings.HasPrefix(strings.ToLower(run.CommandLine), `"c:\windows\system32\windowspowershell\v1.0\powershell.exe"`) &&
-			!strings.HasPrefix(strings.ToLower(run.CommandLine), `c:\windows\system32\windowspowershell\v1.0\powershell.exe`) {
-			t.Errorf("PowerShell started as %q, want the full path in the system directory", run.CommandLine)
+		if !strings.HasPrefix(strings.ToLower(s.CommandLine), `"c:\windows\system32\windowspowershell\v1.0\powershell.exe"`) &&
+			!strings.HasPrefix(strings.ToLower(s.CommandLine), `c:\windows\system32\windowspowershell\v1.0\powershell.exe`) {
+			t.Errorf("PowerShell started as %q, want the full path in the system directory", s.CommandLine)
 		}
 	}
-	for _, m := range marks {
-		if !inEnv[m] {
-			t.Errorf("request value %q reached no script through the environment", m)
+
+	requests := a.powershellRequests(t)
+	if len(requests) == 0 {
+		t.Fatal("no script ran in a worker")
+	}
+	asData := map[string]bool{}
+	for _, r := range requests {
+		if len(r.Missing) > 0 {
+			t.Errorf("script %q reads unset variables %v", r.Script, r.Missing)
+		}
+		for _, m := range marks {
+			if strings.Contains(r.Script, m) {
+				t.Errorf("request value %q appears in the script text %q", m, r.Script)
+			}
+			for _, v := range r.Values {
+				if strings.Contains(v, m) {
+					asData[m] = true
+				}
+			}
 		}
 	}
-	t.Logf("%d host operations, %d PowerShell runs", len(cs), len(runs))
+	for _, m := range cmdletMarks {
+		if !asData[m] {
+			t.Errorf("request value %q reached no script as request data", m)
+		}
+	}
+	// At shutdown the agent closes every worker's input, and each ends.
+	if err := a.stop(t); err != nil {
+		t.Fatalf("pipeguard-agent.exe: %v", err)
+	}
+	exits := map[int]bool{}
+	for _, e := range a.powershellEntries(t, "exit") {
+		exits[e.PID] = true
+	}
+	for _, s := range starts {
+		if !exits[s.PID] {
+			t.Errorf("worker %d was not told to stop when the agent shut down", s.PID)
+		}
+	}
+	t.Logf("%d host operations, %d scripts run by %d PowerShell workers", len(cs), len(requests), len(starts))
 }

@@ -20,6 +20,10 @@ type Command struct {
 	// Env holds the request values as NAME=value pairs, added to the
 	// agent's own environment.
 	Env []string
+	// Script is the constant PowerShell script of a PowerShell command,
+	// without the preamble Args add to it; Workers run it by this text.
+	// Empty for other programs.
+	Script string
 }
 
 // Runner runs a Command and returns its standard output.
@@ -42,6 +46,7 @@ func PowerShell(script string, env ...string) Command {
 		Program: PowerShellProgram,
 		Args:    []string{"-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", "$ErrorActionPreference='Stop'; " + script},
 		Env:     env,
+		Script:  script,
 	}
 }
 
@@ -58,6 +63,13 @@ func Script(ctx context.Context, r Runner, op, script string, env ...string) ([]
 		return nil, fmt.Errorf("%s failed: %w", op, err)
 	}
 	return out, nil
+}
+
+// OpFromContext returns the operation name Script gave the calls made with
+// ctx, or "" when there is none.
+func OpFromContext(ctx context.Context) string {
+	op, _ := ctx.Value(opKey{}).(string)
+	return op
 }
 
 // Env formats one environment entry.

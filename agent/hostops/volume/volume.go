@@ -49,9 +49,9 @@ const (
 		`for ($i = 0; $i -lt 256; $i++) { ` +
 		`$item = Get-Item -LiteralPath $p -Force; ` +
 		`if ($item.LinkType -and $item.Target) { $t = @($item.Target)[0]; ` +
-		`if ($t -match 'Volume\{[0-9A-Fa-f-]+\}') { '\\?\' + $Matches[0] + '\'; exit 0 }; $p = $t; continue }; ` +
+		`if ($t -match 'Volume\{[0-9A-Fa-f-]+\}') { '\\?\' + $Matches[0] + '\'; return }; $p = $t; continue }; ` +
 		`$parent = Split-Path -Parent $p; ` +
-		`if (-not $parent) { (Get-Volume -DriveLetter $p[0]).UniqueId; exit 0 }; ` +
+		`if (-not $parent) { (Get-Volume -DriveLetter $p[0]).UniqueId; return }; ` +
 		`$p = $parent }; ` +
 		`throw 'no volume found within 256 steps'`
 	scriptWriteCache = `Get-Volume -UniqueId $Env:volumeid | Write-VolumeCache`

@@ -99,6 +99,10 @@ type Options struct {
 	// FormatConcurrency is how many FormatVolume and ResizeVolume host
 	// calls run at once; 0 means runner.DefaultFormatConcurrency.
 	FormatConcurrency int
+	// PowerShellWorkers is how many long-lived PowerShell processes run the
+	// cmdlets of the Windows groups on Windows (runner.Workers), each one
+	// call at a time; 0 means runner.DefaultWorkers. Not used with Runner.
+	PowerShellWorkers int
 }
 
 // Agent is an assembled node agent.
@@ -109,6 +113,7 @@ type Agent struct {
 	metrics  *metricsEndpoint // nil: not served
 	health   *health
 	probes   *healthEndpoint // nil: not served
+	workers  *runner.Workers // nil: another runner; stopped when Serve ends
 }
 
 // New assembles the agent: confinement, host operations, API servers,
@@ -142,15 +147,22 @@ func New(o Options) (*Agent, error) {
 		return nil, fmt.Errorf("kubelet path and working dirs: %w", err)
 	}
 
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	workers, err := powerShellWorkers(o, reg)
+	if err != nil {
+		return nil, err
+	}
+	if workers != nil {
+		o.Runner = workers
+	}
 	eps, err := buildEndpoints(o, conf)
 	if err != nil {
 		return nil, err
 	}
 
-	reg := o.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	m, err := server.NewMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -182,17 +194,32 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: o, server: srv, registry: reg, health: newHealth(nil)}
+	a := &Agent{opts: o, server: srv, registry: reg, health: newHealth(nil), workers: workers}
 	if o.Guard != nil && o.Guard.Audit != nil {
 		a.health = newHealth(o.Guard.Audit)
 	}
 	return a, nil
 }
 
+// powerShellWorkers returns the pool of PowerShell workers that runs the
+// cmdlets of every Windows group on Windows, or nil when o.Runner replaces
+// it or the agent does not run on Windows.
+func powerShellWorkers(o Options, reg prometheus.Registerer) (*runner.Workers, error) {
+	if o.Runner != nil || o.GOOS != "windows" {
+		return nil, nil
+	}
+	w, err := runner.NewWorkers(runner.WorkerOptions{Size: o.PowerShellWorkers, Log: o.Log.WithName("powershell"), Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("PowerShell workers (--powershell-workers): %w", err)
+	}
+	return w, nil
+}
+
 // buildEndpoints assembles every API group with its host operations. The
-// Windows-only groups run their commands through o.Runner (the real runner
-// on Windows); elsewhere they are marked NeedsWindows and answer
-// Unimplemented.
+// Windows-only groups run their commands through o.Runner, which New sets
+// to the PowerShell workers on Windows; every group's limits wrap that one
+// runner. Elsewhere they are marked NeedsWindows and answer Unimplemented,
+// and without a runner they refuse to run anything.
 func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error) {
 	fsHost := o.Filesystem
 	if fsHost == nil {
@@ -202,9 +229,6 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	run := o.Runner
 	if run == nil {
 		run = runner.Unsupported{GOOS: o.GOOS}
-		if onWindows {
-			run = runner.Exec{}
-		}
 	}
 
 	fs, err := fsgroup.New(fsHost, conf)
@@ -312,10 +336,13 @@ func (a *Agent) HealthProbeAddress() string {
 
 // Serve serves the API, the metrics and the health probes until ctx is
 // done, then shuts down gracefully; /readyz answers "shutting down" from
-// then on, until the in-flight calls have ended. Metrics and probes are not
-// essential: if they cannot be served the error is logged and the API keeps
-// serving.
+// then on, until the in-flight calls have ended. Then the PowerShell workers
+// stop. Metrics and probes are not essential: if they cannot be served the
+// error is logged and the API keeps serving.
 func (a *Agent) Serve(ctx context.Context) error {
+	if a.workers != nil {
+		defer func() { _ = a.workers.Close() }()
+	}
 	if a.probes != nil {
 		stop, served := make(chan struct{}), make(chan struct{})
 		go func() {
