@@ -11,6 +11,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 // A local path led out of the roots by a link planted in them is refused
@@ -27,8 +28,8 @@ func TestNewSmbGlobalMappingRefusesALocalPathThroughALinkOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &runner.Fake{}
-	s, err := New(hostsmb.PowerShell{Runner: f}, conf, true)
+	f, host := &runner.Fake{}, win32test.New()
+	s, err := New(hostsmb.Native{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}, conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,5 +40,8 @@ func TestNewSmbGlobalMappingRefusesALocalPathThroughALinkOut(t *testing.T) {
 	}
 	if n := len(f.Commands()); n != 0 {
 		t.Fatalf("ran %d commands, want none: %q", n, ran(f))
+	}
+	if calls := host.Calls(); len(calls) != 0 {
+		t.Fatalf("made Win32 calls %+v, want none", calls)
 	}
 }

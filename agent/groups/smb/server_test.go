@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 const (
@@ -16,50 +18,69 @@ const (
 	stagingLocal = `C:\var\lib\kubelet\plugins\kubernetes.io\csi\smb.csi.k8s.io\0a1b\globalmount`
 )
 
-// shareServer returns an smb Server whose runner answers that the share is
-// mapped, and Test-Path true for the paths in reachable only, and the fake
-// runner.
-func shareServer(t *testing.T, reachable ...string) (*Server, *runner.Fake) {
+// hostLog records, in order, the cmdlets run and the Win32 calls made.
+type hostLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *hostLog) add(call string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, call)
+}
+
+func (l *hostLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+// shareServer returns an smb Server whose cmdlets answer that the share is
+// mapped, over a fake host where only the paths in reachable exist, and
+// the log of what ran: each cmdlet with its environment, each Win32 call
+// with its path.
+func shareServer(t *testing.T, reachable ...string) (*Server, *hostLog) {
 	t.Helper()
+	log := &hostLog{}
 	f := &runner.Fake{Respond: func(c runner.Command) ([]byte, error) {
-		script := c.Args[len(c.Args)-1]
-		switch {
-		case strings.Contains(script, "Get-SmbGlobalMapping"):
-			return []byte("true\r\n"), nil
-		case strings.Contains(script, "Test-Path"):
-			for _, p := range reachable {
-				if fmt.Sprint(c.Env) == fmt.Sprint([]string{"smbremotepath=" + p}) {
-					return []byte("True\r\n"), nil
-				}
+		op := "?"
+		for _, name := range []string{"Get-SmbGlobalMapping", "Remove-SmbGlobalMapping", "New-SmbGlobalMapping"} {
+			if strings.Contains(c.Script, name) {
+				op = name
+				break
 			}
-			return []byte("False\r\n"), nil
+		}
+		log.add(op + " " + strings.Join(c.Env, " "))
+		if op == "Get-SmbGlobalMapping" {
+			return []byte("true\r\n"), nil
 		}
 		return nil, nil
 	}}
+	host := win32test.New()
+	for _, p := range reachable {
+		host.AddFile(p)
+	}
+	host.Before = func(c win32test.Call) error {
+		log.add(c.Func + " " + c.Path)
+		return nil
+	}
 	conf, err := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(hostsmb.PowerShell{Runner: f}, conf, true)
+	s, err := New(hostsmb.Native{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}, conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, f
+	return s, log
 }
 
 // ran returns, per command, the cmdlet it runs and its environment.
 func ran(f *runner.Fake) []string {
 	var out []string
 	for _, c := range f.Commands() {
-		script := c.Args[len(c.Args)-1]
-		op := "?"
-		for _, name := range []string{"Get-SmbGlobalMapping", "Test-Path", "Remove-SmbGlobalMapping", "New-SmbGlobalMapping", "SymbolicLink"} {
-			if strings.Contains(script, name) {
-				op = name
-				break
-			}
-		}
-		out = append(out, op+" "+strings.Join(c.Env, " "))
+		out = append(out, c.Script+" "+strings.Join(c.Env, " "))
 	}
 	return out
 }
@@ -69,33 +90,33 @@ func ran(f *runner.Fake) []string {
 // Proxy does, so the shared mapping is neither removed nor re-made with the
 // caller's credentials.
 func TestNewSmbGlobalMappingProbesTheShareRootBeforeReusingAMapping(t *testing.T) {
-	s, f := shareServer(t, shareRoot)
+	s, log := shareServer(t, shareRoot)
 	if err := s.NewSmbGlobalMapping(context.Background(), shareRoot+`\pvc-1\missing`, stagingLocal, `DOM\u`, "p"); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		`Get-SmbGlobalMapping smbremotepath=\\srv\share`,
-		`Test-Path smbremotepath=\\srv\share`,
-		`SymbolicLink smbremotepath=\\srv\share\pvc-1\missing\ smblocalpath=` + stagingLocal,
+		`GetFileAttributesW \\srv\share`,
+		`CreateSymbolicLinkW ` + stagingLocal,
 	}
-	if got := ran(f); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := log.list(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ran\n%q\nwant\n%q", got, want)
 	}
 }
 
 // A mapping whose share root does not answer is replaced.
 func TestNewSmbGlobalMappingReplacesAMappingWhoseShareDoesNotAnswer(t *testing.T) {
-	s, f := shareServer(t)
+	s, log := shareServer(t)
 	if err := s.NewSmbGlobalMapping(context.Background(), shareRoot+`\pvc-1`, "", `DOM\u`, "p"); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		`Get-SmbGlobalMapping smbremotepath=\\srv\share`,
-		`Test-Path smbremotepath=\\srv\share`,
+		`GetFileAttributesW \\srv\share`,
 		`Remove-SmbGlobalMapping smbremotepath=\\srv\share`,
 		`New-SmbGlobalMapping smbuser=DOM\u smbpassword=p smbremotepath=\\srv\share smbrequireprivacy=true`,
 	}
-	if got := ran(f); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := log.list(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ran\n%q\nwant\n%q", got, want)
 	}
 }

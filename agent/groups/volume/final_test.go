@@ -11,6 +11,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 // Every path the volume group hands to a host command is refused when a
@@ -28,8 +29,8 @@ func TestPathsThroughALinkOutOfTheRootsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &runner.Fake{}
-	s, err := New(hostvol.PowerShell{Runner: f}, conf)
+	f, host := &runner.Fake{}, win32test.New()
+	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,5 +59,8 @@ func TestPathsThroughALinkOutOfTheRootsAreRefused(t *testing.T) {
 	}
 	if n := len(f.Commands()); n != 0 {
 		t.Fatalf("ran %d commands, want none", n)
+	}
+	if calls := host.Calls(); len(calls) != 0 {
+		t.Fatalf("made Win32 calls %+v, want none", calls)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 const (
@@ -21,33 +23,40 @@ const (
 	stagingPath = `C:\var\lib\kubelet\plugins\kubernetes.io\csi\disk.csi.azure.com\0a1b\globalmount`
 )
 
-// linkServer returns a volume Server whose runner answers Get-Item with the
-// link target of each path in links, and the fake runner.
-func linkServer(t *testing.T, links map[string]string) (*Server, *runner.Fake) {
+// linkServer returns a volume Server over a fake host where each path of
+// links is a reparse point: a mount point when its target is a volume
+// (Volume{GUID}\), a symbolic link otherwise. The fake runner runs the
+// cmdlets.
+func linkServer(t *testing.T, links map[string]string) (*Server, *runner.Fake, *win32test.Host) {
 	t.Helper()
-	f := &runner.Fake{Respond: func(c runner.Command) ([]byte, error) {
-		for _, e := range c.Env {
-			if p, ok := strings.CutPrefix(e, "targetpath="); ok {
-				return []byte(links[p] + "\r\n"), nil
-			}
+	f, host := &runner.Fake{}, win32test.New()
+	for path, target := range links {
+		if strings.HasPrefix(target, "Volume{") {
+			host.SetReparseData(path, win32test.MountPointReparse(`\??\`+target, ""))
+			continue
 		}
-		return nil, fmt.Errorf("no target path in %q", c.Env)
-	}}
+		if err := host.Symlink(target, path); err != nil {
+			t.Fatal(err)
+		}
+	}
 	conf, err := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(hostvol.PowerShell{Runner: f}, conf)
+	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, f
+	return s, f, host
 }
 
-func readTargets(f *runner.Fake) []string {
+// readTargets returns the paths whose reparse point was read.
+func readTargets(host *win32test.Host) []string {
 	var paths []string
-	for _, c := range f.Commands() {
-		paths = append(paths, strings.Join(c.Env, " "))
+	for _, c := range host.Calls() {
+		if c.Func == win32.DeviceIoControlFunc(win32.FSCTL_GET_REPARSE_POINT) {
+			paths = append(paths, c.Path)
+		}
 	}
 	return paths
 }
@@ -56,7 +65,7 @@ func readTargets(f *runner.Fake) []string {
 // mount's, as with CSI Proxy, under both version names of the method.
 func TestGetVolumeIDFromTargetPathFollowsPublishLinkToStagingMount(t *testing.T) {
 	for _, field := range []string{"target_path", "mount"} {
-		s, f := linkServer(t, map[string]string{
+		s, _, host := linkServer(t, map[string]string{
 			publishPath: stagingPath,
 			stagingPath: `Volume{452e318a-5cde-421e-9831-b9853c521012}\`,
 		})
@@ -64,9 +73,9 @@ func TestGetVolumeIDFromTargetPathFollowsPublishLinkToStagingMount(t *testing.T)
 		if err != nil || got != testVolume {
 			t.Fatalf("%s: GetVolumeIDFromTargetPath = %q, %v; want %q", field, got, err, testVolume)
 		}
-		want := []string{"targetpath=" + publishPath, "targetpath=" + stagingPath}
-		if fmt.Sprint(readTargets(f)) != fmt.Sprint(want) {
-			t.Fatalf("%s: read %q, want %q", field, readTargets(f), want)
+		want := []string{publishPath, stagingPath}
+		if fmt.Sprint(readTargets(host)) != fmt.Sprint(want) {
+			t.Fatalf("%s: read %q, want %q", field, readTargets(host), want)
 		}
 	}
 }
@@ -76,7 +85,7 @@ func TestGetVolumeIDFromTargetPathRefusesLinkLeavingTheRoots(t *testing.T) {
 		`C:\Windows\System32`:     confine.RuleSymlinkEscape,
 		`C:\var\lib\kubeletX\pod`: confine.RuleSymlinkEscape,
 	} {
-		s, f := linkServer(t, map[string]string{publishPath: target})
+		s, _, host := linkServer(t, map[string]string{publishPath: target})
 		_, err := s.GetVolumeIDFromTargetPath(context.Background(), "target_path", publishPath)
 		var ref *confine.Refusal
 		if !errors.As(err, &ref) || ref.Rule != rule || ref.Field != "target_path" || ref.Path != publishPath ||
@@ -86,56 +95,61 @@ func TestGetVolumeIDFromTargetPathRefusesLinkLeavingTheRoots(t *testing.T) {
 		if apierr.Code(err) != codes.PermissionDenied {
 			t.Fatalf("link to %s: code %s", target, apierr.Code(err))
 		}
-		if n := len(f.Commands()); n != 1 {
-			t.Fatalf("link to %s: ran %d commands, want only the read of the publish path", target, n)
+		if got := readTargets(host); fmt.Sprint(got) != fmt.Sprint([]string{publishPath}) {
+			t.Fatalf("link to %s: read %q, want only the publish path", target, got)
 		}
 	}
 }
 
 func TestGetVolumeIDFromTargetPathLinkToShareIsNotAVolume(t *testing.T) {
-	s, f := linkServer(t, map[string]string{publishPath: `\\srv\share\`})
+	s, _, host := linkServer(t, map[string]string{publishPath: `\\srv\share\`})
 	_, err := s.GetVolumeIDFromTargetPath(context.Background(), "target_path", publishPath)
 	var link *hostvol.LinkError
 	if !errors.As(err, &link) || link.Target != `\\srv\share\` {
 		t.Fatalf("err = %v, want the publish path's link to the share", err)
 	}
-	if n := len(f.Commands()); n != 1 {
-		t.Fatalf("ran %d commands, want 1", n)
+	if n := len(readTargets(host)); n != 1 {
+		t.Fatalf("read %d reparse points, want 1", n)
 	}
 }
 
 func TestGetVolumeIDFromTargetPathStopsOnLinkLoops(t *testing.T) {
-	s, f := linkServer(t, map[string]string{publishPath: stagingPath, stagingPath: publishPath})
+	s, _, host := linkServer(t, map[string]string{publishPath: stagingPath, stagingPath: publishPath})
 	_, err := s.GetVolumeIDFromTargetPath(context.Background(), "target_path", publishPath)
 	if err == nil || !strings.Contains(err.Error(), "more than 8 links") {
 		t.Fatalf("err = %v", err)
 	}
-	if n := len(f.Commands()); n != maxTargetLinks+1 {
-		t.Fatalf("ran %d commands, want %d", n, maxTargetLinks+1)
+	if n := len(readTargets(host)); n != maxTargetLinks+1 {
+		t.Fatalf("read %d reparse points, want %d", n, maxTargetLinks+1)
 	}
 }
 
 // Mount targets are handed to the command as confined: cleaned, and refused
 // outside the roots before anything runs.
 func TestMountTargetsHandedToTheCommandAreConfined(t *testing.T) {
-	s, f := linkServer(t, nil)
+	s, f, host := linkServer(t, nil)
+	host.AddVolume(win32test.Volume{ID: testVolume, FileSystem: "NTFS"})
 	ctx := context.Background()
 	if err := s.MountVolume(ctx, testVolume, "target_path", `C:\var\lib\kubelet\\plugins\x\globalmount`); err != nil {
 		t.Fatal(err)
 	}
+	if got, want := fmt.Sprint(host.MountPoints()), fmt.Sprint(map[string]string{`C:\var\lib\kubelet\plugins\x\globalmount\`: testVolume}); got != want {
+		t.Fatalf("mount points %s, want %s", got, want)
+	}
 	if err := s.UnmountVolume(ctx, testVolume, "path", `C:\var\lib\kubelet\plugins\x\globalmount\`); err != nil {
 		t.Fatal(err)
 	}
-	for i, c := range f.Commands() {
-		if want := `targetpath=C:\var\lib\kubelet\plugins\x\globalmount`; c.Env[1] != want {
-			t.Errorf("command %d: env %q, want %q", i, c.Env, want)
-		}
+	if got := host.MountPoints(); len(got) != 0 {
+		t.Fatalf("mount points %v after UnmountVolume, want none", got)
 	}
 	var ref *confine.Refusal
 	if err := s.MountVolume(ctx, testVolume, "target_path", `C:\Windows\x`); !errors.As(err, &ref) || ref.Rule != confine.RuleOutsideRoots {
 		t.Fatalf("MountVolume outside the roots: %v", err)
 	}
-	if n := len(f.Commands()); n != 2 {
-		t.Fatalf("ran %d commands, want 2", n)
+	if n := len(host.MountPoints()); n != 0 {
+		t.Fatalf("%d mount points after a refused MountVolume, want none", n)
+	}
+	if n := len(f.Commands()); n != 0 {
+		t.Fatalf("mounting ran %d commands, want none", n)
 	}
 }

@@ -1,4 +1,6 @@
-// Package disk holds the host operations of the CSI Proxy disk API group, as
-// constant PowerShell scripts run through a runner.Runner. Disk numbers are
-// integers formatted by the agent and passed in the environment.
+// Package disk holds the host operations of the CSI Proxy disk API group.
+// Native asks the disks themselves through win32.Sys (SCSI addresses, the
+// page 83 and serial identifiers, sizes); partitioning, rescanning and the
+// online state run as constant PowerShell scripts (Cmdlets) in the agent's
+// PowerShell workers. Disk numbers are integers formatted by the agent.
 package disk

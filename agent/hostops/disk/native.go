@@ -25,7 +25,7 @@ type Native struct {
 	Limits runner.Limiter
 	// Cmdlets runs PartitionDisk, Rescan, SetDiskState and GetDiskState,
 	// and nothing else: the PowerShell implementation.
-	Cmdlets API
+	Cmdlets Cmdlets
 }
 
 var _ API = Native{}

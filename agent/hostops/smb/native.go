@@ -22,7 +22,7 @@ type Native struct {
 	Limits runner.Limiter
 	// Cmdlets runs IsMapped, NewGlobalMapping and RemoveGlobalMapping, and
 	// nothing else: the PowerShell implementation.
-	Cmdlets API
+	Cmdlets Cmdlets
 }
 
 var _ API = Native{}

@@ -23,24 +23,31 @@ type API interface {
 	RemoveGlobalMapping(ctx context.Context, remotePath string) error
 }
 
+// Cmdlets is what the smb group still runs in PowerShell: the SMB global
+// mappings. Native runs the path check and the link.
+type Cmdlets interface {
+	IsMapped(ctx context.Context, remotePath string) (bool, error)
+	NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error
+	RemoveGlobalMapping(ctx context.Context, remotePath string) error
+}
+
 // The scripts. They are constants: request values are read from $Env:.
 const (
 	scriptIsMapped = `$m = Get-SmbGlobalMapping -RemotePath $Env:smbremotepath -ErrorAction SilentlyContinue; ` +
 		`if ($m -and $m.Status -eq 'OK') { 'true' } else { 'false' }`
-	scriptPathValid  = `if (Test-Path -LiteralPath $Env:smbremotepath) { 'true' } else { 'false' }`
 	scriptNewMapping = `$pw = ConvertTo-SecureString -String $Env:smbpassword -AsPlainText -Force; ` +
 		`$cred = New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList $Env:smbuser, $pw; ` +
 		`New-SmbGlobalMapping -RemotePath $Env:smbremotepath -Credential $cred -RequirePrivacy ($Env:smbrequireprivacy -eq 'true') | Out-Null`
-	scriptNewLink       = `New-Item -ItemType SymbolicLink -Path $Env:smblocalpath -Target $Env:smbremotepath | Out-Null`
 	scriptRemoveMapping = `Remove-SmbGlobalMapping -RemotePath $Env:smbremotepath -Force`
 )
 
-// PowerShell is API on Windows.
+// PowerShell is Cmdlets, run through a runner.Runner (the agent's
+// PowerShell workers).
 type PowerShell struct {
 	Runner runner.Runner
 }
 
-var _ API = PowerShell{}
+var _ Cmdlets = PowerShell{}
 
 func (p PowerShell) boolean(ctx context.Context, op, script string, env ...string) (bool, error) {
 	out, err := runner.Script(ctx, p.Runner, op, script, env...)
@@ -55,11 +62,6 @@ func (p PowerShell) IsMapped(ctx context.Context, remotePath string) (bool, erro
 	return p.boolean(ctx, "Get-SmbGlobalMapping", scriptIsMapped, runner.Env("smbremotepath", remotePath))
 }
 
-// PathValid runs Test-Path on the share.
-func (p PowerShell) PathValid(ctx context.Context, remotePath string) (bool, error) {
-	return p.boolean(ctx, "Test-Path", scriptPathValid, runner.Env("smbremotepath", remotePath))
-}
-
 // NewGlobalMapping runs New-SmbGlobalMapping with a credential built in the
 // script from environment variables, so the password never appears in text.
 func (p PowerShell) NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error {
@@ -68,17 +70,6 @@ func (p PowerShell) NewGlobalMapping(ctx context.Context, remotePath, username, 
 		runner.Env("smbpassword", password),
 		runner.Env("smbremotepath", remotePath),
 		runner.Env("smbrequireprivacy", fmt.Sprint(requirePrivacy)))
-	return err
-}
-
-// NewLink links localPath to the share. A trailing backslash on the target
-// lets Go resolve paths through the link, as CSI Proxy does.
-func (p PowerShell) NewLink(ctx context.Context, remotePath, localPath string) error {
-	if !strings.HasSuffix(remotePath, `\`) {
-		remotePath += `\`
-	}
-	_, err := runner.Script(ctx, p.Runner, "New-Item -ItemType SymbolicLink", scriptNewLink,
-		runner.Env("smbremotepath", remotePath), runner.Env("smblocalpath", localPath))
 	return err
 }
 

@@ -17,22 +17,12 @@ func TestCommands(t *testing.T) {
 			Out:  "true\r\n", Want: true,
 			Script: scriptIsMapped, Env: []string{`smbremotepath=\\srv\share`},
 		},
-		"PathValid false": {
-			Call: func(p PowerShell) (any, error) { return p.PathValid(ctx, `\\srv\share\d`) },
-			Out:  "False", Want: false,
-			Script: scriptPathValid, Env: []string{`smbremotepath=\\srv\share\d`},
-		},
 		"NewGlobalMapping": {
 			Call: func(p PowerShell) (any, error) {
 				return nil, p.NewGlobalMapping(ctx, `\\srv\share`, `DOMAIN\user`, "s3cret", true)
 			},
 			Script: scriptNewMapping,
 			Env:    []string{`smbuser=DOMAIN\user`, "smbpassword=s3cret", `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
-		},
-		"NewLink adds the trailing backslash": {
-			Call:   func(p PowerShell) (any, error) { return nil, p.NewLink(ctx, `\\srv\share\d`, `C:\var\lib\kubelet\x`) },
-			Script: scriptNewLink,
-			Env:    []string{`smbremotepath=\\srv\share\d\`, `smblocalpath=C:\var\lib\kubelet\x`},
 		},
 		"RemoveGlobalMapping": {
 			Call:   func(p PowerShell) (any, error) { return nil, p.RemoveGlobalMapping(ctx, `\\srv\share`) },
@@ -56,12 +46,9 @@ func TestInjection(t *testing.T) {
 	ctx := context.Background()
 	calls := map[string]func(PowerShell, string) error{
 		"IsMapped remote":     func(p PowerShell, s string) error { _, err := p.IsMapped(ctx, s); return err },
-		"PathValid remote":    func(p PowerShell, s string) error { _, err := p.PathValid(ctx, s); return err },
 		"NewMapping remote":   func(p PowerShell, s string) error { return p.NewGlobalMapping(ctx, s, "u", "p", true) },
 		"NewMapping user":     func(p PowerShell, s string) error { return p.NewGlobalMapping(ctx, `\\s\x`, s, "p", true) },
 		"NewMapping password": func(p PowerShell, s string) error { return p.NewGlobalMapping(ctx, `\\s\x`, "u", s, false) },
-		"NewLink remote":      func(p PowerShell, s string) error { return p.NewLink(ctx, s, `C:\x`) },
-		"NewLink local":       func(p PowerShell, s string) error { return p.NewLink(ctx, `\\s\x`, s) },
 		"Remove remote":       func(p PowerShell, s string) error { return p.RemoveGlobalMapping(ctx, s) },
 	}
 	for name, call := range calls {

@@ -1,4 +1,4 @@
 // Package system holds the host operations of the CSI Proxy system API group:
-// the BIOS serial number and Windows services, as constant PowerShell scripts
-// run through a runner.Runner with every request value in the environment.
+// the BIOS serial number and Windows services. Native calls the service
+// control manager and reads the SMBIOS tables; it starts no process.
 package system

@@ -47,8 +47,7 @@ var _ API = Native{}
 
 // BIOSSerialNumber returns the Serial Number of the SMBIOS System
 // Information structure, which Win32_BIOS reports as SerialNumber (see
-// SystemSerialNumber), with the spaces around it trimmed as the PowerShell
-// implementation trimmed them.
+// SystemSerialNumber), with the spaces around it trimmed.
 func (n Native) BIOSSerialNumber(ctx context.Context) (string, error) {
 	var serial string
 	err := runner.Call(ctx, n.Limits, opBIOSSerialNumber, func(context.Context) error {

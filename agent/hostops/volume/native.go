@@ -23,7 +23,7 @@ type Native struct {
 	Limits runner.Limiter
 	// Cmdlets runs FormatVolume and ResizeVolume, and nothing else: the
 	// PowerShell implementation.
-	Cmdlets API
+	Cmdlets Cmdlets
 }
 
 var _ API = Native{}

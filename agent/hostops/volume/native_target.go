@@ -20,7 +20,8 @@ type reparseTarget struct {
 	volume string
 	// path is the target otherwise, as PowerShell's Get-Item reports it in
 	// Target: the substitute name without its \??\ prefix (a target under
-	// a volume GUID path keeps \\?\).
+	// a volume GUID path keeps \\?\, and \??\UNC\server\share is
+	// \\server\share).
 	path string
 	// relative is a symbolic link whose path is relative to its folder
 	// (SYMLINK_FLAG_RELATIVE).
@@ -57,6 +58,9 @@ func (n Native) readReparse(ctx context.Context, p string) (t reparseTarget, tag
 	}
 	if strings.HasPrefix(name, "Volume{") {
 		name = `\\?\` + name
+	}
+	if rp.SubstituteName != name && len(name) >= 4 && strings.EqualFold(name[:4], `UNC\`) {
+		name = `\\` + name[4:] // \??\UNC\server\share is \\server\share
 	}
 	relative := rp.Tag == win32.IO_REPARSE_TAG_SYMLINK && rp.Flags&win32.SYMLINK_FLAG_RELATIVE != 0
 	return reparseTarget{path: name, relative: relative}, rp.Tag, true, nil

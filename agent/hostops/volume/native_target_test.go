@@ -19,6 +19,7 @@ func TestNativeGetVolumeIDFromTargetPath(t *testing.T) {
 	f.host.SetReparseData(`C:\k\junction`, win32test.MountPointReparse(`\??\C:\k\dir`, `C:\k\dir`))
 	f.host.SetReparseData(`C:\k\relative`, win32test.SymlinkReparse(`..\staging`, `..\staging`, win32.SYMLINK_FLAG_RELATIVE))
 	f.host.SetReparseData(`C:\k\share`, win32test.SymlinkReparse(`\??\UNC\srv\share\`, `\\srv\share\`, 0))
+	f.host.SetReparseData(`C:\k\uncnamed`, win32test.SymlinkReparse(`UNC\dir`, `UNC\dir`, win32.SYMLINK_FLAG_RELATIVE))
 	f.host.SetReparseData(`C:\k\volumelink`, win32test.SymlinkReparse(`\??\Volume{cccccccc-0000-0000-0000-000000000003}\`, "", 0))
 	f.host.SetReparseData(`C:\k\prefixed`, win32test.MountPointReparse(`\\?\Volume{cccccccc-0000-0000-0000-000000000003}`, ""))
 	f.host.SetReparseData(`C:\k\intovolume`, win32test.MountPointReparse(`\??\Volume{cccccccc-0000-0000-0000-000000000003}\dir`, ""))
@@ -39,7 +40,8 @@ func TestNativeGetVolumeIDFromTargetPath(t *testing.T) {
 		`C:\k\pods\p\mount`: `C:\k\plugins\staging`,
 		`C:\k\junction`:     `C:\k\dir`,
 		`C:\k\relative`:     `..\staging`,
-		`C:\k\share`:        `UNC\srv\share\`,
+		`C:\k\share`:        `\\srv\share\`,
+		`C:\k\uncnamed`:     `UNC\dir`,
 		`C:\k\intovolume`:   `\\?\Volume{cccccccc-0000-0000-0000-000000000003}\dir`,
 		`C:\k\badguid`:      `\\?\Volume{cccccccc-0000}\`,
 	}
@@ -115,7 +117,7 @@ func TestNativeGetClosestVolumeIDFromTargetPath(t *testing.T) {
 	}
 	faults := map[string]string{
 		`C:\loop\a\x`: `finding the volume of C:\loop\a\x: no volume found within 256 steps: the links on the way may form a loop`,
-		`C:\k\share`:  `finding the volume of C:\k\share: C:\k\share links to UNC\srv\share\, which is not a local path`,
+		`C:\k\share`:  `finding the volume of C:\k\share: C:\k\share links to \\srv\share\, which is not a local path`,
 		`C:\k\bad\x`: `finding the volume of C:\k\bad\x: the reparse point at C:\k\bad is malformed: ` +
 			`REPARSE_DATA_BUFFER: header at offset 0: 3 bytes were returned, the header takes 8 (truncated answer)`,
 		`D:\data`:            `finding the volume of D:\data: GetVolumeNameForVolumeMountPointW D:\: The file or directory is not a reparse point.`,

@@ -27,6 +27,7 @@ import (
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -89,9 +90,15 @@ type Options struct {
 	GOOS string
 	// Filesystem replaces the host filesystem operations; nil means the real ones.
 	Filesystem hostfs.API
-	// Runner replaces the command runner of the Windows groups; nil means
-	// the real one on Windows.
+	// Runner replaces the command runner of the Windows groups' cmdlets;
+	// nil means the PowerShell workers on Windows.
 	Runner runner.Runner
+	// Win32 replaces the Win32 calls of the disk, volume and smb groups;
+	// nil means the host's (win32.New).
+	Win32 win32.Sys
+	// System replaces the system group's host operations; nil means
+	// hostsys.Native, which calls the service control manager.
+	System hostsys.API
 	// HostCallTimeouts is the deadline of each host call of a Windows
 	// group, by group ("disk", "volume", "smb", "iscsi", "system"); a group
 	// not in it has its runner.DefaultTimeouts.
@@ -216,10 +223,11 @@ func powerShellWorkers(o Options, reg prometheus.Registerer) (*runner.Workers, e
 }
 
 // buildEndpoints assembles every API group with its host operations. The
-// Windows-only groups run their commands through o.Runner, which New sets
-// to the PowerShell workers on Windows; every group's limits wrap that one
-// runner. Elsewhere they are marked NeedsWindows and answer Unimplemented,
-// and without a runner they refuse to run anything.
+// Windows-only groups make Win32 calls through o.Win32 (the host's by
+// default) and run the cmdlets that have no Win32 equivalent through
+// o.Runner, which New sets to the PowerShell workers on Windows; each
+// group's limits bound both. Elsewhere they are marked NeedsWindows and
+// answer Unimplemented, and without a runner they refuse to run anything.
 func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error) {
 	fsHost := o.Filesystem
 	if fsHost == nil {
@@ -235,19 +243,30 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	if err != nil {
 		return nil, err
 	}
-	disk, err := diskgroup.New(hostdisk.PowerShell{Runner: boundRunner(o, run, "disk")})
+	win := o.Win32
+	if win == nil {
+		win = win32.New()
+	}
+	diskLimits := boundRunner(o, run, "disk")
+	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.PowerShell{Runner: diskLimits}})
 	if err != nil {
 		return nil, err
 	}
-	vol, err := volgroup.New(hostvol.PowerShell{Runner: boundRunner(o, run, "volume")}, conf)
+	volLimits := boundRunner(o, run, "volume")
+	vol, err := volgroup.New(hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}}, conf)
 	if err != nil {
 		return nil, err
 	}
-	smb, err := smbgroup.New(hostsmb.PowerShell{Runner: boundRunner(o, run, "smb")}, conf, o.RequirePrivacy)
+	smbLimits := boundRunner(o, run, "smb")
+	smb, err := smbgroup.New(hostsmb.Native{Sys: win, Limits: smbLimits, Cmdlets: hostsmb.PowerShell{Runner: smbLimits}}, conf, o.RequirePrivacy)
 	if err != nil {
 		return nil, err
 	}
-	sys, err := sysgroup.New(hostsys.PowerShell{Runner: boundRunner(o, run, "system")}, o.AllowedServices)
+	sysHost := o.System
+	if sysHost == nil {
+		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system")}
+	}
+	sys, err := sysgroup.New(sysHost, o.AllowedServices)
 	if err != nil {
 		return nil, fmt.Errorf("allowed services: %w", err)
 	}
@@ -269,7 +288,7 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 // boundRunner gives the host calls of group their deadline and caps: the
 // group's timeout and runner.DefaultConcurrency, and for the volume group's
 // format and resize calls the same timeout and FormatConcurrency.
-func boundRunner(o Options, run runner.Runner, group string) runner.Runner {
+func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
 	timeout, ok := o.HostCallTimeouts[group]
 	if !ok {
 		timeout = runner.DefaultTimeouts[group]

@@ -29,6 +29,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -194,7 +195,7 @@ func verifyLog(t testing.TB, path string) *audit.Report {
 // file the agent wrote.
 func TestSecretsNeverReachTheAuditLog(t *testing.T) {
 	fake := &runner.Fake{}
-	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake},
+	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake, Win32: win32test.New()},
 		guard.Options{Level: audit.LevelRequest}, nil)
 	ctx := context.Background()
 	const password, chap, mutual = "Pa55-smb-9f3a", "chap-7c1e-secret", "mutual-0b2d-secret"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	diskv1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
@@ -29,6 +30,9 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 // TestWindowsOnlyGroupsUnimplemented calls every Windows-only API group
@@ -125,21 +129,34 @@ func TestWindowsOnlyGroupsUnimplemented(t *testing.T) {
 	}
 }
 
-// windowsAgent runs the agent with Windows path rules and a fake command
-// runner, so the Windows-only groups run their whole request path on real
-// sockets here.
+// windowsAgent runs the agent with Windows path rules, a fake command
+// runner for the cmdlets and a fake host for the Win32 calls (one SCSI
+// disk, number 1 at adapter 3, LUN 1), so the Windows-only groups run their
+// whole request path on real sockets here.
 func windowsAgent(t *testing.T, allowedServices ...string) (*running, *runner.Fake) {
+	r, fake, _, _ := windowsAgentHost(t, allowedServices...)
+	return r, fake
+}
+
+// windowsAgentHost is windowsAgent that also returns its fake host and its
+// system group's recorder.
+func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runner.Fake, *win32test.Host, *recordingSystem) {
 	t.Helper()
 	fake := &runner.Fake{}
+	sys := &recordingSystem{}
+	host := win32test.New()
+	host.AddDisk(win32test.Disk{Number: 1, SCSI: &win32.SCSIAddress{PortNumber: 3, Lun: 1}})
 	r := start(t, Options{
 		GOOS:            "windows",
 		KubeletPath:     `C:\var\lib\kubelet`,
 		Filesystem:      &fakeFS{},
 		Runner:          fake,
+		Win32:           host,
+		System:          sys,
 		AllowedServices: allowedServices,
 		RequirePrivacy:  true,
 	})
-	return r, fake
+	return r, fake, host, sys
 }
 
 const volumeID = `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`
@@ -148,7 +165,7 @@ const volumeID = `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`
 // refused with a code and a message naming the field or rule, and that no
 // command ran.
 func TestWindowsGroupsValidateFirst(t *testing.T) {
-	r, fake := windowsAgent(t, "csiproxy-helper")
+	r, fake, host, system := windowsAgentHost(t, "csiproxy-helper")
 	ctx := context.Background()
 	smb := smbv1.NewSmbClient(r.dial(t, "smb", "v1"))
 	vol := volv1.NewVolumeClient(r.dial(t, "volume", "v1"))
@@ -292,21 +309,22 @@ func TestWindowsGroupsValidateFirst(t *testing.T) {
 	if cmds := fake.Commands(); len(cmds) != 0 {
 		t.Fatalf("refused calls ran commands: %+v", cmds)
 	}
+	if calls := host.Calls(); len(calls) != 0 {
+		t.Fatalf("refused calls made Win32 calls: %+v", calls)
+	}
+	if calls := system.calls(); len(calls) != 0 {
+		t.Fatalf("refused calls reached the system host operations: %q", calls)
+	}
 }
 
 // TestWindowsGroupsRun checks accepted calls end to end: the command that
 // runs, with the request values in its environment, and the answer parsed.
 func TestWindowsGroupsRun(t *testing.T) {
-	r, fake := windowsAgent(t, "CSIProxy-Helper")
+	r, fake, host, sys := windowsAgentHost(t, "CSIProxy-Helper")
+	host.AddVolume(win32test.Volume{ID: volumeID, FileSystem: "NTFS", Total: 100, Free: 40})
 	fake.Respond = func(c runner.Command) ([]byte, error) {
-		script := c.Args[len(c.Args)-1]
-		switch {
-		case strings.Contains(script, "Get-SmbGlobalMapping"):
+		if strings.Contains(c.Script, "Get-SmbGlobalMapping") {
 			return []byte("false"), nil
-		case strings.Contains(script, "Get-Disk | Select-Object Number, Location"):
-			return []byte(`{"Number":1,"Location":"Integrated : Adapter 3 : Port 0 : Target 0 : LUN 1"}`), nil
-		case strings.Contains(script, "Select-Object Size, SizeRemaining"):
-			return []byte(`{"Size":100,"SizeRemaining":40}`), nil
 		}
 		return nil, nil
 	}
@@ -320,18 +338,24 @@ func TestWindowsGroupsRun(t *testing.T) {
 		t.Fatalf("NewSmbGlobalMapping: %v", err)
 	}
 	cmds := fake.Commands()
-	if len(cmds) != 3 {
-		t.Fatalf("ran %d commands, want IsMapped, NewGlobalMapping, NewLink: %+v", len(cmds), cmds)
+	if len(cmds) != 2 {
+		t.Fatalf("ran %d commands, want IsMapped and NewGlobalMapping (the link is a Win32 call): %+v", len(cmds), cmds)
 	}
 	wantEnv := [][]string{
 		{`smbremotepath=\\srv\share`},
 		{`smbuser=DOM\u`, `smbpassword=p'$(x)"`, `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
-		{`smbremotepath=\\srv\share\dir\`, `smblocalpath=C:\var\lib\kubelet\plugins\smb\pv\globalmount`},
 	}
 	for i, c := range cmds {
 		if c.Program != runner.PowerShellProgram || fmt.Sprint(c.Env) != fmt.Sprint(wantEnv[i]) {
 			t.Errorf("command %d: %s %q, want env %q", i, c.Program, c.Env, wantEnv[i])
 		}
+	}
+	link, err := host.ReadReparsePoint(`C:\var\lib\kubelet\plugins\smb\pv\globalmount`)
+	if err != nil {
+		t.Fatalf("the link to the share was not created: %v", err)
+	}
+	if rp, err := win32.ParseReparsePoint(link); err != nil || rp.SubstituteName != `\??\UNC\srv\share\dir\` {
+		t.Fatalf("the link leads to %+v (%v), want the share's directory with its trailing backslash", rp, err)
 	}
 
 	locs, err := diskv1.NewDiskClient(r.dial(t, "disk", "v1")).ListDiskLocations(ctx, &diskv1.ListDiskLocationsRequest{})
@@ -346,10 +370,47 @@ func TestWindowsGroupsRun(t *testing.T) {
 	if _, err := sysv1alpha1.NewSystemClient(r.dial(t, "system", "v1alpha1")).StartService(ctx, &sysv1alpha1.StartServiceRequest{Name: "csiproxy-helper"}); err != nil {
 		t.Fatalf("StartService of an allowed service: %v", err)
 	}
-	last := fake.Commands()[len(fake.Commands())-1]
-	if fmt.Sprint(last.Env) != "[servicename=csiproxy-helper]" {
-		t.Fatalf("StartService env %q", last.Env)
+	if got := sys.calls(); fmt.Sprint(got) != "[StartService csiproxy-helper]" {
+		t.Fatalf("system host calls %q, want the service started by the name the caller gave", got)
 	}
+}
+
+// recordingSystem is the system group's host operations, recording calls.
+type recordingSystem struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (s *recordingSystem) record(call ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, strings.Join(call, " "))
+}
+
+func (s *recordingSystem) calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.log...)
+}
+
+func (s *recordingSystem) BIOSSerialNumber(context.Context) (string, error) {
+	s.record("BIOSSerialNumber")
+	return "serial", nil
+}
+
+func (s *recordingSystem) StartService(_ context.Context, name string) error {
+	s.record("StartService", name)
+	return nil
+}
+
+func (s *recordingSystem) StopService(_ context.Context, name string, force bool) error {
+	s.record("StopService", name, fmt.Sprint(force))
+	return nil
+}
+
+func (s *recordingSystem) GetService(_ context.Context, name string) (hostsys.Service, error) {
+	s.record("GetService", name)
+	return hostsys.Service{DisplayName: name}, nil
 }
 
 // TestHostFailureIsUnknown keeps CSI Proxy's error shape for failures of the
