@@ -29,6 +29,7 @@ var windowsPackages = []string{
 	"agent/hostops/smb",
 	"agent/hostops/system",
 	"agent/hostops/volume",
+	"agent/hostops/win32",
 	"agent/identity",
 	"agent/methods",
 	"agent/server",
