@@ -2,13 +2,18 @@
 // interface per CSI Proxy API group, in its subpackages:
 //
 //   - filesystem: portable Go, real on every OS;
-//   - disk, volume, smb, iscsi, system: Windows storage and service
-//     operations, run as fixed PowerShell scripts through runner.Runner.
+//   - disk, volume, smb, system: Windows storage and service operations.
+//     What has a Win32 equivalent each group's Native does in the agent's
+//     own process, through the seam win32.Sys (system calls the service
+//     control manager directly); the rest are Cmdlets, fixed PowerShell
+//     scripts run through runner.Runner (the agent's PowerShell workers);
+//   - iscsi: Cmdlets only.
 //
-// The Windows operations never build command text from request strings: each
-// script is a constant, request values travel as environment variables that
-// the script reads ($Env:name), and every value is validated before the
-// command runs. This is the class of bug behind CVE-2023-3893 in CSI Proxy.
-// Because they only speak to a Runner, their commands and output parsing are
-// tested on any OS with a fake runner.
+// The scripts never hold request strings: each is a constant, request values
+// travel as data that the script reads from $Env:name, and every value is
+// validated before the call. This is the class of bug behind CVE-2023-3893
+// in CSI Proxy. The Win32 answers are read by decoders of Microsoft's
+// documented layouts (win32), tested on byte-level answers; win32test is an
+// in-memory host built from the same layouts, and runner.Fake answers the
+// scripts, so both halves are tested on any OS.
 package hostops
