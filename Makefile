@@ -83,11 +83,16 @@ test-windows: ## Run the Windows agent under Wine: named pipes, the CSI Proxy cl
 	$(GO) test -tags wine -count=1 -timeout 45m -v ./test/wine
 
 .PHONY: fuzz
-fuzz: ## Fuzz the pipe path normalizer, the object reader, the matchConditions prefilter and the page 83 parser, each for FUZZTIME (default 3m).
+fuzz: ## Fuzz the pipe path normalizer, the object reader, the matchConditions prefilter and the decoders of Windows' answers (page 83, SMBIOS, IOCTL layouts, reparse points), each for FUZZTIME (default 3m).
 	$(GO) test ./pipepath -run '^$$' -fuzz FuzzClassify -fuzztime $${FUZZTIME:-3m}
 	$(GO) test ./webhook/decode -run '^$$' -fuzz FuzzDecodeMatchesJSON -fuzztime $${FUZZTIME:-3m}
 	$(GO) test ./webhook/prefilter -run '^$$' -fuzz FuzzPrefilterKeepsPipes -fuzztime $${FUZZTIME:-3m}
 	$(GO) test ./agent/hostops/disk -run '^$$' -fuzz FuzzParsePage83 -fuzztime $${FUZZTIME:-3m}
+	$(GO) test ./agent/hostops/system -run '^$$' -fuzz FuzzSystemSerialNumber -fuzztime $${FUZZTIME:-3m}
+	for f in FuzzParseReparsePoint FuzzParseStorageDeviceDescriptor FuzzParseVolumeDiskExtents FuzzParseStorageDeviceNumber \
+		FuzzParseSCSIAddress FuzzParseLengthInformation FuzzParsePhysicalDrives; do \
+		$(GO) test ./agent/hostops/win32 -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-3m} || exit 1; \
+	done
 
 # make bench writes its raw results to BENCH_OUT and the report to
 # docs/benchmarks. BENCH_ROUNDS rounds each run every webhook target (the
