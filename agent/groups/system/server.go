@@ -20,7 +20,7 @@ import (
 const Group = "system"
 
 // RuleAllowedServices names the rule that refuses services not allowed.
-const RuleAllowedServices = "allowed-services"
+const RuleAllowedServices = hostsys.RuleAllowedServices
 
 // Server is the system server.
 type Server struct {

@@ -36,6 +36,11 @@ type Native struct {
 	// Poll is how often a starting or stopping service is looked at; 0
 	// means DefaultPoll.
 	Poll time.Duration
+	// MayStop says whether a running service that depends on the one
+	// StopService stops with force may be stopped too; nil means any. The
+	// agent allows only its --allowed-service list, so that force cannot
+	// reach past it.
+	MayStop func(name string) bool
 
 	// connect opens the service control manager and firmware reads the
 	// raw SMBIOS data; nil means the host's. Tests replace them.
@@ -113,7 +118,7 @@ func (n Native) StartService(ctx context.Context, name string) error {
 func (n Native) StopService(ctx context.Context, name string, force bool) error {
 	w := &watch{}
 	return n.withService(ctx, opStopService, name, accessStop, w, func(ctx context.Context, m serviceManager, h serviceHandle) error {
-		return n.waiter(w).stopTree(ctx, m, name, h, force)
+		return n.waiter(w).stopTree(ctx, m, name, h, force, n.MayStop)
 	})
 }
 

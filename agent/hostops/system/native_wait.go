@@ -4,10 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pipeguard/pipeguard/agent/apierr"
 )
+
+// RuleAllowedServices names the rule that refuses services the agent was
+// not told to allow (--allowed-service).
+const RuleAllowedServices = "allowed-services"
 
 // maxDependentDepth bounds how deep StopService with force follows services
 // that depend on services that depend on the one to stop. The service
@@ -73,8 +80,63 @@ func (w *waiter) start(ctx context.Context, name string, h serviceHandle) error 
 // then they are stopped first, each with the services that depend on it, in
 // the order the service control manager gives (the reverse of their start
 // order).
-func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h serviceHandle, force bool) error {
+//
+// With force and mayStop set, every running service under it, however deep,
+// must be one mayStop allows, or nothing is stopped: the call is refused
+// with rule allowed-services, naming those that are not.
+func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h serviceHandle, force bool, mayStop func(string) bool) error {
+	if force && mayStop != nil {
+		var refused []string
+		if err := w.collectDependents(m, h, []string{name}, func(dep string) {
+			if !mayStop(dep) && !slices.ContainsFunc(refused, func(r string) bool { return strings.EqualFold(r, dep) }) {
+				refused = append(refused, dep)
+			}
+		}); err != nil {
+			return err
+		}
+		if len(refused) > 0 {
+			flags := make([]string, len(refused))
+			for i, r := range refused {
+				flags[i] = "--allowed-service=" + r
+			}
+			return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+				"StopService of service %q with force refused: it would also stop services that depend on it and are not allowed services: %s; stop them on the node first, or allow them too (%s)",
+				name, quoteAll(refused), strings.Join(flags, " "))}
+		}
+	}
 	return w.stopWithDependents(ctx, m, name, h, force, []string{name})
+}
+
+// collectDependents calls found for every running service that depends on
+// the last of path, directly or not, reading only.
+func (w *waiter) collectDependents(m serviceManager, h serviceHandle, path []string, found func(string)) error {
+	name := path[len(path)-1]
+	deps, err := h.activeDependents()
+	if err != nil {
+		return fmt.Errorf("StopService: listing the services that depend on service %q: %w", name, err)
+	}
+	for _, dep := range deps {
+		if slices.ContainsFunc(path, func(p string) bool { return strings.EqualFold(p, dep) }) {
+			return fmt.Errorf("StopService: services depend on each other in a cycle (%s -> %s): the service control manager's database is inconsistent; stop them on the node", quoteAll(path), strconv.Quote(dep))
+		}
+		if len(path) >= maxDependentDepth {
+			return fmt.Errorf("StopService: services depend on each other more than %d deep (%s -> %s): stop them on the node", maxDependentDepth, quoteAll(path), strconv.Quote(dep))
+		}
+		found(dep)
+		dh, err := m.open(dep, accessStop)
+		if errors.Is(err, errNoSuchService) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return fmt.Errorf("StopService: opening service %q, which depends on service %q: %w", dep, name, err)
+		}
+		err = w.collectDependents(m, dh, append(path[:len(path):len(path)], dep), found)
+		dh.close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *waiter) stopWithDependents(ctx context.Context, m serviceManager, name string, h serviceHandle, force bool, path []string) error {

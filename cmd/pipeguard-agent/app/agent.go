@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -264,7 +266,7 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	}
 	sysHost := o.System
 	if sysHost == nil {
-		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system")}
+		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices)}
 	}
 	sys, err := sysgroup.New(sysHost, o.AllowedServices)
 	if err != nil {
@@ -283,6 +285,15 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 		}
 	}
 	return eps, nil
+}
+
+// allowedService reports whether name is one of allowed, compared as
+// Windows compares service names: StopService with force may stop the
+// services that depend on the one stopped only if they are allowed too.
+func allowedService(allowed []string) func(name string) bool {
+	return func(name string) bool {
+		return slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, name) })
+	}
 }
 
 // boundRunner gives the host calls of group their deadline and caps: the

@@ -423,3 +423,18 @@ func TestHostFailureIsUnknown(t *testing.T) {
 	_, err := volv1.NewVolumeClient(r.dial(t, "volume", "v1")).FormatVolume(context.Background(), &volv1.FormatVolumeRequest{VolumeId: volumeID})
 	wantStatus(t, err, codes.Unknown, "Format-Volume failed: exit status 1: Format-Volume : Access denied")
 }
+
+// StopService with force may stop the services that depend on an allowed
+// service only when they are allowed too, compared as Windows compares
+// service names.
+func TestForceStopReachesOnlyAllowedServices(t *testing.T) {
+	may := allowedService([]string{"csiproxy-helper", "SMBHelper"})
+	for name, want := range map[string]bool{"CSIProxy-Helper": true, "smbhelper": true, "Netlogon": false, "": false, "csiproxy-helper2": false} {
+		if got := may(name); got != want {
+			t.Errorf("may stop %q = %v, want %v", name, got, want)
+		}
+	}
+	if allowedService(nil)("anything") {
+		t.Error("with no allowed services, a dependent may be stopped")
+	}
+}
