@@ -14,7 +14,6 @@ import (
 func pipeCalls() []call {
 	var cs []call
 	kubeletRoot := map[string]any{"path": `C:\var\lib\kubelet`}
-	volume := map[string]any{"volumeId": `\\?\Volume{0a0b0c0d-0000-0000-0000-000000000001}\`}
 	for _, v := range []string{"v1", "v1alpha1", "v1beta1", "v1beta2", "v1beta3"} {
 		cs = append(cs, call{"disk/" + v, "ListDiskLocations", nil})
 	}
@@ -28,8 +27,13 @@ func pipeCalls() []call {
 		cs = append(cs, call{"smb/" + v, "RemoveSmbGlobalMapping", map[string]any{"remotePath": `\\fileserver\share`}})
 	}
 	cs = append(cs, call{"system/v1alpha1", "GetBIOSSerialNumber", nil})
-	for _, v := range []string{"v1", "v1alpha1", "v1beta1", "v1beta2", "v1beta3", "v2alpha1"} {
-		cs = append(cs, call{"volume/" + v, "IsVolumeFormatted", volume})
+	// The volumes on disk 0: Win32 calls that Wine answers (its C: lies on
+	// no disk, so the list is empty).
+	for _, v := range []string{"v1", "v1beta3", "v2alpha1"} {
+		cs = append(cs, call{"volume/" + v, "ListVolumesOnDisk", map[string]any{"diskNumber": 0}})
+	}
+	for _, v := range []string{"v1alpha1", "v1beta1", "v1beta2"} {
+		cs = append(cs, call{"volume/" + v, "ListVolumesOnDisk", map[string]any{"diskId": "0"}})
 	}
 	return cs
 }
@@ -41,10 +45,7 @@ func TestEveryPipeAnswers(t *testing.T) {
 	p := need(t)
 	a := startAgent(t, p)
 	a.answers(t,
-		"Get-Disk | Select-Object Number, Location", `[{"Number":1,"Location":"PCIROOT(0)#PCI(1500)#SCSI(P00T00L00)"}]`,
 		"Get-IscsiTargetPortal", `[{"TargetPortalAddress":"10.0.0.5","TargetPortalPortNumber":3260}]`,
-		"Win32_BIOS", "SN-0001\r\n",
-		"FileSystemType", "NTFS\r\n",
 	)
 	cs := pipeCalls()
 	if len(cs) != 23 {
