@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	diskv1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
@@ -30,7 +29,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
@@ -375,44 +373,6 @@ func TestWindowsGroupsRun(t *testing.T) {
 	}
 }
 
-// recordingSystem is the system group's host operations, recording calls.
-type recordingSystem struct {
-	mu  sync.Mutex
-	log []string
-}
-
-func (s *recordingSystem) record(call ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.log = append(s.log, strings.Join(call, " "))
-}
-
-func (s *recordingSystem) calls() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.log...)
-}
-
-func (s *recordingSystem) BIOSSerialNumber(context.Context) (string, error) {
-	s.record("BIOSSerialNumber")
-	return "serial", nil
-}
-
-func (s *recordingSystem) StartService(_ context.Context, name string) error {
-	s.record("StartService", name)
-	return nil
-}
-
-func (s *recordingSystem) StopService(_ context.Context, name string, force bool) error {
-	s.record("StopService", name, fmt.Sprint(force))
-	return nil
-}
-
-func (s *recordingSystem) GetService(_ context.Context, name string) (hostsys.Service, error) {
-	s.record("GetService", name)
-	return hostsys.Service{DisplayName: name}, nil
-}
-
 // TestHostFailureIsUnknown keeps CSI Proxy's error shape for failures of the
 // host operation: codes.Unknown with the error text.
 func TestHostFailureIsUnknown(t *testing.T) {
@@ -422,19 +382,4 @@ func TestHostFailureIsUnknown(t *testing.T) {
 	}
 	_, err := volv1.NewVolumeClient(r.dial(t, "volume", "v1")).FormatVolume(context.Background(), &volv1.FormatVolumeRequest{VolumeId: volumeID})
 	wantStatus(t, err, codes.Unknown, "Format-Volume failed: exit status 1: Format-Volume : Access denied")
-}
-
-// StopService with force may stop the services that depend on an allowed
-// service only when they are allowed too, compared as Windows compares
-// service names.
-func TestForceStopReachesOnlyAllowedServices(t *testing.T) {
-	may := allowedService([]string{"csiproxy-helper", "SMBHelper"})
-	for name, want := range map[string]bool{"CSIProxy-Helper": true, "smbhelper": true, "Netlogon": false, "": false, "csiproxy-helper2": false} {
-		if got := may(name); got != want {
-			t.Errorf("may stop %q = %v, want %v", name, got, want)
-		}
-	}
-	if allowedService(nil)("anything") {
-		t.Error("with no allowed services, a dependent may be stopped")
-	}
 }
