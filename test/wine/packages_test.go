@@ -33,6 +33,7 @@ var windowsPackages = []string{
 	"agent/identity",
 	"agent/methods",
 	"agent/server",
+	"test/wine/cmd/hostbench",
 }
 
 // TestWindowsPackages builds the tests of windowsPackages for Windows and
