@@ -116,11 +116,8 @@ func (w *waiter) collectDependents(m serviceManager, h serviceHandle, path []str
 		return fmt.Errorf("StopService: listing the services that depend on service %q: %w", name, err)
 	}
 	for _, dep := range deps {
-		if slices.ContainsFunc(path, func(p string) bool { return strings.EqualFold(p, dep) }) {
-			return fmt.Errorf("StopService: services depend on each other in a cycle (%s -> %s): the service control manager's database is inconsistent; stop them on the node", quoteAll(path), strconv.Quote(dep))
-		}
-		if len(path) >= maxDependentDepth {
-			return fmt.Errorf("StopService: services depend on each other more than %d deep (%s -> %s): stop them on the node", maxDependentDepth, quoteAll(path), strconv.Quote(dep))
+		if err := checkDependency(path, dep); err != nil {
+			return err
 		}
 		found(dep)
 		dh, err := m.open(dep, accessStop)
@@ -163,16 +160,23 @@ func (w *waiter) stopWithDependents(ctx context.Context, m serviceManager, name 
 	return w.stopOne(ctx, name, h)
 }
 
-// stopDependent stops dep, a service that depends on the last of path, with
-// the services that depend on it.
-func (w *waiter) stopDependent(ctx context.Context, m serviceManager, dep string, path []string) error {
-	for _, p := range path {
-		if strings.EqualFold(p, dep) {
-			return fmt.Errorf("StopService: services depend on each other in a cycle (%s -> %s): the service control manager's database is inconsistent; stop them on the node", quoteAll(path), strconv.Quote(dep))
-		}
+// checkDependency refuses to follow dep, a service that depends on the last
+// of path, when it closes a cycle or goes deeper than maxDependentDepth.
+func checkDependency(path []string, dep string) error {
+	if slices.ContainsFunc(path, func(p string) bool { return strings.EqualFold(p, dep) }) {
+		return fmt.Errorf("StopService: services depend on each other in a cycle (%s -> %s): the service control manager's database is inconsistent; stop them on the node", quoteAll(path), strconv.Quote(dep))
 	}
 	if len(path) >= maxDependentDepth {
 		return fmt.Errorf("StopService: services depend on each other more than %d deep (%s -> %s): stop them on the node", maxDependentDepth, quoteAll(path), strconv.Quote(dep))
+	}
+	return nil
+}
+
+// stopDependent stops dep, a service that depends on the last of path, with
+// the services that depend on it.
+func (w *waiter) stopDependent(ctx context.Context, m serviceManager, dep string, path []string) error {
+	if err := checkDependency(path, dep); err != nil {
+		return err
 	}
 	h, err := m.open(dep, accessStop)
 	if err != nil {
