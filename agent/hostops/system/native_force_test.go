@@ -42,3 +42,19 @@ func TestForceCannotReachPastTheAllowedServices(t *testing.T) {
 		})
 	}
 }
+
+// The walk that checks the dependents before anything is stopped ends on a
+// cycle or a chain too deep as the stops do, stopping nothing.
+func TestForceCheckEndsOnCyclesAndDepth(t *testing.T) {
+	f := newFakeSCM(running("A", "B"), running("B", "A"))
+	n := native(f)
+	n.MayStop = func(string) bool { return true }
+	err := n.StopService(context.Background(), "A", true)
+	want := `StopService: services depend on each other in a cycle ("A", "B" -> "A"): the service control manager's database is inconsistent; stop them on the node`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant  %q", err, want)
+	}
+	if got := f.calls("stop"); got != nil {
+		t.Fatalf("stopped %q", got)
+	}
+}
