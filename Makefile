@@ -50,6 +50,7 @@ lint: ## Check formatting and vet for Linux and Windows.
 	GOOS=windows $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
 	$(GO) vet -tags wine ./test/wine
+	GOOS=windows $(GO) vet -tags wine ./cmd/pipeguard-agent
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and the API group adapters.

@@ -13,8 +13,15 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 )
+
+// win32Fixture, when set, gives the Win32 host of the disk, volume and smb
+// groups in place of the machine's. Only a build with the tags wine and
+// windows sets it (win32fixture_wine.go), for the tests under Wine, which
+// has no disks to answer; the shipped binary leaves it nil.
+var win32Fixture func() (win32.Sys, error)
 
 // flagOf names the flag behind each option app.Run can reject (by its
 // field of app.Config), and behind each option the agent's packages name in
@@ -63,6 +70,15 @@ func (e flagError) Unwrap() error { return e.err }
 func serve(ctx context.Context, cfg config, stderr io.Writer, ready func(addresses []string)) int {
 	log := newLogger(stderr, cfg.verbosity)
 	cfg.Agent.Log = log
+	if win32Fixture != nil {
+		sys, err := win32Fixture()
+		if err != nil {
+			log.Error(err, "invalid configuration: the Win32 fixture of this test build could not be loaded")
+			return 2
+		}
+		log.Info("test build: the Win32 calls of the disk, volume and smb groups go to a fixture, not only to this machine; never run this build on a node")
+		cfg.Agent.Win32 = sys
+	}
 	err := app.Run(ctx, cfg.Config, ready)
 	if err == nil {
 		return 0

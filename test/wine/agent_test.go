@@ -50,6 +50,13 @@ func (s *syncBuffer) String() string {
 // in a directory of the test's own, and waits until it listens.
 func startAgent(t *testing.T, p *prefix, args ...string) *agent {
 	t.Helper()
+	return startAgentExe(t, p, p.exe("pipeguard-agent"), nil, args...)
+}
+
+// startAgentExe is startAgent for the program exe, with the environment
+// entries env returns once the agent's directory exists (nil: none).
+func startAgentExe(t *testing.T, p *prefix, exe string, env func(a *agent) []string, args ...string) *agent {
+	t.Helper()
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
 	a := &agent{p: p, dir: `C:\pipeguard\` + name, log: &syncBuffer{}, done: make(chan error, 1)}
 	if err := os.MkdirAll(p.path(a.dir), 0o755); err != nil {
@@ -63,11 +70,14 @@ func startAgent(t *testing.T, p *prefix, args ...string) *agent {
 	}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	cmd := p.command(ctx, p.exe("pipeguard-agent"), args...)
+	cmd := p.command(ctx, exe, args...)
 	a.cmd = cmd
 	cmd.Env = append(cmd.Env,
 		"PIPEGUARD_STANDIN_LOG="+a.dir+`\powershell.jsonl`,
 		"PIPEGUARD_STANDIN_ANSWERS="+a.dir+`\answers.json`)
+	if env != nil {
+		cmd.Env = append(cmd.Env, env(a)...)
+	}
 	cmd.Stdout, cmd.Stderr = a.log, a.log
 	// Stopping asks for a clean shutdown (Wine delivers SIGINT to the
 	// program as a console Ctrl+C) and kills only if it is not done soon.
@@ -84,11 +94,11 @@ func startAgent(t *testing.T, p *prefix, args ...string) *agent {
 		select {
 		case err := <-a.done:
 			a.done <- err
-			t.Fatalf("pipeguard-agent.exe exited before listening: %v\n%s", err, a.log.String())
+			t.Fatalf("%s exited before listening: %v\n%s", filepath.Base(exe), err, a.log.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pipeguard-agent.exe did not listen within 2 minutes:\n%s", a.log.String())
+			t.Fatalf("%s did not listen within 2 minutes:\n%s", filepath.Base(exe), a.log.String())
 		}
 	}
 	return a

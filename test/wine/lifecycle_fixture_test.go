@@ -1,0 +1,192 @@
+//go:build wine && linux
+
+package wine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The agent built with -tags wine (cmd/pipeguard-agent/win32fixture_wine.go),
+// whose Win32 calls go to a fixture described in a JSON file and on to Wine
+// for what the file does not cover, and the fixture's call log.
+
+var (
+	fixtureAgentOnce sync.Once
+	fixtureAgentErr  error
+)
+
+// fixtureAgent builds pipeguard-agent-fixture.exe, the agent with the tag
+// wine, once per test run.
+func fixtureAgent(t *testing.T, p *prefix) string {
+	t.Helper()
+	exe := p.exe("pipeguard-agent-fixture")
+	fixtureAgentOnce.Do(func() {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			fixtureAgentErr = err
+			return
+		}
+		build := exec.Command("go", "build", "-trimpath", "-tags", "wine", "-o", exe, "./cmd/pipeguard-agent")
+		build.Dir = root
+		build.Env = p.goEnv
+		if out, err := build.CombinedOutput(); err != nil {
+			fixtureAgentErr = fmt.Errorf("building pipeguard-agent with -tags wine: %v\n%s", err, out)
+		}
+	})
+	if fixtureAgentErr != nil {
+		t.Fatal(fixtureAgentErr)
+	}
+	return exe
+}
+
+// startFixtureAgent is startAgent for the fixture build: it writes fixture
+// as the agent's Win32 host (PIPEGUARD_WIN32_FIXTURE) in the agent's
+// directory, with the fixture's call log beside it (win32.jsonl).
+func startFixtureAgent(t *testing.T, p *prefix, fixture any, args ...string) *agent {
+	t.Helper()
+	exe := fixtureAgent(t, p)
+	data, err := json.Marshal(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startAgentExe(t, p, exe, func(a *agent) []string {
+		if err := os.WriteFile(p.path(a.dir+`\win32.json`), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"PIPEGUARD_WIN32_FIXTURE=" + a.dir + `\win32.json`, "PIPEGUARD_WIN32_FIXTURE_LOG=" + a.dir + `\win32.jsonl`}
+	}, args...)
+}
+
+// win32Call is a line of the fixture's call log: To is "fixture" for every
+// call the agent made, and "wine" for one the fixture passed on to Wine.
+type win32Call struct {
+	To    string `json:"to"`
+	Func  string `json:"func"`
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+// win32Calls reads the fixture's call log.
+func (a *agent) win32Calls(t *testing.T) []win32Call {
+	t.Helper()
+	data, err := os.ReadFile(a.p.path(a.dir + `\win32.jsonl`))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []win32Call
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var c win32Call
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatalf("fixture call log line %q: %v", line, err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestLifecycleFixtureRefusesBadFixtures starts the fixture build with
+// fixtures a careless or hostile test could give it: each time it exits
+// with 2 before listening, saying what is wrong with the file, and never
+// falls back to Wine alone.
+func TestLifecycleFixtureRefusesBadFixtures(t *testing.T) {
+	p := need(t)
+	exe := fixtureAgent(t, p)
+	dir := `C:\pipeguard\` + t.Name()
+	if err := os.MkdirAll(p.path(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		file string // "" sets no PIPEGUARD_WIN32_FIXTURE
+		want string
+	}{
+		"no fixture":    {"", "this is a test build (-tags wine) whose Win32 calls go to a fixture, and PIPEGUARD_WIN32_FIXTURE is not set: set it to the fixture's JSON file, or run the shipped build"},
+		"missing file":  {"-", `PIPEGUARD_WIN32_FIXTURE=` + dir + `\missing.json: open ` + dir + `\missing.json: `},
+		"garbage":       {"\x00\xffnot json", "decoding the JSON: invalid character '\\x00' looking for beginning of value"},
+		"truncated":     {`{"disks":[{"number":3,`, "decoding the JSON: unexpected EOF"},
+		"two objects":   {`{}{}`, "decoding the JSON: data after the object"},
+		"unknown field": {`{"disk":[]}`, `decoding the JSON: json: unknown field "disk"`},
+		"too large":     {`{"files":["` + strings.Repeat("A", 1<<20) + `"]}`, "the file is larger than 1048576 bytes"},
+		"negative size": {`{"disks":[{"number":3,"size":-1}]}`, "disks[0] (disk 3): size -1 is negative"},
+		"disk twice":    {`{"disks":[{"number":3},{"number":3}]}`, "disks[1]: disk 3 is given twice"},
+		"two page83 forms": {`{"disks":[{"number":3,"page83":{"ascii":"x","naa":"60"}}]}`,
+			"disks[0] (disk 3): page83: give exactly one of ascii, naa and raw, not 2"},
+		"page83 not hex":   {`{"disks":[{"number":3,"page83":{"naa":"6z"}}]}`, "disks[0] (disk 3): page83: naa: encoding/hex: invalid byte"},
+		"not a volume id":  {`{"volumes":[{"id":"C:\\"}]}`, `volumes[0]: id "C:\\" is not a volume GUID path`},
+		"negative extent":  {`{"volumes":[{"id":"` + jsonEscape(lcVolume) + `","extents":[{"disk":3,"offset":-1}]}]}`, "volumes[0].extents[0]: offset -1 and length 0 must not be negative"},
+		"unknown volume":   {`{"mountPoints":{"C:\\x":"` + jsonEscape(lcVolume) + `"}}`, `mountPoints: mounting ` + lcVolume + ` at C:\x (give a volume of volumes): SetVolumeMountPointW C:\x\: The system cannot find the file specified.`},
+		"relative link":    {`{"links":{"x":"C:\\y"}}`, `links: "x" → "C:\\y": give an absolute local link path (C:\...) and a target`},
+		"share as a mount": {`{"mountPoints":{"\\\\server\\share":"` + jsonEscape(lcVolume) + `"}}`, `mountPoints: "\\\\server\\share" is not an absolute local folder (C:\...)`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // an agent that listens instead of refusing is killed
+			defer cancel()
+			cmd := p.command(ctx, exe, "--kubelet-path", `C:\var\lib\kubelet`, "--audit-log-path", dir+`\audit.log`, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+			switch tc.file {
+			case "":
+			case "-":
+				cmd.Env = append(cmd.Env, "PIPEGUARD_WIN32_FIXTURE="+dir+`\missing.json`)
+			default:
+				file := dir + `\` + strings.ReplaceAll(name, " ", "-") + ".json"
+				if err := os.WriteFile(p.path(file), []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd.Env = append(cmd.Env, "PIPEGUARD_WIN32_FIXTURE="+file)
+			}
+			out, _ := cmd.CombinedOutput()
+			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 {
+				t.Fatalf("exit %v, want 2:\n%s", cmd.ProcessState, out)
+			}
+			var refusal struct{ Msg, Error string }
+			for _, line := range bytes.Split(out, []byte("\n")) {
+				if json.Unmarshal(line, &refusal) == nil && strings.HasPrefix(refusal.Msg, "invalid configuration: the Win32 fixture") {
+					break
+				}
+				refusal.Error = ""
+			}
+			if !strings.Contains(refusal.Error, tc.want) || bytes.Contains(out, []byte(`"listening"`)) {
+				t.Fatalf("the agent's refusal says %q, want it to hold %q, and no listening:\n%s", refusal.Error, tc.want, out)
+			}
+		})
+	}
+}
+
+func jsonEscape(s string) string { return strings.Trim(quote(s), `"`) }
+
+// TestLifecycleFixtureAbsentFromShippedAgent checks the Windows agent the
+// tests run, built as it ships (no tags), for the fixture: its environment
+// variable's name is in the fixture build and nowhere in the shipped one.
+func TestLifecycleFixtureAbsentFromShippedAgent(t *testing.T) {
+	p := need(t)
+	const name = "PIPEGUARD_WIN32_FIXTURE"
+	fixture, err := os.ReadFile(fixtureAgent(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(fixture, []byte(name)) {
+		t.Fatalf("the fixture build does not hold %s: this check no longer tells the builds apart", name)
+	}
+	shipped, err := os.ReadFile(p.exe("pipeguard-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(shipped, []byte(name)) {
+		t.Fatalf("pipeguard-agent.exe, built without tags, holds %s: the shipped agent can answer Win32 calls from a fixture", name)
+	}
+}
