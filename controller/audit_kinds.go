@@ -3,26 +3,22 @@ package controller
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pipeguard/pipeguard/internal/kinds"
 )
 
-// listTypes makes the list type of each kind the audit reads.
-var listTypes = map[string]func() client.ObjectList{
-	"Pod":                   func() client.ObjectList { return &corev1.PodList{} },
-	"PodTemplate":           func() client.ObjectList { return &corev1.PodTemplateList{} },
-	"ReplicationController": func() client.ObjectList { return &corev1.ReplicationControllerList{} },
-	"Deployment":            func() client.ObjectList { return &appsv1.DeploymentList{} },
-	"ReplicaSet":            func() client.ObjectList { return &appsv1.ReplicaSetList{} },
-	"StatefulSet":           func() client.ObjectList { return &appsv1.StatefulSetList{} },
-	"DaemonSet":             func() client.ObjectList { return &appsv1.DaemonSetList{} },
-	"Job":                   func() client.ObjectList { return &batchv1.JobList{} },
-	"CronJob":               func() client.ObjectList { return &batchv1.CronJobList{} },
-	"PersistentVolume":      func() client.ObjectList { return &corev1.PersistentVolumeList{} },
-}
+// listTypes makes the list type of each kind the audit reads, keyed by kind
+// name: the lists of package kinds' table.
+var listTypes = func() map[string]func() client.ObjectList {
+	all := kinds.All()
+	m := make(map[string]func() client.ObjectList, len(all))
+	for _, k := range all {
+		m[k.GVK.Kind] = func() client.ObjectList { return k.NewList() }
+	}
+	return m
+}()
 
 // itemsOf returns the objects of a typed list.
 func itemsOf(list client.ObjectList) ([]client.Object, error) {

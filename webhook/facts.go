@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/pipepath"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook/decode"
@@ -118,45 +119,38 @@ type subject struct {
 }
 
 // Supported reports whether the handler reviews objects of this group and
-// kind for pipe mounts. Everything else is admitted untouched (Namespaces
-// have their own review).
+// kind for pipe mounts: the kinds of package kinds. Everything else is
+// admitted untouched (Namespaces have their own review).
 func Supported(gk schema.GroupKind) bool {
-	switch gk {
-	case schema.GroupKind{Kind: "Pod"}, schema.GroupKind{Kind: "PodTemplate"},
-		schema.GroupKind{Kind: "ReplicationController"}, schema.GroupKind{Kind: "PersistentVolume"},
-		schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
-		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
-		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Group: "batch", Kind: "CronJob"}:
-		return true
-	}
-	return false
+	return kinds.Reviewed(gk)
 }
 
 // extract decodes raw as an object of kind gk and finds its pod spec or
 // host path. Field names are matched case-sensitively, as the API server
 // does (see package decode).
 func extract(gk schema.GroupKind, raw []byte) (*subject, error) {
-	switch gk {
-	case schema.GroupKind{Kind: "Pod"}:
+	k, ok := kinds.Lookup(gk)
+	if !ok {
+		return nil, fmt.Errorf("kind %s is not reviewed", gk)
+	}
+	switch k.Layout {
+	case kinds.LayoutPod:
 		return decodeAs(raw, func(o *decode.Pod) *subject {
 			return &subject{name: o.Metadata.Name, spec: &o.Spec}
 		})
-	case schema.GroupKind{Kind: "PodTemplate"}:
+	case kinds.LayoutPodTemplate:
 		return decodeAs(raw, func(o *decode.PodTemplate) *subject {
 			return &subject{name: o.Metadata.Name, spec: &o.Template.Spec}
 		})
-	case schema.GroupKind{Kind: "PersistentVolume"}:
+	case kinds.LayoutPersistentVolume:
 		return decodeAs(raw, func(o *decode.PersistentVolume) *subject {
 			return &subject{name: o.Metadata.Name, pv: o}
 		})
-	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
+	case kinds.LayoutCronJob:
 		return decodeAs(raw, func(o *decode.CronJob) *subject {
 			return &subject{name: o.Metadata.Name, spec: &o.Spec.JobTemplate.Spec.Template.Spec}
 		})
-	case schema.GroupKind{Kind: "ReplicationController"},
-		schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
-		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
-		schema.GroupKind{Group: "batch", Kind: "Job"}:
+	case kinds.LayoutWorkload:
 		return decodeAs(raw, func(o *decode.Workload) *subject {
 			s := &subject{name: o.Metadata.Name}
 			if o.Spec.Template != nil {
@@ -165,7 +159,7 @@ func extract(gk schema.GroupKind, raw []byte) (*subject, error) {
 			return s
 		})
 	}
-	return nil, fmt.Errorf("kind %s is not reviewed", gk)
+	return nil, fmt.Errorf("internal error: kind %s has layout %d, which the webhook cannot read", gk, k.Layout)
 }
 
 // decodeAs reads raw as a T and makes the subject of it.

@@ -19,6 +19,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -47,22 +48,58 @@ type evalResult struct {
 }
 
 // reviewedKinds are the kinds admission reviews for pipe mounts, as the
-// skip reason names them (webhook.Supported decides).
-var reviewedKinds = []schema.GroupKind{
-	{Kind: "Pod"}, {Kind: "PodTemplate"}, {Kind: "ReplicationController"}, {Kind: "PersistentVolume"},
-	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "ReplicaSet"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"},
-	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
-}
+// skip reason names them: the table of package kinds, which
+// webhook.Supported reads too.
+var reviewedKinds = func() []schema.GroupKind {
+	var out []schema.GroupKind
+	for _, k := range kinds.All() {
+		out = append(out, k.GVK.GroupKind())
+	}
+	return out
+}()
 
 // notReviewed is the reason given for an object of a kind admission does
 // not review.
-const notReviewed = "pipeguard reviews only Pod, PodTemplate, ReplicationController, PersistentVolume, " +
-	"apps Deployment, ReplicaSet, StatefulSet and DaemonSet, and batch Job and CronJob objects; " +
+var notReviewed = "pipeguard reviews only " + kindSentence(kinds.All()) + " objects; " +
 	"the pods any other object makes are reviewed when they are created"
 
-// clusterScoped are the built-in kinds that have no namespace.
+// kindSentence names ks for a reader: the core kinds one by one, then each
+// other group followed by its kinds ("apps Deployment and DaemonSet"),
+// groups in the order of their first kind in ks and the last item after
+// ", and".
+func kindSentence(ks []kinds.Kind) string {
+	var groups []string
+	byGroup := map[string][]string{}
+	for _, k := range ks {
+		g := k.GVK.Group
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], k.GVK.Kind)
+	}
+	var items []string
+	for _, g := range groups {
+		if g == "" {
+			items = append(items, byGroup[g]...)
+			continue
+		}
+		items = append(items, g+" "+joinLast(byGroup[g], " and "))
+	}
+	return joinLast(items, ", and ")
+}
+
+// joinLast joins items with ", ", but the last two with last.
+func joinLast(items []string, last string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + last + items[len(items)-1]
+}
+
+// clusterScoped are the built-in kinds that have no namespace, besides the
+// reviewed kinds, whose scope package kinds gives (see isClusterScoped).
 var clusterScoped = map[schema.GroupKind]bool{
-	{Kind: "Namespace"}: true, {Kind: "Node"}: true, {Kind: "PersistentVolume"}: true, {Kind: "ComponentStatus"}: true,
+	{Kind: "Namespace"}: true, {Kind: "Node"}: true, {Kind: "ComponentStatus"}: true,
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}: true, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
 	{Group: "storage.k8s.io", Kind: "StorageClass"}: true, {Group: "storage.k8s.io", Kind: "CSIDriver"}: true,
 	{Group: "storage.k8s.io", Kind: "CSINode"}: true, {Group: "storage.k8s.io", Kind: "VolumeAttachment"}: true,
@@ -194,9 +231,17 @@ func (e *evaluator) evaluate(ctx context.Context, d document, i int) (evalResult
 	return r, nil
 }
 
+// isClusterScoped reports whether objects of gk have no namespace.
+func isClusterScoped(gk schema.GroupKind) bool {
+	if k, ok := kinds.Lookup(gk); ok {
+		return !k.Namespaced
+	}
+	return clusterScoped[gk]
+}
+
 // namespaceOf is the namespace the object would be created in.
 func (e *evaluator) namespaceOf(d document) string {
-	if clusterScoped[groupKind(d)] {
+	if isClusterScoped(groupKind(d)) {
 		return ""
 	}
 	if d.meta.Metadata.Namespace != "" {

@@ -21,7 +21,7 @@ spec:
   - {name: disk, hostPath: {path: '\\.\pipe\csi-proxy-disk-v1'}}
 `
 
-const notReviewedLine = "    not reviewed: " + notReviewed + "\n"
+var notReviewedLine = "    not reviewed: " + notReviewed + "\n"
 
 // TestPolicyEvalSkip: an object admission does not review is SKIP with the
 // reason, never ALLOW; a cluster-scoped object has no namespace; the

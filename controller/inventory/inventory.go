@@ -20,31 +20,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
 
-// Kind is one kind of object the webhook reviews for pipe mounts.
-type Kind struct {
-	GVK        schema.GroupVersionKind
-	Resource   string
-	Namespaced bool
-}
+// Kind is one kind of object the webhook reviews for pipe mounts (see
+// package kinds).
+type Kind = kinds.Kind
 
 // Kinds lists every kind the webhook reviews for pipe mounts, in the order
-// results are reported.
-var Kinds = []Kind{
-	{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "pods", true},
-	{schema.GroupVersionKind{Version: "v1", Kind: "PodTemplate"}, "podtemplates", true},
-	{schema.GroupVersionKind{Version: "v1", Kind: "ReplicationController"}, "replicationcontrollers", true},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", true},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, "replicasets", true},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, "statefulsets", true},
-	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, "daemonsets", true},
-	{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "jobs", true},
-	{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "CronJob"}, "cronjobs", true},
-	{schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolume"}, "persistentvolumes", false},
-}
+// results are reported: the table of package kinds.
+var Kinds = kinds.All()
 
 // Result is the decision on one object, as `pipeguard policy eval` reports
 // it.

@@ -10,47 +10,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pipeguard/pipeguard/internal/kinds"
 )
 
 // Objects returns one empty object of each of Kinds, in that order, for
 // caches and lists.
 func Objects() []client.Object {
-	return []client.Object{
-		&corev1.Pod{}, &corev1.PodTemplate{}, &corev1.ReplicationController{},
-		&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{},
-		&batchv1.Job{}, &batchv1.CronJob{}, &corev1.PersistentVolume{},
+	out := make([]client.Object, 0, len(Kinds))
+	for _, k := range Kinds {
+		out = append(out, k.New())
 	}
+	return out
 }
 
 // KindOf returns the entry of Kinds for a typed object of one of them.
 func KindOf(obj client.Object) (Kind, bool) {
-	i := -1
-	switch obj.(type) {
-	case *corev1.Pod:
-		i = 0
-	case *corev1.PodTemplate:
-		i = 1
-	case *corev1.ReplicationController:
-		i = 2
-	case *appsv1.Deployment:
-		i = 3
-	case *appsv1.ReplicaSet:
-		i = 4
-	case *appsv1.StatefulSet:
-		i = 5
-	case *appsv1.DaemonSet:
-		i = 6
-	case *batchv1.Job:
-		i = 7
-	case *batchv1.CronJob:
-		i = 8
-	case *corev1.PersistentVolume:
-		i = 9
-	}
-	if i < 0 {
-		return Kind{}, false
-	}
-	return Kinds[i], true
+	return kinds.ForObject(obj)
 }
 
 // Strip returns a copy of obj that keeps only what the admission facts
@@ -62,7 +38,8 @@ func KindOf(obj client.Object) (Kind, bool) {
 // resources) is dropped, so that a cache of every pod in a large cluster
 // stays small. Admission decides the same on the stripped object as on the
 // whole one. It is a controller-runtime cache TransformFunc; objects of
-// other types pass through unchanged.
+// other types pass through unchanged. Every kind of Kinds has a case
+// (TestEveryKindIsStripped checks).
 func Strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
