@@ -14,6 +14,6 @@
 // validated before the call. This is the class of bug behind CVE-2023-3893
 // in CSI Proxy. The Win32 answers are read by decoders of Microsoft's
 // documented layouts (win32), tested on byte-level answers; win32test is an
-// in-memory host built from the same layouts, and runner.Fake answers the
+// in-memory host built from the same layouts, and runnertest.Fake answers the
 // scripts, so both halves are tested on any OS.
 package hostops

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
@@ -28,7 +28,7 @@ func TestNewSmbGlobalMappingRefusesALocalPathThroughALinkOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, host := &runner.Fake{}, win32test.New()
+	f, host := &runnertest.Fake{}, win32test.New()
 	s, err := New(hostsmb.Native{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}, conf, true)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
@@ -43,7 +44,7 @@ func (l *hostLog) list() []string {
 func shareServer(t *testing.T, reachable ...string) (*Server, *hostLog) {
 	t.Helper()
 	log := &hostLog{}
-	f := &runner.Fake{Respond: func(c runner.Command) ([]byte, error) {
+	f := &runnertest.Fake{Respond: func(c runner.Command) ([]byte, error) {
 		op := "?"
 		for _, name := range []string{"Get-SmbGlobalMapping", "Remove-SmbGlobalMapping", "New-SmbGlobalMapping"} {
 			if strings.Contains(c.Script, name) {
@@ -77,7 +78,7 @@ func shareServer(t *testing.T, reachable ...string) (*Server, *hostLog) {
 }
 
 // ran returns, per command, the cmdlet it runs and its environment.
-func ran(f *runner.Fake) []string {
+func ran(f *runnertest.Fake) []string {
 	var out []string
 	for _, c := range f.Commands() {
 		out = append(out, c.Script+" "+strings.Join(c.Env, " "))

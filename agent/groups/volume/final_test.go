@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
@@ -29,7 +29,7 @@ func TestPathsThroughALinkOutOfTheRootsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, host := &runner.Fake{}, win32test.New()
+	f, host := &runnertest.Fake{}, win32test.New()
 	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}, conf)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
@@ -27,9 +27,9 @@ const (
 // links is a reparse point: a mount point when its target is a volume
 // (Volume{GUID}\), a symbolic link otherwise. The fake runner runs the
 // cmdlets.
-func linkServer(t *testing.T, links map[string]string) (*Server, *runner.Fake, *win32test.Host) {
+func linkServer(t *testing.T, links map[string]string) (*Server, *runnertest.Fake, *win32test.Host) {
 	t.Helper()
-	f, host := &runner.Fake{}, win32test.New()
+	f, host := &runnertest.Fake{}, win32test.New()
 	for path, target := range links {
 		if strings.HasPrefix(target, "Volume{") {
 			host.SetReparseData(path, win32test.MountPointReparse(`\??\`+target, ""))

@@ -33,7 +33,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestUnparsableOutput(t *testing.T) {
-	f := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("n/a"), nil }}
+	f := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("n/a"), nil }}
 	if _, err := (PowerShell{Runner: f}).GetDiskState(context.Background(), 1); err == nil {
 		t.Fatal("garbage state parsed")
 	}

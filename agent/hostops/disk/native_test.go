@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
@@ -25,7 +26,7 @@ func bigDescriptor() []byte {
 
 type fixture struct {
 	host *win32test.Host
-	ps   *runner.Fake
+	ps   *runnertest.Fake
 	n    Native
 }
 
@@ -41,7 +42,7 @@ func newFixture(t *testing.T) fixture {
 	h.AddDisk(win32test.Disk{Number: 2, SCSI: &win32.SCSIAddress{PortNumber: 1, PathId: 2, TargetId: 3, Lun: 4}, Size: 1 << 30})
 	h.AddDisk(win32test.Disk{Number: 3, SCSI: &win32.SCSIAddress{PortNumber: 255, PathId: 255, TargetId: 255, Lun: 255},
 		Page83: bigDescriptor(), Serial: "BIG", Size: 1})
-	ps := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("False\r\n"), nil }}
+	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("False\r\n"), nil }}
 	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "disk", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
 }
 

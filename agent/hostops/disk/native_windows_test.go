@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/internal/platform"
 )
@@ -18,7 +19,7 @@ import (
 // with Wine's answer.
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
-	ps := &runner.Fake{}
+	ps := &runnertest.Fake{}
 	n := Native{Sys: win32.New(), Limits: runner.Bound(ps, "disk", runner.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}
 	locs, err := n.ListDiskLocations(ctx)
 	if err != nil {

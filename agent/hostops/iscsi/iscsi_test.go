@@ -84,9 +84,9 @@ func TestInjection(t *testing.T) {
 		"SetMutualChapSecret":       func(p PowerShell, s string) error { return p.SetMutualChapSecret(ctx, s) },
 	}
 	for name, call := range calls {
-		for _, hostile := range runner.Hostile() {
+		for _, hostile := range runnertest.Hostile() {
 			t.Run(name+"/"+hostile, func(t *testing.T) {
-				f := &runner.Fake{}
+				f := &runnertest.Fake{}
 				if err := call(PowerShell{Runner: f}, hostile); err != nil {
 					t.Fatal(err)
 				}

@@ -114,7 +114,7 @@ func TestBoundedFormatCap(t *testing.T) {
 		t.Fatalf("%d running, want 2", n)
 	}
 	// Other operations of the group are not held back by the format cap.
-	if _, err := Script(context.Background(), Bound(&Fake{}, "volume", Limits{}), "Get-Volume", "x"); err != nil {
+	if _, err := Script(context.Background(), Bound(answer(""), "volume", Limits{}), "Get-Volume", "x"); err != nil {
 		t.Fatal(err)
 	}
 	close(g.release)
@@ -189,7 +189,7 @@ func TestBoundedQueuedPastDeadlineNeverStarts(t *testing.T) {
 }
 
 func TestBoundedZeroLimitsDoNotBound(t *testing.T) {
-	out, err := Script(context.Background(), Bound(&Fake{Respond: func(Command) ([]byte, error) { return []byte("ok"), nil }}, "system", Limits{}), "Get-Service", "x")
+	out, err := Script(context.Background(), Bound(answer("ok"), "system", Limits{}), "Get-Service", "x")
 	if err != nil || string(out) != "ok" {
 		t.Fatalf("%q, %v", out, err)
 	}

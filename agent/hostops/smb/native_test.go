@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 type fixture struct {
 	host *win32test.Host
-	ps   *runner.Fake
+	ps   *runnertest.Fake
 	n    Native
 }
 
 func newFixture() fixture {
 	h := win32test.New()
 	h.AddFile(`\\srv\share`)
-	ps := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("true\r\n"), nil }}
+	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("true\r\n"), nil }}
 	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "smb", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
 }
 

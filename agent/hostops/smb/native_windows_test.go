@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/internal/platform"
 )
@@ -16,7 +17,7 @@ import (
 // in for a share.
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
-	ps := &runner.Fake{}
+	ps := &runnertest.Fake{}
 	n := Native{Sys: win32.New(), Limits: runner.Bound(ps, "smb", runner.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}
 	dir := t.TempDir()
 	if ok, err := n.PathValid(ctx, dir); err != nil || !ok {

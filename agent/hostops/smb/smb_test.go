@@ -33,7 +33,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestRunnerFailureIsReported(t *testing.T) {
-	f := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return nil, errors.New("exit status 1: access denied") }}
+	f := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return nil, errors.New("exit status 1: access denied") }}
 	err := PowerShell{Runner: f}.RemoveGlobalMapping(context.Background(), `\\srv\share`)
 	if err == nil || err.Error() != "Remove-SmbGlobalMapping failed: exit status 1: access denied" {
 		t.Fatalf("err = %v", err)
@@ -52,9 +52,9 @@ func TestInjection(t *testing.T) {
 		"Remove remote":       func(p PowerShell, s string) error { return p.RemoveGlobalMapping(ctx, s) },
 	}
 	for name, call := range calls {
-		for _, hostile := range runner.Hostile() {
+		for _, hostile := range runnertest.Hostile() {
 			t.Run(name+"/"+hostile, func(t *testing.T) {
-				f := &runner.Fake{}
+				f := &runnertest.Fake{}
 				if err := call(PowerShell{Runner: f}, hostile); err != nil {
 					t.Fatal(err)
 				}

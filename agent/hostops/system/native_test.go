@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 )
 
 // slack is what a slow, shared machine may add to a deadline.
@@ -73,7 +74,7 @@ func TestUnknownServiceIsNamed(t *testing.T) {
 }
 
 func TestHostileNamesAreOnlyNames(t *testing.T) {
-	for _, hostile := range runner.Hostile() {
+	for _, hostile := range runnertest.Hostile() {
 		f := newFakeSCM()
 		_, err := native(f).GetService(context.Background(), hostile)
 		if !errors.Is(err, errNoSuchService) || !strings.Contains(err.Error(), `named `+quoteAll([]string{hostile})+` on this node`) {

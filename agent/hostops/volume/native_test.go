@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
@@ -28,7 +29,7 @@ const (
 
 type fixture struct {
 	host *win32test.Host
-	ps   *runner.Fake
+	ps   *runnertest.Fake
 	n    Native
 }
 
@@ -47,7 +48,7 @@ func newFixture(t *testing.T) fixture {
 	h.Answer(win32.VolumeDevice(volDVD), win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, nil, win32test.Fail(
 		win32.DeviceIoControlFunc(win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS), win32.VolumeDevice(volDVD), win32test.ErrInvalidFunction))
 	h.AddDrive(`C:\`, volC)
-	ps := &runner.Fake{}
+	ps := &runnertest.Fake{}
 	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "volume", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/internal/platform"
 )
@@ -15,7 +16,7 @@ import (
 // Wine what Wine does not implement is skipped with its answer.
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
-	ps := &runner.Fake{}
+	ps := &runnertest.Fake{}
 	n := Native{Sys: win32.New(), Limits: runner.Bound(ps, "volume", runner.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}
 	c, err := win32.New().VolumeNameForMountPoint(`C:\`)
 	if err != nil {

@@ -32,9 +32,9 @@ func TestInjection(t *testing.T) {
 		"ResizeVolume": func(p PowerShell, s string) error { return p.ResizeVolume(ctx, s, 1) },
 	}
 	for name, call := range calls {
-		for _, hostile := range runner.Hostile() {
+		for _, hostile := range runnertest.Hostile() {
 			t.Run(name+"/"+hostile, func(t *testing.T) {
-				f := &runner.Fake{}
+				f := &runnertest.Fake{}
 				if err := call(PowerShell{Runner: f}, hostile); err != nil {
 					t.Fatal(err)
 				}

@@ -28,7 +28,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
@@ -194,7 +194,7 @@ func verifyLog(t testing.TB, path string) *audit.Report {
 // Request level, where request bodies are recorded, and searches every
 // file the agent wrote.
 func TestSecretsNeverReachTheAuditLog(t *testing.T) {
-	fake := &runner.Fake{}
+	fake := &runnertest.Fake{}
 	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake, Win32: win32test.New()},
 		guard.Options{Level: audit.LevelRequest}, nil)
 	ctx := context.Background()

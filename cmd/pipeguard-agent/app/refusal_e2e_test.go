@@ -23,7 +23,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 )
 
 // sentCall is one call the test sends and what it must leave behind.
@@ -77,7 +77,7 @@ func TestRefusalsAreAuditedAsDenials(t *testing.T) {
 		return start(t, o)
 	}
 	linux := guarded(Options{})
-	fake := &runner.Fake{}
+	fake := &runnertest.Fake{}
 	windows := guarded(Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake,
 		AllowedServices: []string{"csiproxy-helper"}})
 

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
@@ -131,16 +132,16 @@ func TestWindowsOnlyGroupsUnimplemented(t *testing.T) {
 // runner for the cmdlets and a fake host for the Win32 calls (one SCSI
 // disk, number 1 at adapter 3, LUN 1), so the Windows-only groups run their
 // whole request path on real sockets here.
-func windowsAgent(t *testing.T, allowedServices ...string) (*running, *runner.Fake) {
+func windowsAgent(t *testing.T, allowedServices ...string) (*running, *runnertest.Fake) {
 	r, fake, _, _ := windowsAgentHost(t, allowedServices...)
 	return r, fake
 }
 
 // windowsAgentHost is windowsAgent that also returns its fake host and its
 // system group's recorder.
-func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runner.Fake, *win32test.Host, *recordingSystem) {
+func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runnertest.Fake, *win32test.Host, *recordingSystem) {
 	t.Helper()
-	fake := &runner.Fake{}
+	fake := &runnertest.Fake{}
 	sys := &recordingSystem{}
 	host := win32test.New()
 	host.AddDisk(win32test.Disk{Number: 1, SCSI: &win32.SCSIAddress{PortNumber: 3, Lun: 1}})

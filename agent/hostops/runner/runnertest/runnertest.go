@@ -1,6 +1,8 @@
-// Package runnertest checks host operations against a fake runner: the
-// result they parse from recorded output, and the exact program, arguments
-// and environment they run.
+// Package runnertest holds the test doubles of the host operations: Fake,
+// a runner that records commands and answers them with canned output;
+// Hostile, values that would change a command line's meaning; and Run,
+// which checks operations against a Fake: the result they parse from its
+// output, and the exact program, arguments and environment they run.
 package runnertest
 
 import (
@@ -28,7 +30,7 @@ func Run[API any](t *testing.T, cases map[string]Case[API], newAPI func(runner.R
 	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := &runner.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte(tc.Out), nil }}
+			f := &Fake{Respond: func(runner.Command) ([]byte, error) { return []byte(tc.Out), nil }}
 			got, err := tc.Call(newAPI(f))
 			if err != nil {
 				t.Fatal(err)
