@@ -51,6 +51,7 @@ lint: ## Check formatting and vet for Linux and Windows.
 	GOOS=windows $(GO) vet ./...
 	$(GO) vet -tags wine ./test/wine
 	GOOS=windows $(GO) vet -tags wine ./cmd/pipeguard-agent
+	$(GO) vet -tags benchtools ./hack/bench/loadtest
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and the API group adapters.
@@ -74,10 +75,22 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD, deepcopy cod
 		if ! diff "agent/groups/$$f" "$$tmp/groups/$$f"; then echo "agent/groups/$$f is stale: run make generate and commit the result"; exit 1; fi; \
 	done
 
+# RACE is the flag that turns on the race detector for the unit run:
+# -race when cgo is on and its C compiler is installed (the detector needs
+# both), else empty, and make test says so. Set RACE= to run without it.
+RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
+
 .PHONY: test
-test: lint verify-generated control-plane ## Run every test: lint, unit, rego, fuzz seeds, integration and the Windows tests.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test ./...
+test: lint verify-generated control-plane ## Run every test: lint, unit (with -race), rego, fuzz seeds, integration, the bench tools' and the Windows tests.
+	@[ -n '$(RACE)' ] || [ '$(origin RACE)' != file ] || echo "make test: no race detector (it needs CGO_ENABLED=1 and the C compiler $$($(GO) env CC)): running the unit tests without -race"
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test $(RACE) ./...
+	@$(MAKE) --no-print-directory test-bench-tools
 	@$(MAKE) --no-print-directory test-windows
+
+.PHONY: test-bench-tools
+test-bench-tools: control-plane ## Run the tests of the load generator hack/bench/loadtest (build tag benchtools, left out of the unit run).
+	$(GO) vet -tags benchtools ./hack/bench/loadtest
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test -tags benchtools -count=1 ./hack/bench/loadtest
 
 .PHONY: test-windows
 test-windows: ## Run the Windows agent under Wine: named pipes, the CSI Proxy client, PowerShell, the service (needs wine64, gcc-mingw-w64-x86-64).

@@ -2,11 +2,13 @@ package app_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -388,8 +390,8 @@ func TestPolicyReports(t *testing.T) {
 		last := auditGauge(t, e.reg, "csi", "warn")
 		since := lastRun(t, e.reg)
 		touchNamespace(t, c, "team-c")
-		// The pass ran once the last-run gauge moves.
-		waitPass(t, e.reg, since)
+		// The pass ran and wrote once waitPass returns.
+		waitPass(t, e, since)
 		after, err := listReports(ctx, c)
 		if err != nil {
 			t.Fatal(err)
@@ -463,17 +465,37 @@ func lastRun(t *testing.T, reg *prometheus.Registry) float64 {
 	return 0
 }
 
+// passesDone counts the audit passes that finished: each logs "audit pass"
+// once its status, reports and events are written.
+func (e reportEnv) passesDone() int { return e.log.infoCount("/audit: audit pass") }
+
+// passesStarted counts the audit passes that reached their writes: each
+// observes its duration, with the last-run gauge, before it writes.
+func passesStarted(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "pipeguard_audit_duration_seconds" {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
 // waitPass waits for a pass that starts after the one that started at
-// since, and for it to finish writing (the gauge is set before the writes;
-// the next pass cannot start before they end, so a short settle follows).
-func waitPass(t *testing.T, reg *prometheus.Registry, since float64) {
+// since, and for it to finish writing: passes run one after the other, so
+// once the last-run gauge has moved and every pass that reached its writes
+// has logged its end, that pass is over.
+func waitPass(t *testing.T, e reportEnv, since float64) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return lastRun(t, reg) > since, nil
+		return lastRun(t, e.reg) > since && uint64(e.passesDone()) == passesStarted(t, e.reg), nil
 	}); err != nil {
-		t.Fatalf("no audit pass after %v: %v", since, err)
+		t.Fatalf("no audit pass after %v finished writing: %v; %d passes started, %d finished", since, err, passesStarted(t, e.reg), e.passesDone())
 	}
-	time.Sleep(time.Second)
 }
 
 // TestPolicyReportsWithoutCRDs: without the report CRDs the audit still
@@ -496,7 +518,7 @@ func TestPolicyReportsWithoutCRDs(t *testing.T) {
 	for range 2 {
 		since := lastRun(t, e.reg)
 		touchNamespace(t, c, "team-a")
-		waitPass(t, e.reg, since)
+		waitPass(t, e, since)
 	}
 	if errs := e.log.errorLines(); len(errs) > 0 {
 		t.Errorf("errors logged without the CRDs:\n%s", strings.Join(errs, "\n"))
@@ -551,6 +573,7 @@ func TestPolicyReportsWithoutCRDs(t *testing.T) {
 // writes no report, even after a policy change, which on the leader
 // triggers a pass, and with an interval short enough for many passes.
 func TestPolicyReportsNotLeader(t *testing.T) {
+	var leaseTries atomic.Int64
 	e := startReports(t, 100*time.Millisecond, true, func(c client.Client) {
 		now := metav1.NewMicroTime(time.Now())
 		mustCreate(t, c,
@@ -562,7 +585,13 @@ func TestPolicyReportsNotLeader(t *testing.T) {
 			pipePod("bad", "team-a"),
 			pipePV("pipe-pv", diskPipe),
 		)
-	}, func(o *app.Options) { o.LeaderElect, o.LeaderElectionNamespace = true, "default" })
+	}, func(o *app.Options) {
+		o.LeaderElect, o.LeaderElectionNamespace = true, "default"
+		o.Config = rest.CopyConfig(o.Config)
+		o.Config.Wrap(func(next http.RoundTripper) http.RoundTripper {
+			return leaseReads{next: next, n: &leaseTries}
+		})
+	})
 	ctx := context.Background()
 	a := e.app
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
@@ -584,7 +613,15 @@ func TestPolicyReportsNotLeader(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the replica never compiled the change: %v", err)
 	}
-	time.Sleep(time.Second) // ten intervals
+	// The replica asks for the lease every retry period (2 s, twenty
+	// intervals): once it has asked twice more and been refused, at least
+	// one full retry period, many intervals, went by after the change.
+	tries := leaseTries.Load()
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return leaseTries.Load() >= tries+2, nil
+	}); err != nil {
+		t.Fatalf("the replica stopped asking for the lease after the change (%d reads in all): %v", leaseTries.Load(), err)
+	}
 	got, err := listReports(ctx, e.c)
 	if err != nil {
 		t.Fatal(err)
@@ -595,6 +632,20 @@ func TestPolicyReportsNotLeader(t *testing.T) {
 	if lastRun(t, e.reg) != 0 {
 		t.Error("a replica that does not lead ran an audit pass")
 	}
+}
+
+// leaseReads counts the replica's reads of the lease it competes for: one
+// per attempt to lead.
+type leaseReads struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (l leaseReads) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/namespaces/default/leases/"+app.LeaderElectionID) {
+		l.n.Add(1)
+	}
+	return l.next.RoundTrip(r)
 }
 
 // TestAuditEvents: the audit records a Warning event (events.k8s.io/v1)
@@ -611,7 +662,7 @@ func TestAuditEvents(t *testing.T) {
 	e := startReports(t, 2*time.Second, false, func(c client.Client) {
 		mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
 	}, func(*app.Options) {})
-	waitPass(t, e.reg, 0)
+	waitPass(t, e, 0)
 	// The built-in default alone: every pass finds the same violation.
 	// (A policy that comes into force between passes changes the message,
 	// which rightly records a new event.)
@@ -648,7 +699,7 @@ func TestAuditEvents(t *testing.T) {
 	}
 	// Two more passes: each writes its Events before it ends.
 	for range 2 {
-		waitPass(t, e.reg, lastRun(t, e.reg))
+		waitPass(t, e, lastRun(t, e.reg))
 	}
 	got = events()
 	if len(got) != 1 {

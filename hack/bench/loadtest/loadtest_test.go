@@ -1,3 +1,5 @@
+//go:build benchtools
+
 package main
 
 import (
