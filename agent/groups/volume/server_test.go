@@ -153,3 +153,18 @@ func TestMountTargetsHandedToTheCommandAreConfined(t *testing.T) {
 		t.Fatalf("mounting ran %d commands, want none", n)
 	}
 }
+
+// A relative link is not followed: its target names no absolute path to
+// confine, so the answer is that the path is not a volume, and nothing past
+// the link is read, however many ".." it holds.
+func TestGetVolumeIDFromTargetPathDoesNotFollowARelativeLink(t *testing.T) {
+	s, _, host := linkServer(t, map[string]string{publishPath: `..\..\..\..\..\..\..\Windows\System32`})
+	_, err := s.GetVolumeIDFromTargetPath(context.Background(), "target_path", publishPath)
+	var link *hostvol.LinkError
+	if !errors.As(err, &link) || link.Target != `..\..\..\..\..\..\..\Windows\System32` {
+		t.Fatalf("err = %v, want the publish path's relative link, unfollowed", err)
+	}
+	if got := readTargets(host); fmt.Sprint(got) != fmt.Sprint([]string{publishPath}) {
+		t.Fatalf("read %q, want only the publish path", got)
+	}
+}
