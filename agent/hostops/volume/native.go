@@ -64,7 +64,9 @@ func (n Native) MountVolume(ctx context.Context, volumeID, targetPath string) er
 
 // UnmountVolume flushes the volume's cache and then removes its mount
 // point at targetPath (DeleteVolumeMountPointW); when the flush fails the
-// mount point stays.
+// mount point stays. A mount point that holds another volume is left alone
+// and the call refused, as Remove-PartitionAccessPath on the volume's
+// partition would.
 func (n Native) UnmountVolume(ctx context.Context, volumeID, targetPath string) error {
 	root, _, err := n.volumePaths(volumeID)
 	if err != nil {
@@ -74,6 +76,13 @@ func (n Native) UnmountVolume(ctx context.Context, volumeID, targetPath string) 
 		return fmt.Errorf("unmounting volume %s from %s: the volume's cache was not flushed, so it stays mounted: %w", volumeID, targetPath, err)
 	}
 	mp := dirPath(targetPath)
+	held, err := win32.Call(ctx, n.Limits, "GetVolumeNameForVolumeMountPointW", func() (string, error) { return n.Sys.VolumeNameForMountPoint(mp) })
+	if err != nil {
+		return fmt.Errorf("unmounting volume %s from %s: %w", volumeID, targetPath, err)
+	}
+	if !strings.EqualFold(held, root) {
+		return fmt.Errorf("unmounting volume %s from %s refused: the mount point holds volume %s, not this one; nothing was unmounted", volumeID, targetPath, held)
+	}
 	if err := win32.Do(ctx, n.Limits, "DeleteVolumeMountPointW", func() error { return n.Sys.DeleteMountPoint(mp) }); err != nil {
 		return fmt.Errorf("unmounting volume %s from %s: %w", volumeID, targetPath, err)
 	}

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -37,7 +38,7 @@ func TestNativeErrors(t *testing.T) {
 		},
 		"unmounting what is not mounted": {
 			call: func(n Native) error { return n.UnmountVolume(ctx, volA, `C:\mnt`) },
-			want: `unmounting volume \\?\Volume{aaaaaaaa-0000-0000-0000-000000000001}\ from C:\mnt: DeleteVolumeMountPointW C:\mnt\: The file or directory is not a reparse point.`,
+			want: `unmounting volume \\?\Volume{aaaaaaaa-0000-0000-0000-000000000001}\ from C:\mnt: GetVolumeNameForVolumeMountPointW C:\mnt\: The file or directory is not a reparse point.`,
 		},
 		"flushing a missing volume": {
 			call: func(n Native) error { return n.WriteVolumeCache(ctx, missing) },
@@ -173,5 +174,30 @@ func TestNativeListSkipsVolumesWithoutExtents(t *testing.T) {
 	got, err := f.n.ListVolumesOnDisk(context.Background(), 2, 0)
 	if err != nil || len(got) != 1 || got[0] != volC {
 		t.Fatalf("ListVolumesOnDisk = %v, %v", got, err)
+	}
+}
+
+// UnmountVolume with the id of one volume and the mount point of another
+// leaves the other mounted: a caller cannot unmount what it did not name,
+// whatever the case of the id it gives.
+func TestUnmountLeavesAnotherVolumesMountPoint(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	if err := f.n.MountVolume(ctx, volB, `C:\k\other`); err != nil {
+		t.Fatal(err)
+	}
+	err := f.n.UnmountVolume(ctx, volA, `C:\k\other`)
+	want := `unmounting volume ` + volA + ` from C:\k\other refused: the mount point holds volume ` + volB + `, not this one; nothing was unmounted`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant  %q", err, want)
+	}
+	if got := f.host.MountPoints(); len(got) != 1 {
+		t.Fatalf("mount points %v, want volume B's still there", got)
+	}
+	if err := f.n.UnmountVolume(ctx, volB[:11]+strings.ToUpper(volB[11:]), `C:\k\other`); err != nil {
+		t.Fatalf("unmounting the volume that is mounted: %v", err)
+	}
+	if got := f.host.MountPoints(); len(got) != 0 {
+		t.Fatalf("mount points %v after unmounting, want none", got)
 	}
 }
