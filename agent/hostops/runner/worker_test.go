@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest/hostile"
 )
 
 func TestMain(m *testing.M) {
@@ -122,7 +124,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestWorkersValuesTravelOnlyAsData(t *testing.T) {
 	f := newFakePool(t, 1)
 	var env, want []string
-	for i, h := range append(slices.Clone(hostileValues), "héllo wörld ✓ 𝄞", "") {
+	for i, h := range append(hostile.Values(), "héllo wörld ✓ 𝄞", "") {
 		name := fmt.Sprintf("v%02d", i)
 		env = append(env, Env(name, h))
 		want = append(want, name+"="+h)
@@ -142,7 +144,7 @@ func TestWorkersValuesTravelOnlyAsData(t *testing.T) {
 	if !slices.Equal(starts[0].Args, fakeArgs) {
 		t.Errorf("worker arguments %q, want exactly the constant %q", starts[0].Args, fakeArgs)
 	}
-	for _, h := range hostileValues {
+	for _, h := range hostile.Values() {
 		for _, a := range starts[0].Args {
 			if strings.Contains(a, h) {
 				t.Errorf("argument %q carries the request value %q", a, h)
@@ -155,7 +157,7 @@ func TestWorkersValuesTravelOnlyAsData(t *testing.T) {
 		}
 	}
 	runs := f.entries(t, "run")
-	if len(runs) != 1 || runs[0].Script != "echo-env" || runs[0].Env["v00"] != hostileValues[0] {
+	if len(runs) != 1 || runs[0].Script != "echo-env" || runs[0].Env["v00"] != hostile.Values()[0] {
 		t.Fatalf("runs %+v, want one of echo-env with the values as data", runs)
 	}
 }

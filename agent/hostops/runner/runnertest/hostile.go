@@ -3,27 +3,15 @@ package runnertest
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest/hostile"
 )
 
 // Hostile returns strings that would change the meaning of a PowerShell or
-// cmd command line if they were pasted into it. The injection tests of the
-// Windows host operations send each of them in every request field.
-func Hostile() []string {
-	return []string{
-		`'; Remove-Item C:\ -Recurse; '`,
-		`"; Remove-Item C:\ -Recurse; "`,
-		`$(Remove-Item C:\ -Recurse)`,
-		"`whoami`",
-		"x\nRemove-Item C:\\ -Recurse",
-		"x\r\nStop-Computer",
-		`x & calc.exe`,
-		`x | Out-File C:\pwned`,
-		`${env:PATH}`,
-		`@(Stop-Computer)`,
-		`x; Stop-Computer`,
-		`x' -Force '`,
-	}
-}
+// cmd command line if they were pasted into it (hostile.Values). The
+// injection tests of the Windows host operations send each of them in every
+// request field.
+func Hostile() []string { return hostile.Values() }
 
 // CheckNoText returns an error if s occurs in the program or arguments of
 // any recorded command: request values must travel in the environment only.
