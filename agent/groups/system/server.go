@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	sysv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/system/v1alpha1"
@@ -49,14 +50,18 @@ func (s *Server) Endpoints() []server.Endpoint {
 	}}}
 }
 
+// Allowed reports whether name is one of the allowed services, compared as
+// Windows compares service names (case-insensitively).
+func Allowed(allowed []string, name string) bool {
+	return slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, name) })
+}
+
 func (s *Server) checkAllowed(method, name string) error {
 	if err := validate.ServiceName("name", name); err != nil {
 		return err
 	}
-	for _, a := range s.allowed {
-		if strings.EqualFold(a, name) {
-			return nil
-		}
+	if Allowed(s.allowed, name) {
+		return nil
 	}
 	allowed := "none are allowed"
 	if len(s.allowed) > 0 {

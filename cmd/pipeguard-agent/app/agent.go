@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -287,13 +285,11 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	return eps, nil
 }
 
-// allowedService reports whether name is one of allowed, compared as
-// Windows compares service names: StopService with force may stop the
-// services that depend on the one stopped only if they are allowed too.
+// allowedService is sysgroup.Allowed over allowed: StopService with force
+// may stop the services that depend on the one stopped only if the system
+// group would allow them too.
 func allowedService(allowed []string) func(name string) bool {
-	return func(name string) bool {
-		return slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, name) })
-	}
+	return func(name string) bool { return sysgroup.Allowed(allowed, name) }
 }
 
 // boundRunner gives the host calls of group their deadline and caps: the
