@@ -80,13 +80,13 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 			if err != nil {
 				return nil, err
 			}
-			if r.Decision == "ALLOW" && len(r.DryRun) == 0 {
+			if r.Verdict == policy.Allow {
 				continue
 			}
 			rep.Results = append(rep.Results, AuditResult{Object: o, Result: r})
 			for _, v := range r.Violations() {
 				av := v1alpha1.AuditViolation{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
-					Container: v.Container, Pipe: limits.Cut(v.Pipe, limits.Message), Action: v.Action,
+					Container: v.Container, Pipe: limits.Cut(v.Pipe, limits.Message), Action: string(v.Action),
 					Message: limits.Cut(v.String(), limits.Message)}
 				pols := v.Policies
 				if len(pols) == 0 {
@@ -158,7 +158,7 @@ func (m *AuditMetrics) observe(rep *AuditReport, policies []string) {
 	}
 	for p, vs := range rep.ByPolicy {
 		for _, v := range vs {
-			m.violations.WithLabelValues(p, v.Action).Inc()
+			m.violations.WithLabelValues(p, string(v.Action)).Inc()
 		}
 	}
 	m.lastRun.Set(float64(rep.Time.UnixNano()) / 1e9)

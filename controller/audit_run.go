@@ -260,7 +260,7 @@ func violationNote(r AuditResult) string {
 	slices.SortStableFunc(vs, func(a, b policy.Violation) int {
 		return cmp.Or(cmp.Compare(actionOrder[a.Action], actionOrder[b.Action]), strings.Compare(a.String(), b.String()))
 	})
-	head := fmt.Sprintf("%s %s: admission would %s this object: ", r.Kind, r.Name, decisionVerbs[r.Decision])
+	head := fmt.Sprintf("%s %s: admission would %s this object: ", r.Kind, r.Name, verdictVerbs[r.Verdict])
 	report := policyreport.KindPolicyReport
 	if r.Namespace == "" {
 		report = policyreport.KindClusterPolicyReport
@@ -277,9 +277,10 @@ func violationNote(r AuditResult) string {
 }
 
 // actionOrder puts what admission would deny first.
-var actionOrder = map[string]int{string(v1alpha1.Deny): 0, string(v1alpha1.Warn): 1, string(v1alpha1.DryRun): 2}
+var actionOrder = map[policy.Verdict]int{policy.Deny: 0, policy.Warn: 1, policy.DryRun: 2}
 
-var decisionVerbs = map[string]string{"DENY": "reject", "WARN": "warn about", "ALLOW": "record (dryrun)"}
+// verdictVerbs say, in an Event, what admission would do with an object.
+var verdictVerbs = map[policy.Verdict]string{policy.Deny: "reject", policy.Warn: "warn about", policy.DryRun: "record (dryrun)"}
 
 func plural(n int, one, many string) string {
 	if n == 1 {

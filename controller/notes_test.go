@@ -17,7 +17,7 @@ import (
 	"github.com/pipeguard/pipeguard/policy"
 )
 
-func adminViolations(action string, msgs ...string) []policy.Violation {
+func adminViolations(action policy.Verdict, msgs ...string) []policy.Violation {
 	var vs []policy.Violation
 	for _, m := range msgs {
 		vs = append(vs, policy.Violation{Rule: "admin", Message: m, Action: action, Policies: []string{"smb"}})
@@ -41,26 +41,26 @@ func TestViolationNote(t *testing.T) {
 		want string
 	}{
 		"a cluster-scoped object: its report is the ClusterPolicyReport": {
-			r: pv(inventory.Result{Decision: "DENY", Deny: adminViolations("deny", "a "+long, "b "+long, "c "+long)}),
+			r: pv(inventory.Result{Verdict: policy.Deny, Deny: adminViolations("deny", "a "+long, "b "+long, "c "+long)}),
 			want: head + "[admin] a " + long +
 				"; … and 2 more violations (see ClusterPolicyReport pipeguard, or run pipeguard policy eval --cluster)",
 		},
 		"one message longer than a note is cut, the rest counted": {
-			r: pv(inventory.Result{Decision: "DENY", Deny: adminViolations("deny", "a "+strings.Repeat("é", 1000), "b")}),
+			r: pv(inventory.Result{Verdict: policy.Deny, Deny: adminViolations("deny", "a "+strings.Repeat("é", 1000), "b")}),
 			// 1024 bytes: the head (57), "[admin] a " (10), 426 runes
 			// of two bytes, the mark (3) and the count (102).
 			want: head + "[admin] a " + strings.Repeat("é", 426) + "…" +
 				"; … and 1 more violation (see ClusterPolicyReport pipeguard, or run pipeguard policy eval --cluster)",
 		},
 		"what admission would deny is named first": {
-			r: pv(inventory.Result{Decision: "DENY",
+			r: pv(inventory.Result{Verdict: policy.Deny,
 				Deny: adminViolations("deny", "z "+long),
 				Warn: adminViolations("warn", "a "+long, "b "+long)}),
 			want: head + "[admin] z " + long +
 				"; … and 2 more violations (see ClusterPolicyReport pipeguard, or run pipeguard policy eval --cluster)",
 		},
 		"warn": {
-			r:    pv(inventory.Result{Decision: "WARN", Warn: adminViolations("warn", "a")}),
+			r:    pv(inventory.Result{Verdict: policy.Warn, Warn: adminViolations("warn", "a")}),
 			want: "PersistentVolume pv: admission would warn about this object: [admin] a",
 		},
 	} {

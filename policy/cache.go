@@ -243,7 +243,7 @@ func (c *decisionCache) renamed(vs []Violation, name string) []Violation {
 	r := func(s string) string { return strings.ReplaceAll(s, c.placeholder, name) }
 	out := make([]Violation, len(vs))
 	for i, v := range vs {
-		v.Rule, v.Message, v.Action = r(v.Rule), r(v.Message), r(v.Action)
+		v.Rule, v.Message = r(v.Rule), r(v.Message)
 		v.Container, v.ContainerKind, v.Volume = r(v.Container), r(v.ContainerKind), r(v.Volume)
 		v.Path, v.Pipe = r(v.Path), r(v.Pipe)
 		v.Subject, v.Target, v.Reason, v.Remedy = r(v.Subject), r(v.Target), r(v.Reason), r(v.Remedy)

@@ -14,7 +14,7 @@ import (
 type Violation struct {
 	Rule          string   `json:"rule"`
 	Message       string   `json:"msg"`
-	Action        string   `json:"action"`
+	Action        Verdict  `json:"action"` // warn, dryrun or deny
 	Container     string   `json:"container,omitempty"`
 	ContainerKind string   `json:"containerKind,omitempty"`
 	Volume        string   `json:"volume,omitempty"`
@@ -76,7 +76,7 @@ func Messages(vs []Violation) []string {
 			out = append(out, v.String())
 			continue
 		}
-		k := [5]string{v.Rule, v.Subject, v.Reason, v.Remedy, v.Action}
+		k := [5]string{v.Rule, v.Subject, v.Reason, v.Remedy, string(v.Action)}
 		g := byKey[k]
 		if g == nil {
 			g = &group{first: v}
@@ -118,9 +118,9 @@ func (d *Decision) with(admin []Violation) *Decision {
 	for _, v := range admin {
 		dst := &out.Deny
 		switch v.Action {
-		case "warn":
+		case Warn:
 			dst = &out.Warn
-		case "dryrun":
+		case DryRun:
 			dst = &out.DryRun
 		}
 		if !slices.ContainsFunc(*dst, v.equal) {
@@ -145,9 +145,9 @@ func decisionOf(rs rego.ResultSet, generation int64) (*Decision, error) {
 		return nil, fmt.Errorf("evaluating policy generation %d: got %d results, want 1", generation, len(rs))
 	}
 	d := &Decision{Generation: generation, Evaluated: true}
-	for name, dst := range map[string]*[]Violation{"deny": &d.Deny, "warn": &d.Warn, "dryrun": &d.DryRun} {
+	for name, dst := range map[Verdict]*[]Violation{Deny: &d.Deny, Warn: &d.Warn, DryRun: &d.DryRun} {
 		var err error
-		if *dst, err = violations(rs[0].Bindings[name]); err != nil {
+		if *dst, err = violations(rs[0].Bindings[string(name)]); err != nil {
 			return nil, fmt.Errorf("policy generation %d: reading %s: %w", generation, name, err)
 		}
 	}
@@ -183,7 +183,7 @@ func violations(raw any) ([]Violation, error) {
 		v := Violation{
 			Rule:          str(obj["rule"]),
 			Message:       str(obj["msg"]),
-			Action:        str(obj["action"]),
+			Action:        Verdict(str(obj["action"])),
 			Container:     str(obj["container"]),
 			ContainerKind: str(obj["containerKind"]),
 			Volume:        str(obj["volume"]),

@@ -9,7 +9,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/pipepath"
@@ -20,29 +19,29 @@ import (
 // Input returns the facts the handler would give the policy engine for a
 // request, or nil when it reviews no such request. Policies are not filled
 // in: see policy.Generation.Document.
-func (h *Handler) Input(ctx context.Context, req admission.Request) (*policy.Input, error) {
-	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
-	if !Supported(gk) || len(req.Object.Raw) == 0 {
+func (h *Handler) Input(ctx context.Context, req Request) (*policy.Input, error) {
+	gk := req.Kind.GroupKind()
+	if !Supported(gk) || len(req.Object) == 0 {
 		return nil, nil
 	}
 	return h.input(ctx, gk, req)
 }
 
 // input builds the rego input for a supported kind.
-func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.Request) (*policy.Input, error) {
-	subj, err := extract(gk, req.Object.Raw)
+func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (*policy.Input, error) {
+	subj, err := extract(gk, req.Object)
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("cannot decode request.object as %s: %w; send a valid %s", req.Kind, err, req.Kind.Kind))
 	}
 	in := &policy.Input{
 		Version: policy.InputVersion,
 		Request: policy.Request{
-			UID: string(req.UID), Operation: string(req.Operation),
+			UID: req.UID, Operation: string(req.Operation),
 			Kind: req.Kind.Kind, Group: req.Kind.Group, Version: req.Kind.Version,
-			Resource: req.Resource.Resource, SubResource: req.SubResource,
+			Resource: req.Resource, SubResource: req.SubResource,
 			Namespace: req.Namespace, Name: req.Name,
-			Username: req.UserInfo.Username, Groups: req.UserInfo.Groups,
-			DryRun: req.DryRun != nil && *req.DryRun,
+			Username: req.User.Username, Groups: req.User.Groups,
+			DryRun: req.DryRun,
 		},
 		Object: policy.Object{
 			APIVersion: req.Kind.Group + "/" + req.Kind.Version,
@@ -61,7 +60,7 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req admission.
 	case subj.spec != nil:
 		in.Pod, in.Mounts = podFacts(subj.spec)
 		if gk.Kind == "Pod" && req.Operation == admissionv1.Update {
-			in.Mounts, err = newMounts(gk, req.OldObject.Raw, in.Mounts)
+			in.Mounts, err = newMounts(gk, req.OldObject, in.Mounts)
 			if err != nil {
 				return nil, err
 			}

@@ -3,15 +3,12 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -42,9 +39,10 @@ type Observer interface {
 type Review struct {
 	Kind      string
 	Operation string
-	// Decision is "allow", "deny", "warn", "dryrun" (admitted, violations
-	// recorded) or "error" (no decision, request rejected).
-	Decision string
+	// Verdict is what was decided; empty when Err is set.
+	Verdict policy.Verdict
+	// Err is set when no decision was made and the request was rejected.
+	Err      error
 	Decided  *policy.Decision // nil when rego was not consulted or failed
 	Duration time.Duration
 }
@@ -77,11 +75,11 @@ func NewHandler(opts Options) *Handler {
 	return &Handler{opts: opts}
 }
 
-// Handle decides on one request. A request it cannot decode gets 400, its
+// Handle translates one AdmissionReview to a Request, has Decide decide,
+// and translates the Outcome back. A request it cannot decode gets 400, its
 // own failure 500: neither is ever an allow for an object it reviews.
-func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := h.opts.Now()
-	review := Review{Kind: req.Kind.Kind, Operation: string(req.Operation)}
 	// The request's logger is made only for a review that logs: adding
 	// its values costs more than a review that logs nothing.
 	log := func() logr.Logger {
@@ -89,82 +87,51 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name,
 			"operation", req.Operation, "user", req.UserInfo.Username)
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			log().Error(fmt.Errorf("panic: %v", r), "internal error while reviewing")
-			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: pipeguard failed while reviewing %s %q; the request is rejected until the review succeeds", req.Kind.Kind, req.Name))
-			review.Decision = "error"
-		}
-		resp.UID = req.UID
-		review.Duration = h.opts.Now().Sub(start)
-		if h.opts.Observer != nil {
-			h.opts.Observer.ObserveReview(ctx, review)
-		}
-	}()
-
-	resp, review.Decision, review.Decided = h.review(ctx, log, req)
+	out, err := h.decide(ctx, log, requestOf(req))
+	resp := response(out, err)
+	resp.UID = req.UID
+	if h.opts.Observer != nil {
+		h.opts.Observer.ObserveReview(ctx, Review{Kind: req.Kind.Kind, Operation: string(req.Operation),
+			Verdict: out.Verdict, Err: err, Decided: out.Decision, Duration: h.opts.Now().Sub(start)})
+	}
 	return resp
 }
 
-func (h *Handler) review(ctx context.Context, log func() logr.Logger, req admission.Request) (admission.Response, string, *policy.Decision) {
-	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
-	isNamespace := gk == namespaceKind && h.opts.Grants != nil
-	if (!Supported(gk) && !isNamespace) || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
-		return admission.Allowed(""), "allow", nil
+// requestOf is the Request an AdmissionReview asks about.
+func requestOf(req admission.Request) Request {
+	return Request{
+		UID:         string(req.UID),
+		Kind:        schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind},
+		Resource:    req.Resource.Resource,
+		SubResource: req.SubResource,
+		Namespace:   req.Namespace,
+		Name:        req.Name,
+		Operation:   req.Operation,
+		User:        req.UserInfo,
+		DryRun:      req.DryRun != nil && *req.DryRun,
+		Object:      req.Object.Raw,
+		OldObject:   req.OldObject.Raw,
 	}
-	if len(req.Object.Raw) == 0 {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s %s request for %s %q carries no object; send the object in request.object", req.Operation, req.Kind.Kind, req.Kind.Kind, req.Name)), "error", nil
-	}
-	if isNamespace {
-		resp, decision := h.reviewNamespace(ctx, log, req)
-		return resp, decision, nil
-	}
-	if !mayHaveHostPath(req.Object.Raw) {
-		return admission.Allowed(""), "allow", nil
-	}
-	in, err := h.input(ctx, gk, req) // the object's facts (facts.go)
-	if err != nil {
-		return errorResponse(err), "error", nil
-	}
-	d, err := h.opts.Engine.Evaluate(ctx, in)
-	if err != nil {
-		log().Error(err, "policy evaluation failed")
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: evaluating pipe access policies for %s %q: %w; the request is rejected until evaluation succeeds", req.Kind.Kind, objectName(in), err)), "error", nil
-	}
-	return respond(log, d)
 }
 
-// respond turns a decision into a response: deny rejects, warn admits with
-// warnings, dryrun admits and logs what would have been denied. Rules lists
-// the rules a deny can come from.
-func respond(log func() logr.Logger, d *policy.Decision) (admission.Response, string, *policy.Decision) {
-	gen := strconv.FormatInt(d.Generation, 10)
-	var resp admission.Response
-	var denials []string
-	decision := "allow"
-	switch {
-	case d.Denied():
-		denials = policy.Messages(d.Deny)
-		resp = admission.Denied(strings.Join(denials, "\n"))
-		decision = "deny"
-	case len(d.Warn) > 0:
-		resp = admission.Allowed("")
-		decision = "warn"
-	case len(d.DryRun) > 0:
-		resp = admission.Allowed("")
-		decision = "dryrun"
-	default:
-		resp = admission.Allowed("")
+// response is the admission response of an Outcome, or of an error from
+// Decide. A decision of rego's is named in the audit annotations.
+func response(out Outcome, err error) admission.Response {
+	if err != nil {
+		if IsBadRequest(err) {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	resp.Warnings = policy.Messages(d.Warn)
-	for _, v := range d.DryRun {
-		log().Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
+	resp := admission.Allowed("")
+	if out.Verdict == policy.Deny {
+		resp = admission.Denied(strings.Join(out.Denials, "\n"))
 	}
-	if decision == "deny" {
-		log().Info("denied", "violations", denials, "generation", d.Generation)
+	resp.Warnings = out.Warnings
+	if out.Decision != nil {
+		resp.AuditAnnotations = map[string]string{"decision": string(out.Verdict), "policy-generation": strconv.FormatInt(out.Decision.Generation, 10)}
 	}
-	resp.AuditAnnotations = map[string]string{"decision": decision, "policy-generation": gen}
-	return resp, decision, d
+	return resp
 }
 
 // mayHaveHostPath is a fast, conservative pre-check on the raw object: an
@@ -182,20 +149,4 @@ func objectName(in *policy.Input) string {
 		return ""
 	}
 	return in.Object.Name
-}
-
-// badRequestError marks input the handler cannot decode.
-type badRequestError struct{ err error }
-
-func (e badRequestError) Error() string { return e.err.Error() }
-func (e badRequestError) Unwrap() error { return e.err }
-
-func badRequest(err error) error { return badRequestError{err} }
-
-func errorResponse(err error) admission.Response {
-	var bre badRequestError
-	if errors.As(err, &bre) {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	return admission.Errored(http.StatusInternalServerError, err)
 }

@@ -50,13 +50,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // ObserveReview implements Observer.
 func (m *Metrics) ObserveReview(_ context.Context, r Review) {
 	decision, action := "admitted", "none"
-	switch r.Decision {
-	case "deny":
-		decision, action = "rejected", "deny"
-	case "warn", "dryrun":
-		action = r.Decision
-	case "error":
+	switch {
+	case r.Err != nil:
 		decision = "error"
+	case r.Verdict == policy.Deny:
+		decision, action = "rejected", string(policy.Deny)
+	case r.Verdict == policy.Warn || r.Verdict == policy.DryRun:
+		action = string(r.Verdict)
 	}
 	m.requests.WithLabelValues(r.Kind, r.Operation, decision, action).Inc()
 	m.latency.WithLabelValues(r.Kind).Observe(r.Duration.Seconds())
@@ -71,7 +71,7 @@ func (m *Metrics) ObserveReview(_ context.Context, r Review) {
 	}
 	for _, set := range [][]policy.Violation{r.Decided.Deny, r.Decided.Warn, r.Decided.DryRun} {
 		for _, v := range set {
-			m.violations.WithLabelValues(v.Rule, v.Action).Inc()
+			m.violations.WithLabelValues(v.Rule, string(v.Action)).Inc()
 		}
 	}
 }

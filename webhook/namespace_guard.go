@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
@@ -61,37 +59,37 @@ func (g SubjectAccessReviewGrants) MayGrant(ctx context.Context, user authnv1.Us
 
 // reviewNamespace guards the labels that grant pipe access: whoever can edit
 // a Namespace must not thereby let its pods mount protected pipes.
-func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, req admission.Request) (admission.Response, string) {
-	newLabels, err := namespaceLabels(req.Object.Raw)
+func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, req Request) (Outcome, error) {
+	newLabels, err := namespaceLabels(req.Object)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.object as a Namespace: %w", err)), "error"
+		return Outcome{}, badRequest(fmt.Errorf("cannot decode request.object as a Namespace: %w", err))
 	}
 	var oldLabels map[string]string
-	if len(req.OldObject.Raw) > 0 {
-		if oldLabels, err = namespaceLabels(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("cannot decode request.oldObject as a Namespace: %w", err)), "error"
+	if len(req.OldObject) > 0 {
+		if oldLabels, err = namespaceLabels(req.OldObject); err != nil {
+			return Outcome{}, badRequest(fmt.Errorf("cannot decode request.oldObject as a Namespace: %w", err))
 		}
 	}
 	changed := changedAllowanceLabels(oldLabels, newLabels, h.opts.Engine.AllowanceLabels())
 	if len(changed) == 0 {
-		return admission.Allowed(""), "allow"
+		return allowed, nil
 	}
-	allowed, reason, err := h.opts.Grants.MayGrant(ctx, req.UserInfo)
+	ok, reason, err := h.opts.Grants.MayGrant(ctx, req.User)
 	if err != nil {
 		log().Error(err, "cannot check who may change allowance labels")
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: cannot check whether %q may change the allowance labels of namespace %q: %w; the change is rejected until the check succeeds", req.UserInfo.Username, req.Name, err)), "error"
+		return Outcome{}, fmt.Errorf("internal error: cannot check whether %q may change the allowance labels of namespace %q: %w; the change is rejected until the check succeeds", req.User.Username, req.Name, err)
 	}
-	if allowed {
+	if ok {
 		log().Info("allowance labels changed", "labels", changed)
-		return admission.Allowed(""), "allow"
+		return allowed, nil
 	}
 	if reason != "" {
 		reason = " (" + reason + ")"
 	}
 	msg := fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: such labels grant the namespace's pods access to protected host pipes, now or once a policy reads them%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
-		req.UserInfo.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb)
+		req.User.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb)
 	log().Info("denied", "violations", []string{msg})
-	return admission.Denied(msg), "deny"
+	return Outcome{Verdict: policy.Deny, Denials: []string{msg}}, nil
 }
 
 // changedAllowanceLabels lists, sorted, the guarded keys whose value a

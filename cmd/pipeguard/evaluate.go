@@ -5,17 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
@@ -31,6 +26,18 @@ const (
 	decisionDeny  = "DENY"
 	decisionSkip  = "SKIP" // not reviewed: the reason says why
 )
+
+// cliDecision is how policy eval prints a verdict: a dryrun admits the
+// object, so it prints as ALLOW, with its violations marked "dryrun:".
+func cliDecision(v policy.Verdict) string {
+	switch v {
+	case policy.Deny:
+		return decisionDeny
+	case policy.Warn:
+		return decisionWarn
+	}
+	return decisionAllow
+}
 
 // evalResult is one object's outcome, as -o json prints it.
 type evalResult struct {
@@ -161,7 +168,6 @@ func skipReason(d document) string {
 type evaluator struct {
 	handler   *webhook.Handler
 	engine    *policy.Engine
-	last      *lastReview
 	namespace string // of objects that name none
 }
 
@@ -177,11 +183,9 @@ func newEvaluator(engine *policy.Engine, docs []document, labels map[string]map[
 	for ns, l := range labels {
 		namespaces[ns] = l
 	}
-	last := &lastReview{}
 	return &evaluator{
-		handler:   webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: last}),
+		handler:   webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces}),
 		engine:    engine,
-		last:      last,
 		namespace: defaultNS,
 	}
 }
@@ -213,20 +217,14 @@ func (e *evaluator) evaluate(ctx context.Context, d document, i int) (evalResult
 	if err != nil {
 		return r, err
 	}
-	r.Namespace, r.Decision = req.Namespace, decisionAllow
-	e.last.review = webhook.Review{}
-	resp := e.handler.Handle(ctx, req)
-	if resp.Result != nil && resp.Result.Code != http.StatusForbidden && !resp.Allowed {
-		return r, badInput("%s: %s %q: %s", d.source, d.meta.Kind, d.meta.Metadata.Name, resp.Result.Message)
+	r.Namespace = req.Namespace
+	out, err := e.handler.Decide(ctx, req)
+	if err != nil {
+		return r, badInput("%s: %s %q: %v", d.source, d.meta.Kind, d.meta.Metadata.Name, err)
 	}
-	if dec := e.last.review.Decided; dec != nil {
+	r.Decision = cliDecision(out.Verdict)
+	if dec := out.Decision; dec != nil {
 		r.Deny, r.Warn, r.DryRun, r.Generation = dec.Deny, dec.Warn, dec.DryRun, dec.Generation
-	}
-	switch {
-	case !resp.Allowed:
-		r.Decision = decisionDeny
-	case len(resp.Warnings) > 0:
-		r.Decision = decisionWarn
 	}
 	return r, nil
 }
@@ -250,24 +248,24 @@ func (e *evaluator) namespaceOf(d document) string {
 	return e.namespace
 }
 
-// request wraps a manifest object in the CREATE request the API server
-// would send.
-func (e *evaluator) request(d document, i int) (admission.Request, error) {
+// request is the CREATE of a manifest object, as the API server would ask
+// about it.
+func (e *evaluator) request(d document, i int) (webhook.Request, error) {
 	gv, err := schema.ParseGroupVersion(d.meta.APIVersion)
 	if err != nil {
-		return admission.Request{}, badInput("%s: apiVersion %q: %v", d.source, d.meta.APIVersion, err)
+		return webhook.Request{}, badInput("%s: apiVersion %q: %v", d.source, d.meta.APIVersion, err)
 	}
 	plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(d.meta.Kind))
-	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID:       types.UID(fmt.Sprintf("pipeguard-cli-%d", i)),
-		Kind:      metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: d.meta.Kind},
-		Resource:  metav1.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: plural.Resource},
+	return webhook.Request{
+		UID:       fmt.Sprintf("pipeguard-cli-%d", i),
+		Kind:      gv.WithKind(d.meta.Kind),
+		Resource:  plural.Resource,
 		Namespace: e.namespaceOf(d),
 		Name:      d.meta.Metadata.Name,
 		Operation: admissionv1.Create,
-		UserInfo:  authnv1.UserInfo{Username: "pipeguard-cli"},
-		Object:    runtime.RawExtension{Raw: d.raw},
-	}}, nil
+		User:      authnv1.UserInfo{Username: "pipeguard-cli"},
+		Object:    d.raw,
+	}, nil
 }
 
 // inputs returns the rego input of every reviewed object.
@@ -291,12 +289,6 @@ func (e *evaluator) inputs(ctx context.Context, docs []document) ([]*policy.Inpu
 	}
 	return inputs, nil
 }
-
-// lastReview keeps the structured outcome of the latest review, which the
-// admission response carries only as text.
-type lastReview struct{ review webhook.Review }
-
-func (l *lastReview) ObserveReview(_ context.Context, r webhook.Review) { l.review = r }
 
 // newEngine compiles policies, or the default policy when there are none.
 func newEngine(ctx context.Context, policies []v1alpha1.PipeAccessPolicy) (*policy.Engine, error) {

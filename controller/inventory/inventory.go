@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,10 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/internal/kinds"
@@ -40,7 +37,7 @@ type Result struct {
 	Kind       string             `json:"kind"`
 	Namespace  string             `json:"namespace,omitempty"`
 	Name       string             `json:"name"`
-	Decision   string             `json:"decision"` // ALLOW, WARN or DENY
+	Verdict    policy.Verdict     `json:"decision"`
 	Deny       []policy.Violation `json:"deny,omitempty"`
 	Warn       []policy.Violation `json:"warn,omitempty"`
 	DryRun     []policy.Violation `json:"dryrun,omitempty"`
@@ -188,50 +185,36 @@ func clusterEngine(ctx context.Context, dc dynamic.Interface, pageSize int64) (*
 	return engine, nil
 }
 
-// Evaluator decides on objects as admission does on their creation.
+// Evaluator decides on objects as admission does on their creation. It
+// is safe for concurrent use.
 type Evaluator struct {
 	handler *webhook.Handler
-	last    *lastReview
 }
 
 // NewEvaluator returns an Evaluator that decides with engine and reads
-// namespace labels from namespaces. It is not safe for concurrent use.
+// namespace labels from namespaces.
 func NewEvaluator(engine webhook.Evaluator, namespaces webhook.NamespaceLabels) *Evaluator {
-	last := &lastReview{}
-	return &Evaluator{handler: webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Observer: last}), last: last}
+	return &Evaluator{handler: webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces})}
 }
 
 // Evaluate decides on raw, the JSON of an object of kind k, as the webhook
 // would on its CREATE.
 func (e *Evaluator) Evaluate(ctx context.Context, k Kind, namespace, name string, raw []byte) (Result, error) {
-	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID:       types.UID("pipeguard-inventory"),
-		Kind:      metav1.GroupVersionKind{Group: k.GVK.Group, Version: k.GVK.Version, Kind: k.GVK.Kind},
-		Resource:  metav1.GroupVersionResource{Group: k.GVK.Group, Version: k.GVK.Version, Resource: k.Resource},
-		Namespace: namespace,
-		Name:      name,
+	r := Result{APIVersion: k.GVK.GroupVersion().String(), Kind: k.GVK.Kind, Namespace: namespace, Name: name}
+	out, err := e.handler.Decide(ctx, webhook.Request{
+		UID:  "pipeguard-inventory",
+		Kind: k.GVK, Resource: k.Resource,
+		Namespace: namespace, Name: name,
 		Operation: admissionv1.Create,
-		UserInfo:  authnv1.UserInfo{Username: "pipeguard-inventory"},
-		Object:    runtime.RawExtension{Raw: raw},
-	}}
-	e.last.review = webhook.Review{}
-	resp := e.handler.Handle(ctx, req)
-	r := Result{APIVersion: k.GVK.GroupVersion().String(), Kind: k.GVK.Kind, Namespace: namespace, Name: name, Decision: "ALLOW"}
-	if !resp.Allowed && (resp.Result == nil || resp.Result.Code != http.StatusForbidden) {
-		msg := "no decision"
-		if resp.Result != nil {
-			msg = resp.Result.Message
-		}
-		return r, fmt.Errorf("inventory: %s %s: %s", k.GVK.Kind, ref(namespace, name), msg)
+		User:      authnv1.UserInfo{Username: "pipeguard-inventory"},
+		Object:    raw,
+	})
+	if err != nil {
+		return r, fmt.Errorf("inventory: %s %s: %w", k.GVK.Kind, ref(namespace, name), err)
 	}
-	if d := e.last.review.Decided; d != nil {
+	r.Verdict = out.Verdict
+	if d := out.Decision; d != nil {
 		r.Deny, r.Warn, r.DryRun, r.Generation = d.Deny, d.Warn, d.DryRun, d.Generation
-	}
-	switch {
-	case !resp.Allowed:
-		r.Decision = "DENY"
-	case len(resp.Warnings) > 0:
-		r.Decision = "WARN"
 	}
 	return r, nil
 }
@@ -242,9 +225,3 @@ func ref(namespace, name string) string {
 	}
 	return namespace + "/" + name
 }
-
-// lastReview keeps the structured outcome of the latest review, which the
-// admission response carries only as text.
-type lastReview struct{ review webhook.Review }
-
-func (l *lastReview) ObserveReview(_ context.Context, r webhook.Review) { l.review = r }

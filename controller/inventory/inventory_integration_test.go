@@ -79,11 +79,11 @@ func TestEvaluateCluster(t *testing.T) {
 		}
 		got := summary(results)
 		want := []string{
-			"ALLOW Pod csi-smb/allowed",
-			"DENY Pod team-a/bad",
-			"ALLOW Pod team-a/plain",
-			"ALLOW Pod team-a/privileged",
-			"DENY PersistentVolume pipe-pv",
+			"allow Pod csi-smb/allowed",
+			"deny Pod team-a/bad",
+			"allow Pod team-a/plain",
+			"allow Pod team-a/privileged",
+			"deny PersistentVolume pipe-pv",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("results:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -108,11 +108,11 @@ func TestEvaluateCluster(t *testing.T) {
 		// The default policy's namespace label is not part of a policy
 		// that does not name it: csi-smb is not allowed any more.
 		want := strings.Join([]string{
-			"WARN Pod csi-smb/allowed",
-			"WARN Pod team-a/bad",
-			"ALLOW Pod team-a/plain",
-			"ALLOW Pod team-a/privileged",
-			"WARN PersistentVolume pipe-pv",
+			"warn Pod csi-smb/allowed",
+			"warn Pod team-a/bad",
+			"allow Pod team-a/plain",
+			"allow Pod team-a/privileged",
+			"warn PersistentVolume pipe-pv",
 		}, "\n")
 		if got != want {
 			t.Fatalf("results:\n%s\nwant:\n%s", got, want)
@@ -137,8 +137,8 @@ func TestEvaluateCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := summary(results)[1]; got != "WARN Pod team-a/bad" {
-			t.Errorf("team-a/bad = %q, want WARN from the last enforced version", got)
+		if got := summary(results)[1]; got != "warn Pod team-a/bad" {
+			t.Errorf("team-a/bad = %q, want warn from the last enforced version", got)
 		}
 	})
 
@@ -157,7 +157,7 @@ func summary(results []inventory.Result) []string {
 		if r.Namespace != "" {
 			ref = r.Namespace + "/" + r.Name
 		}
-		out = append(out, fmt.Sprintf("%s %s %s", r.Decision, r.Kind, ref))
+		out = append(out, fmt.Sprintf("%s %s %s", r.Verdict, r.Kind, ref))
 	}
 	return out
 }

@@ -162,7 +162,7 @@ func TestStripKeepsTheDecision(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: stripped %s %s: %v", d.source, gvk.Kind, co.GetName(), err)
 				}
-				if whole.Decision == "DENY" {
+				if whole.Verdict == policy.Deny {
 					denied++
 				}
 				whole.Generation, audit.Generation = 0, 0

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/pipeguard/pipeguard/controller/limits"
+	"github.com/pipeguard/pipeguard/policy"
 )
 
 const (
@@ -64,7 +65,7 @@ type Violation struct {
 	// Rule is the rule id, e.g. protected-pipe-mount.
 	Rule string
 	// Action is the policy's enforcement action: deny, warn or dryrun.
-	Action string
+	Action policy.Verdict
 	// Message is the rule's message, without the rule id.
 	Message string
 	// Container and Pipe are empty for admin rules that name neither.
@@ -146,8 +147,8 @@ func (l Limits) orDefault() Limits {
 
 // ResultOf maps an enforcement action to a result value: deny is fail,
 // anything else (warn, dryrun) is warn.
-func ResultOf(action string) string {
-	if action == "deny" {
+func ResultOf(action policy.Verdict) string {
+	if action == policy.Deny {
 		return ResultFail
 	}
 	return ResultWarn
@@ -155,7 +156,7 @@ func ResultOf(action string) string {
 
 // result maps one violation to a result stamped at.
 func result(v Violation, at Timestamp) Result {
-	props := map[string]string{"action": v.Action}
+	props := map[string]string{"action": string(v.Action)}
 	if v.Container != "" {
 		props["container"] = v.Container
 	}

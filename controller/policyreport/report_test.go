@@ -9,11 +9,13 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/pipeguard/pipeguard/policy"
 )
 
 var t0 = time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
 
-func podViolation(ns, name, action string) Violation {
+func podViolation(ns, name string, action policy.Verdict) Violation {
 	return Violation{
 		APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name, UID: types.UID("uid-" + name),
 		Policy: "csi", Rule: "protected-pipe-mount", Action: action,
@@ -23,14 +25,14 @@ func podViolation(ns, name, action string) Violation {
 }
 
 func TestResultMapping(t *testing.T) {
-	for action, want := range map[string]string{"deny": "fail", "warn": "warn", "dryrun": "warn"} {
+	for action, want := range map[policy.Verdict]string{policy.Deny: "fail", policy.Warn: "warn", policy.DryRun: "warn"} {
 		v := podViolation("team-a", "bad", action)
 		got := result(v, Timestamp{Seconds: 7})
 		exp := Result{
 			Source: "pipeguard", Policy: "csi", Rule: "protected-pipe-mount", Result: want, Severity: "high", Category: "Pipe access",
 			Message:    v.Message,
 			Resources:  []ObjectReference{{APIVersion: "v1", Kind: "Pod", Namespace: "team-a", Name: "bad", UID: "uid-bad"}},
-			Properties: map[string]string{"action": action, "container": "driver", "pipe": "csi-proxy-disk-v1"},
+			Properties: map[string]string{"action": string(action), "container": "driver", "pipe": "csi-proxy-disk-v1"},
 			Timestamp:  Timestamp{Seconds: 7},
 		}
 		if !reflect.DeepEqual(got, exp) {

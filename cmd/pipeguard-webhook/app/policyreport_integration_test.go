@@ -36,6 +36,7 @@ import (
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/controller/policyreport"
 	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/policy"
 )
 
 // policyReportCRDs is where config/policyreport keeps the CRDs.
@@ -735,7 +736,7 @@ func TestPolicyReportRBAC(t *testing.T) {
 	for _, ns := range []string{"team-a", "team-b"} {
 		mustCreate(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
-	violation := func(ns, name, action string) policyreport.Violation {
+	violation := func(ns, name string, action policy.Verdict) policyreport.Violation {
 		kind := "Pod"
 		if ns == "" {
 			kind = "PersistentVolume"

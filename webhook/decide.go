@@ -1,0 +1,125 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/pipeguard/pipeguard/policy"
+)
+
+// Request is one object to decide on and what is being done to it: the
+// parts of an admission request a decision reads. The webhook makes one of
+// each AdmissionReview; the background audit and `pipeguard policy eval`
+// make one of each object they evaluate, as a CREATE.
+type Request struct {
+	// UID identifies the request in the rego input; may be empty.
+	UID         string
+	Kind        schema.GroupVersionKind
+	Resource    string // plural, as "pods"
+	SubResource string
+	Namespace   string
+	Name        string
+	Operation   admissionv1.Operation
+	User        authnv1.UserInfo
+	DryRun      bool
+	// Object is the object's JSON; OldObject the object before an UPDATE.
+	Object    []byte
+	OldObject []byte
+}
+
+// Outcome is the decision on one Request.
+type Outcome struct {
+	Verdict policy.Verdict
+	// Decision is rego's, with every violation; nil when rego was not
+	// consulted: a kind or operation that is not reviewed, an object
+	// without a host path, a Namespace.
+	Decision *policy.Decision
+	// Denials are the messages of a deny, one per violation group, as the
+	// user reads them; Warnings those of a warn.
+	Denials  []string
+	Warnings []string
+}
+
+var allowed = Outcome{Verdict: policy.Allow}
+
+// Decide decides on one request as the webhook does. An error means no
+// decision: the request is rejected, never allowed. IsBadRequest tells the
+// requester's error (an object that cannot be decoded) from pipeguard's
+// own. Decide is safe for concurrent use.
+func (h *Handler) Decide(ctx context.Context, req Request) (Outcome, error) {
+	return h.decide(ctx, func() logr.Logger {
+		return logr.FromContextOrDiscard(ctx).WithValues(
+			"kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", req.Operation)
+	}, req)
+}
+
+// decide is Decide with the request's logger made by log, only for a
+// review that logs.
+func (h *Handler) decide(ctx context.Context, log func() logr.Logger, req Request) (out Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			log().Error(fmt.Errorf("panic: %v", r), "internal error while reviewing")
+			out, err = Outcome{}, fmt.Errorf("internal error: pipeguard failed while reviewing %s %q; the request is rejected until the review succeeds", req.Kind.Kind, req.Name)
+		}
+	}()
+	gk := req.Kind.GroupKind()
+	isNamespace := gk == namespaceKind && h.opts.Grants != nil
+	if (!Supported(gk) && !isNamespace) || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return allowed, nil
+	}
+	if len(req.Object) == 0 {
+		return Outcome{}, badRequest(fmt.Errorf("%s %s request for %s %q carries no object; send the object in request.object", req.Operation, req.Kind.Kind, req.Kind.Kind, req.Name))
+	}
+	if isNamespace {
+		return h.reviewNamespace(ctx, log, req)
+	}
+	if !mayHaveHostPath(req.Object) {
+		return allowed, nil
+	}
+	in, err := h.input(ctx, gk, req) // the object's facts (facts.go)
+	if err != nil {
+		return Outcome{}, err
+	}
+	d, err := h.opts.Engine.Evaluate(ctx, in)
+	if err != nil {
+		log().Error(err, "policy evaluation failed")
+		return Outcome{}, fmt.Errorf("internal error: evaluating pipe access policies for %s %q: %w; the request is rejected until evaluation succeeds", req.Kind.Kind, objectName(in), err)
+	}
+	return outcome(log, d), nil
+}
+
+// outcome turns rego's decision into an Outcome: deny rejects, warn admits
+// with warnings, dryrun admits and logs what would have been denied.
+func outcome(log func() logr.Logger, d *policy.Decision) Outcome {
+	out := Outcome{Verdict: d.Verdict(), Decision: d, Warnings: policy.Messages(d.Warn)}
+	for _, v := range d.DryRun {
+		log().Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
+	}
+	if out.Verdict == policy.Deny {
+		out.Denials = policy.Messages(d.Deny)
+		log().Info("denied", "violations", out.Denials, "generation", d.Generation)
+	}
+	return out
+}
+
+// badRequestError marks input the handler cannot decode.
+type badRequestError struct{ err error }
+
+func (e badRequestError) Error() string { return e.err.Error() }
+func (e badRequestError) Unwrap() error { return e.err }
+
+func badRequest(err error) error { return badRequestError{err} }
+
+// IsBadRequest reports whether err, from Decide, is the requester's: an
+// object that cannot be decoded, which the webhook answers with 400.
+// Every other error is pipeguard's own (500).
+func IsBadRequest(err error) bool {
+	var bre badRequestError
+	return errors.As(err, &bre)
+}
