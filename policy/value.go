@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/pipeguard/pipeguard/internal/kinds"
 )
 
 // The rego input is built as an ast.Value directly: converting Go structs
@@ -118,12 +120,10 @@ var internedStrings = sync.OnceValue(func() map[string]*ast.Term {
 		"", KindContainer, KindInitContainer, KindEphemeralContainer, KindPersistentVolume,
 		"hostPath", "local", "pipe", "ambiguous", "default",
 		"CREATE", "UPDATE", "DELETE", "CONNECT",
-		"v1", "apps", "apps/v1", "batch", "batch/v1",
-		"Pod", "PodTemplate", "ReplicationController", "PersistentVolume",
-		"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
-		"pods", "podtemplates", "replicationcontrollers", "persistentvolumes",
-		"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
 		"ephemeralcontainers", "kube-system",
+	}
+	for _, k := range kinds.All() { // what the request of each reviewed kind names
+		ss = append(ss, k.GVK.Kind, k.Resource, k.GVK.Group, k.GVK.Version, k.GVK.GroupVersion().String())
 	}
 	m := make(map[string]*ast.Term, len(ss))
 	for _, s := range ss {

@@ -26,6 +26,10 @@ func TestNotReviewedWords(t *testing.T) {
 	if !strings.Contains(string(doc), "not reviewed: "+notReviewed+"\n") {
 		t.Errorf("docs/cli.md does not show the skip reason as policy eval prints it: %q", notReviewed)
 	}
+	help := strings.Join(strings.Fields(newPolicyEvalCommand("pipeguard", streams{}).Long), " ")
+	if sentence := "pipeguard reviews " + kindSentence(kinds.All()) + " objects;"; !strings.Contains(help, sentence) {
+		t.Errorf("policy eval --help does not name the reviewed kinds as the table has them: want %q in\n%s", sentence, help)
+	}
 	if len(reviewedKinds) != len(kinds.All()) {
 		t.Errorf("reviewedKinds has %d kinds, the table %d", len(reviewedKinds), len(kinds.All()))
 	}

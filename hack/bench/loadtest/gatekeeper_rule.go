@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/policy"
 )
 
@@ -112,10 +113,19 @@ func gatekeeperTemplate() *unstructured.Unstructured {
 	}}
 }
 
-// constraintKinds is what the Constraint matches, group/Kind: the
-// resources pipeguard's webhook configuration (config/webhook) covers.
-var constraintKinds = []string{"Pod", "ReplicationController", "apps/Deployment", "apps/ReplicaSet", "apps/StatefulSet",
-	"apps/DaemonSet", "batch/Job", "batch/CronJob"}
+// constraintKinds is what the Constraint matches, group/Kind: the kinds
+// pipeguard reviews (package kinds) whose pod spec the rule reads, Pods,
+// workloads and CronJobs.
+var constraintKinds = func() []string {
+	var out []string
+	for _, k := range kinds.All() {
+		switch k.Layout {
+		case kinds.LayoutPod, kinds.LayoutWorkload, kinds.LayoutCronJob:
+			out = append(out, strings.TrimPrefix(k.GVK.Group+"/"+k.GVK.Kind, "/"))
+		}
+	}
+	return out
+}()
 
 // gatekeeperConstraint puts the template in force, denying, for
 // constraintKinds.
