@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller/inventory"
 	"github.com/pipeguard/pipeguard/controller/limits"
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -27,7 +29,7 @@ type AuditReport struct {
 	// Objects is how many objects were evaluated.
 	Objects int
 	// Results holds every object with at least one violation, sorted as
-	// inventory.Kinds, then namespace and name.
+	// the table of package kinds, then namespace and name.
 	Results []AuditResult
 	// ByPolicy holds each policy's violations, the built-in default's
 	// under policy.DefaultPolicyName, in the order of Results.
@@ -45,7 +47,7 @@ type AuditSource interface {
 	List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
 }
 
-// Audit evaluates every object of inventory.Kinds that src holds with
+// Audit evaluates every object of the reviewed kinds that src holds with
 // engine, as admission would on its creation, reading namespace labels
 // through namespaces.
 func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespaces webhook.NamespaceLabels, now func() time.Time) (*AuditReport, error) {
@@ -55,12 +57,8 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 	start := now()
 	rep := &AuditReport{Time: start, Generation: engine.Current().Number, ByPolicy: map[string][]v1alpha1.AuditViolation{}}
 	e := inventory.NewEvaluator(engine, namespaces)
-	for _, obj := range inventory.Objects() {
-		k, _ := inventory.KindOf(obj)
-		list, err := listOf(obj)
-		if err != nil {
-			return nil, err
-		}
+	for _, k := range kinds.All() {
+		list := k.NewList()
 		if err := src.List(ctx, list); err != nil {
 			return nil, fmt.Errorf("audit: listing %s: %w", k.Resource, err)
 		}
@@ -103,14 +101,21 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 	return rep, nil
 }
 
-// listOf returns an empty list for obj's type.
-func listOf(obj client.Object) (client.ObjectList, error) {
-	k, _ := inventory.KindOf(obj)
-	l, ok := listTypes[k.GVK.Kind]
-	if !ok {
-		return nil, fmt.Errorf("audit: no list type for %s", k.GVK.Kind)
+// itemsOf returns the objects of a typed list.
+func itemsOf(list kinds.ObjectList) ([]client.Object, error) {
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading %T: %w", list, err)
 	}
-	return l(), nil
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		co, ok := o.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("audit: %T in %T is not an object", o, list)
+		}
+		out = append(out, co)
+	}
+	return out, nil
 }
 
 // AuditMetrics are the background audit's Prometheus metrics. A nil

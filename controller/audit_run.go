@@ -26,6 +26,7 @@ import (
 	"github.com/pipeguard/pipeguard/controller/inventory"
 	"github.com/pipeguard/pipeguard/controller/limits"
 	"github.com/pipeguard/pipeguard/controller/policyreport"
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -128,9 +129,9 @@ func (a *Auditor) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("audit: creating the cache: %w", err)
 	}
-	for _, obj := range inventory.Objects() {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("audit: informer for %T: %w", obj, err)
+	for _, k := range kinds.All() {
+		if _, err := c.GetInformer(ctx, k.New()); err != nil {
+			return fmt.Errorf("audit: informer for %s: %w", k.Resource, err)
 		}
 	}
 	nsInformer, err := c.GetInformer(ctx, nsMeta)

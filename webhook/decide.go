@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -106,6 +107,23 @@ func outcome(log func() logr.Logger, d *policy.Decision) Outcome {
 		log().Info("denied", "violations", out.Denials, "generation", d.Generation)
 	}
 	return out
+}
+
+// mayHaveHostPath is a fast, conservative pre-check on the raw object: an
+// object in which neither "hostPath" nor "local" appears, and no \u escape
+// could spell them, has no host path volume. Decoding is case-sensitive, so
+// these byte searches cannot miss a field the decoder would see.
+func mayHaveHostPath(raw []byte) bool {
+	return bytes.Contains(raw, []byte(`"hostPath"`)) ||
+		bytes.Contains(raw, []byte(`"local"`)) ||
+		bytes.Contains(raw, []byte(`\u`))
+}
+
+func objectName(in *policy.Input) string {
+	if in == nil {
+		return ""
+	}
+	return in.Object.Name
 }
 
 // badRequestError marks input the handler cannot decode.

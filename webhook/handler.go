@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -132,21 +131,4 @@ func response(out Outcome, err error) admission.Response {
 		resp.AuditAnnotations = map[string]string{"decision": string(out.Verdict), "policy-generation": strconv.FormatInt(out.Decision.Generation, 10)}
 	}
 	return resp
-}
-
-// mayHaveHostPath is a fast, conservative pre-check on the raw object: an
-// object in which neither "hostPath" nor "local" appears, and no \u escape
-// could spell them, has no host path volume. Decoding is case-sensitive, so
-// these byte searches cannot miss a field the decoder would see.
-func mayHaveHostPath(raw []byte) bool {
-	return bytes.Contains(raw, []byte(`"hostPath"`)) ||
-		bytes.Contains(raw, []byte(`"local"`)) ||
-		bytes.Contains(raw, []byte(`\u`))
-}
-
-func objectName(in *policy.Input) string {
-	if in == nil {
-		return ""
-	}
-	return in.Object.Name
 }

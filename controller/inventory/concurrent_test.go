@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
@@ -45,7 +46,7 @@ func TestEvaluatorIsSafeForConcurrentUse(t *testing.T) {
 		if !ok {
 			continue
 		}
-		k, ok := inventory.KindOf(co)
+		k, ok := kinds.ForObject(co)
 		if !ok {
 			continue
 		}

@@ -15,20 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )
-
-// Kind is one kind of object the webhook reviews for pipe mounts (see
-// package kinds).
-type Kind = kinds.Kind
-
-// Kinds lists every kind the webhook reviews for pipe mounts, in the order
-// results are reported: the table of package kinds.
-var Kinds = kinds.All()
 
 // Result is the decision on one object, as `pipeguard policy eval` reports
 // it.
@@ -61,10 +54,10 @@ type Options struct {
 	Engine *policy.Engine
 }
 
-// EvaluateCluster reads every object of Kinds, the namespaces' labels and
+// EvaluateCluster reads every object of the reviewed kinds (package kinds), the namespaces' labels and
 // the PipeAccessPolicies in force through cfg, and returns the decision
 // admission would make on each object's creation, sorted by kind (in the
-// order of Kinds), namespace and name. A policy whose latest version does
+// order of the kinds table), namespace and name. A policy whose latest version does
 // not compile is taken in its last enforced version, as the webhook does.
 // Only list permissions are needed.
 func EvaluateCluster(ctx context.Context, cfg *rest.Config, opts Options) ([]Result, error) {
@@ -97,7 +90,7 @@ func EvaluateCluster(ctx context.Context, cfg *rest.Config, opts Options) ([]Res
 	}
 	e := NewEvaluator(engine, namespaces)
 	var results []Result
-	for _, k := range Kinds {
+	for _, k := range kinds.All() {
 		gvr := k.GVK.GroupVersion().WithResource(k.Resource)
 		err := list(ctx, dc, gvr, opts.PageSize, func(u *unstructured.Unstructured) error {
 			raw, err := json.Marshal(u.Object)
@@ -199,7 +192,7 @@ func NewEvaluator(engine webhook.Evaluator, namespaces webhook.NamespaceLabels) 
 
 // Evaluate decides on raw, the JSON of an object of kind k, as the webhook
 // would on its CREATE.
-func (e *Evaluator) Evaluate(ctx context.Context, k Kind, namespace, name string, raw []byte) (Result, error) {
+func (e *Evaluator) Evaluate(ctx context.Context, k kinds.Kind, namespace, name string, raw []byte) (Result, error) {
 	r := Result{APIVersion: k.GVK.GroupVersion().String(), Kind: k.GVK.Kind, Namespace: namespace, Name: name}
 	out, err := e.handler.Decide(ctx, webhook.Request{
 		UID:  "pipeguard-inventory",
@@ -217,6 +210,20 @@ func (e *Evaluator) Evaluate(ctx context.Context, k Kind, namespace, name string
 		r.Deny, r.Warn, r.DryRun, r.Generation = d.Deny, d.Warn, d.DryRun, d.Generation
 	}
 	return r, nil
+}
+
+// EvaluateObject decides on a typed object of a reviewed kind, whole or
+// stripped (Strip), as the webhook would on its CREATE.
+func (e *Evaluator) EvaluateObject(ctx context.Context, obj client.Object) (Result, error) {
+	k, ok := kinds.ForObject(obj)
+	if !ok {
+		return Result{}, fmt.Errorf("inventory: %T is not a kind the webhook reviews", obj)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return Result{}, fmt.Errorf("inventory: encoding %s %s: %w", k.GVK.Kind, ref(obj.GetNamespace(), obj.GetName()), err)
+	}
+	return e.Evaluate(ctx, k, obj.GetNamespace(), obj.GetName(), raw)
 }
 
 func ref(namespace, name string) string {

@@ -1,33 +1,11 @@
 package inventory
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/pipeguard/pipeguard/internal/kinds"
 )
-
-// Objects returns one empty object of each of Kinds, in that order, for
-// caches and lists.
-func Objects() []client.Object {
-	out := make([]client.Object, 0, len(Kinds))
-	for _, k := range Kinds {
-		out = append(out, k.New())
-	}
-	return out
-}
-
-// KindOf returns the entry of Kinds for a typed object of one of them.
-func KindOf(obj client.Object) (Kind, bool) {
-	return kinds.ForObject(obj)
-}
 
 // Strip returns a copy of obj that keeps only what the admission facts
 // read: name, namespace, UID and resourceVersion; of a pod spec, its host
@@ -38,7 +16,7 @@ func KindOf(obj client.Object) (Kind, bool) {
 // resources) is dropped, so that a cache of every pod in a large cluster
 // stays small. Admission decides the same on the stripped object as on the
 // whole one. It is a controller-runtime cache TransformFunc; objects of
-// other types pass through unchanged. Every kind of Kinds has a case
+// other types pass through unchanged. Every reviewed kind has a case
 // (TestEveryKindIsStripped checks).
 func Strip(obj any) (any, error) {
 	switch o := obj.(type) {
@@ -140,18 +118,4 @@ func stripContainer(name string, mounts []corev1.VolumeMount, sc *corev1.Securit
 		}
 	}
 	return c
-}
-
-// EvaluateObject decides on a typed object of one of Kinds, whole or
-// stripped, as the webhook would on its CREATE.
-func (e *Evaluator) EvaluateObject(ctx context.Context, obj client.Object) (Result, error) {
-	k, ok := KindOf(obj)
-	if !ok {
-		return Result{}, fmt.Errorf("inventory: %T is not a kind the webhook reviews", obj)
-	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return Result{}, fmt.Errorf("inventory: encoding %s %s: %w", k.GVK.Kind, ref(obj.GetNamespace(), obj.GetName()), err)
-	}
-	return e.Evaluate(ctx, k, obj.GetNamespace(), obj.GetName(), raw)
 }

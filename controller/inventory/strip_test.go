@@ -25,6 +25,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller/inventory"
+	"github.com/pipeguard/pipeguard/internal/kinds"
 	"github.com/pipeguard/pipeguard/internal/samplepods"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
@@ -133,7 +134,7 @@ func TestStripKeepsTheDecision(t *testing.T) {
 		if !ok {
 			continue
 		}
-		k, ok := inventory.KindOf(co)
+		k, ok := kinds.ForObject(co)
 		if !ok {
 			continue
 		}
