@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -13,6 +14,48 @@ import (
 
 	"github.com/pipeguard/pipeguard/policy"
 )
+
+// Evaluator decides on a rego input; *policy.Engine is one.
+type Evaluator interface {
+	Evaluate(ctx context.Context, in *policy.Input) (*policy.Decision, error)
+	// AllowanceLabels lists the namespace label keys that grant pipe
+	// access under the policies in force.
+	AllowanceLabels() []string
+}
+
+// NamespaceLabels looks up a namespace's labels. found is false when the
+// namespace is unknown, which the handler treats as a namespace without
+// labels.
+type NamespaceLabels interface {
+	NamespaceLabels(ctx context.Context, name string) (labels map[string]string, found bool, err error)
+}
+
+// Options configure a Handler.
+type Options struct {
+	Engine     Evaluator
+	Namespaces NamespaceLabels
+	// Grants decides who may change a namespace's allowance labels. Nil
+	// leaves Namespaces unreviewed, which only offline evaluation wants.
+	Grants Grants
+	// Observer, if set, is told every review's outcome.
+	Observer Observer
+	// Now returns the current time; defaults to time.Now.
+	Now func() time.Time
+}
+
+// Handler decides on requests for pipe access (Decide) and serves those
+// decisions as an admission webhook (Handle, handler.go).
+type Handler struct {
+	opts Options
+}
+
+// NewHandler returns a Handler.
+func NewHandler(opts Options) *Handler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Handler{opts: opts}
+}
 
 // Request is one object to decide on and what is being done to it: the
 // parts of an admission request a decision reads. The webhook makes one of

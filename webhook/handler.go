@@ -14,21 +14,6 @@ import (
 	"github.com/pipeguard/pipeguard/policy"
 )
 
-// Evaluator decides on a rego input; *policy.Engine is one.
-type Evaluator interface {
-	Evaluate(ctx context.Context, in *policy.Input) (*policy.Decision, error)
-	// AllowanceLabels lists the namespace label keys that grant pipe
-	// access under the policies in force.
-	AllowanceLabels() []string
-}
-
-// NamespaceLabels looks up a namespace's labels. found is false when the
-// namespace is unknown, which the handler treats as a namespace without
-// labels.
-type NamespaceLabels interface {
-	NamespaceLabels(ctx context.Context, name string) (labels map[string]string, found bool, err error)
-}
-
 // Observer is told the outcome of every review, for metrics.
 type Observer interface {
 	ObserveReview(ctx context.Context, r Review)
@@ -46,33 +31,7 @@ type Review struct {
 	Duration time.Duration
 }
 
-// Options configure a Handler.
-type Options struct {
-	Engine     Evaluator
-	Namespaces NamespaceLabels
-	// Grants decides who may change a namespace's allowance labels. Nil
-	// leaves Namespaces unreviewed, which only offline evaluation wants.
-	Grants Grants
-	// Observer, if set, is told every review's outcome.
-	Observer Observer
-	// Now returns the current time; defaults to time.Now.
-	Now func() time.Time
-}
-
-// Handler reviews admission requests for pipe access.
-type Handler struct {
-	opts Options
-}
-
 var _ admission.Handler = (*Handler)(nil)
-
-// NewHandler returns a Handler.
-func NewHandler(opts Options) *Handler {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	return &Handler{opts: opts}
-}
 
 // Handle translates one AdmissionReview to a Request, has Decide decide,
 // and translates the Outcome back. A request it cannot decode gets 400, its
