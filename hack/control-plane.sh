@@ -113,6 +113,35 @@ check_modules() {
 		die "hack/tools/etcd/go.mod does not require go.etcd.io/etcd/server/v3 v${ETCD_VERSION}; run: hack/control-plane.sh sync"
 }
 
+# progress NAME TOTAL reads what `go build -v` writes to stderr: each
+# package it compiles, one import path per line. It logs how far the build
+# of NAME is at every tenth of TOTAL (the packages the build needs; those
+# already in Go's build cache are not compiled again) and at least every 30
+# seconds, and passes every other line (compiler errors) through.
+progress() {
+	local name=$1 total=$2 n=0 tenth=0 last=${SECONDS} line
+	((total > 0)) || total=1
+	while IFS= read -r line; do
+		if [[ ! "${line}" =~ ^[A-Za-z0-9._~/+-]+$ ]]; then
+			printf '%s\n' "${line}" >&2
+			continue
+		fi
+		n=$((n + 1))
+		if ((n * 10 / total > tenth || SECONDS - last >= 30)); then
+			tenth=$((n * 10 / total))
+			last=${SECONDS}
+			log "${name}: ${n} of ${total} packages compiled ($((n * 100 / total))%), $((SECONDS - build_start))s"
+		fi
+	done
+	log "${name}: ${n} packages compiled, the other $((total - n)) taken from Go's build cache"
+}
+
+# packages counts the packages, standard library included, that building
+# the given import paths needs.
+packages() {
+	go list -mod=readonly -deps "$@" | wc -l
+}
+
 have_binaries() {
 	local b
 	for b in kube-apiserver etcd kubectl; do
@@ -158,16 +187,24 @@ build() {
 	# VCS state means nothing to them.
 	local common=(-trimpath -mod=readonly -buildvcs=false -p "${jobs}")
 
-	log "building kube-apiserver and kubectl v${KUBE_VERSION} for ${GOOS}/${GOARCH} (-p ${jobs}; a cold build takes several minutes)"
+	build_start=${SECONDS}
+	log "step 1 of 3: downloading the Go modules of Kubernetes v${KUBE_VERSION} and etcd v${ETCD_VERSION} (once; about 300 MB)"
+	(cd "${KUBE_MOD}" && go mod download) || die "downloading the modules of hack/tools/kube failed; check access to the Go module proxy ($(go env GOPROXY))"
+	(cd "${ETCD_MOD}" && go mod download) || die "downloading the modules of hack/tools/etcd failed; check access to the Go module proxy ($(go env GOPROXY))"
+	local kube_pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl) total
+	total="$(cd "${KUBE_MOD}" && packages "${kube_pkgs[@]}")"
+	log "step 2 of 3: building kube-apiserver and kubectl v${KUBE_VERSION} for ${GOOS}/${GOARCH}: ${total} packages (-p ${jobs}; a cold build takes 10-25 minutes on 2 CPUs)"
 	(
 		cd "${KUBE_MOD}"
-		go build "${common[@]}" -ldflags "${kube_ldflags}" -o "${tmp}/" \
-			k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl >&2
+		go build -v "${common[@]}" -ldflags "${kube_ldflags}" -o "${tmp}/" "${kube_pkgs[@]}" 2>&1 |
+			progress "kube-apiserver and kubectl" "${total}"
 	)
-	log "building etcd v${ETCD_VERSION}"
+	total="$(cd "${ETCD_MOD}" && packages .)"
+	log "step 3 of 3: building etcd v${ETCD_VERSION}: ${total} packages"
 	(
 		cd "${ETCD_MOD}"
-		go build "${common[@]}" -ldflags "${etcd_ldflags}" -o "${tmp}/etcd${EXE}" . >&2
+		go build -v "${common[@]}" -ldflags "${etcd_ldflags}" -o "${tmp}/etcd${EXE}" . 2>&1 |
+			progress "etcd" "${total}"
 	)
 
 	# Check the version stamps when the binaries can run here.
