@@ -26,8 +26,12 @@ help: ## Show this help.
 
 .PHONY: demo
 demo: control-plane ## Run pipeguard-webhook on a local control plane with sample manifests (DEMO_EXIT=1 to exit after them).
+	@echo "demo: building pipeguard-webhook and the demo"
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/pipeguard-webhook ./cmd/pipeguard-webhook
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) run ./hack/demo --webhook $(BIN)/pipeguard-webhook
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/demo ./hack/demo
+	@# The demo runs as itself, not under go run, so that Ctrl-C reaches it
+	@# alone: it cleans up and exits 0 after a good run.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(BIN)/demo --webhook $(BIN)/pipeguard-webhook
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from Go modules into bin/k8s (once).
@@ -45,12 +49,19 @@ fmt: ## Format the Go code.
 
 .PHONY: lint
 lint: ## Check formatting and vet for Linux and Windows.
+	@echo "lint 1/7: gofmt"
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	@echo "lint 2/7: go vet, Linux (the first run compiles every package: minutes)"
 	$(GO) vet ./...
+	@echo "lint 3/7: go build, Windows"
 	GOOS=windows $(GO) build ./...
+	@echo "lint 4/7: go vet, Windows"
 	GOOS=windows $(GO) vet ./...
+	@echo "lint 5/7: go vet of the Wine tests"
 	$(GO) vet -tags wine ./test/wine
+	@echo "lint 6/7: go vet of the agent's Wine test build, Windows"
 	GOOS=windows $(GO) vet -tags wine ./cmd/pipeguard-agent
+	@echo "lint 7/7: go vet of the load generator"
 	$(GO) vet -tags benchtools ./hack/bench/loadtest
 
 .PHONY: generate

@@ -2,12 +2,14 @@
 
 // Command demo runs pipeguard-webhook against a local kube-apiserver and
 // etcd, applies sample manifests with kubectl, and shows what the API server
-// answered. It stays up for experiments until Ctrl-C, or exits after the
-// samples when DEMO_EXIT=1. It exits non-zero when any sample is not
+// answered. It stays up for experiments until Enter (on a terminal) or
+// Ctrl-C, and then exits 0 after cleaning up; with DEMO_EXIT=1 it exits
+// after the samples. It exits non-zero when any sample is not
 // answered as expected, so it doubles as a smoke test.
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -23,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -123,7 +126,16 @@ func run() int {
 	if os.Getenv("DEMO_EXIT") == "1" {
 		return 0
 	}
-	fmt.Printf("The control plane stays up. Try it:\n\n  export KUBECONFIG=%s\n  %s get pipeaccesspolicies\n  %s apply -f hack/demo/manifests/30-bare-pod.yaml\n\nwebhook log: %s\nPress Ctrl-C to stop and clean up.\n", kubeconfig, kubectl, kubectl, wh.logPath)
+	stopWith := "Ctrl-C"
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		stopWith = "Enter (or Ctrl-C)"
+		go func() {
+			// Enter or end of input stops the demo as Ctrl-C does.
+			_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+			stop()
+		}()
+	}
+	fmt.Printf("The control plane stays up. Try it:\n\n  export KUBECONFIG=%s\n  %s get pipeaccesspolicies\n  %s apply -f hack/demo/manifests/30-bare-pod.yaml\n\nwebhook log: %s\nPress %s to stop and clean up.\n", kubeconfig, kubectl, kubectl, wh.logPath, stopWith)
 	<-ctx.Done()
 	fmt.Println("\ncleaning up")
 	return 0
