@@ -7,6 +7,7 @@ package layers
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -56,19 +57,22 @@ type pkg struct {
 	path    string
 	imports []string // of the package and of its tests
 	deps    []string // everything the package (not its tests) depends on
+	dir     string   // the package's directory
 }
 
 var listed = map[string][]pkg{}
 
-// list returns every package of the module for goos, from one go list run
-// per GOOS shared by the tests.
+// list returns every package of the module for goos that git tracks, from
+// one go list run per GOOS shared by the tests. Packages in folders git
+// does not track (an ignored tmp/, a scratch copy) are not pipeguard's and
+// are left out: see tracked.
 func list(t *testing.T, goos string) []pkg {
 	t.Helper()
 	if pkgs, ok := listed[goos]; ok {
 		return pkgs
 	}
 	cmd := exec.Command("go", "list", "-f",
-		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}`, "./...")
+		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}|{{.Dir}}`, "./...")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "GOOS="+goos)
 	var stderr strings.Builder
@@ -80,13 +84,59 @@ func list(t *testing.T, goos string) []pkg {
 	var pkgs []pkg
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) != 3 {
+		if len(f) != 4 {
 			t.Fatalf("GOOS=%s go list: unexpected line %q", goos, line)
 		}
-		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2])})
+		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2]), dir: f[3]})
 	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := exec.Command("git", "-C", root, "ls-files", "--cached", "-z", "--", "*.go").Output()
+	if err != nil {
+		t.Logf("git ls-files: %v: checking every package go list finds, tracked or not", err)
+		listed[goos] = pkgs
+		return pkgs
+	}
+	pkgs = tracked(pkgs, root, strings.Split(strings.TrimRight(string(files), "\x00"), "\x00"))
 	listed[goos] = pkgs
 	return pkgs
+}
+
+// tracked keeps the packages whose directory holds a Go file of files,
+// paths relative to root as git ls-files prints them.
+func tracked(pkgs []pkg, root string, files []string) []pkg {
+	dirs := map[string]bool{}
+	for _, f := range files {
+		dirs[filepath.Join(root, filepath.Dir(filepath.FromSlash(f)))] = true
+	}
+	var out []pkg
+	for _, p := range pkgs {
+		if dirs[filepath.Clean(p.dir)] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestUntrackedPackagesAreNotChecked: a package in a folder git does not
+// track is left out, one git tracks is kept, wherever it is.
+func TestUntrackedPackagesAreNotChecked(t *testing.T) {
+	root := filepath.FromSlash("/src/pipeguard")
+	pkgs := []pkg{
+		{path: module + "/webhook", dir: filepath.Join(root, "webhook")},
+		{path: module + "/tmp/scratch", dir: filepath.Join(root, "tmp", "scratch")},
+		{path: module + "/hack/demo", dir: filepath.Join(root, "hack", "demo")},
+	}
+	got := tracked(pkgs, root, []string{"webhook/handler.go", "hack/demo/main.go", "tmp.go"})
+	var paths []string
+	for _, p := range got {
+		paths = append(paths, strings.TrimPrefix(p.path, module+"/"))
+	}
+	if strings.Join(paths, " ") != "webhook hack/demo" {
+		t.Errorf("tracked packages: %q, want webhook and hack/demo", paths)
+	}
 }
 
 var gooses = []string{"linux", "windows"}
