@@ -205,7 +205,7 @@ func TestSamplesKeepTheDefaultProtection(t *testing.T) {
 			}
 		})
 	}
-	if checked < 3 {
-		t.Fatalf("checked %d samples, want the three in config/samples", checked)
+	if checked < 4 {
+		t.Fatalf("checked %d samples, want the four in config/samples", checked)
 	}
 }
