@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -33,6 +32,9 @@ const (
 	AnchorResetBy         = "audit.pipeguard.io/reset-by"
 	AnchorResetAtSeq      = "audit.pipeguard.io/reset-at-seq"
 	DefaultAnchorInterval = 10 * time.Second
+	// DefaultAnchorNamespace is where the agent and its anchors live: the
+	// namespace of config/agent.
+	DefaultAnchorNamespace = "pipeguard-agent"
 )
 
 // Anchor is a chain head published outside the node.
@@ -54,10 +56,6 @@ type AnchorResetRecord struct {
 	AtSeq uint64
 }
 
-// ErrAnchorResetPending means an anchor was reset and its agent has not
-// anchored since: there is no head to verify against yet.
-var ErrAnchorResetPending = errors.New("audit anchor reset and not anchored since")
-
 // AnchorLeaseName is the name of the Lease that anchors node's chain.
 func AnchorLeaseName(node string) string { return AnchorLeasePrefix + node }
 
@@ -73,56 +71,20 @@ func (a Anchor) Annotations() map[string]string {
 	}
 }
 
-// ParseAnchor decodes the annotations of the anchor Lease of node; where
-// names the object in messages. An anchor reset and not anchored since is
-// an error wrapping ErrAnchorResetPending.
-func ParseAnchor(node, where string, ann map[string]string) (*Anchor, error) {
-	a := &Anchor{Node: node}
-	_, reset := ann[AnchorReset]
-	atSeq, anchoredSince := ann[AnchorResetAtSeq]
-	if reset && !anchoredSince {
-		return nil, fmt.Errorf("%s: %w: %s reset it (reason: %q) and the agent on node %s has not anchored since, so the end of its log cannot be verified yet; verify again once the agent has published its head (every publication interval while it writes records; restarting the agent publishes at once)",
-			where, ErrAnchorResetPending, orUnknown(ann[AnchorResetBy]), ann[AnchorReset], node)
-	}
-	if reset || anchoredSince {
-		a.Reset = &AnchorResetRecord{By: ann[AnchorResetBy], Reason: ann[AnchorReset]}
-		var err error
-		if a.Reset.AtSeq, err = strconv.ParseUint(atSeq, 10, 64); err != nil || a.Reset.AtSeq == 0 {
-			return nil, fmt.Errorf("%s: annotation %s %q is not a positive integer", where, AnchorResetAtSeq, atSeq)
-		}
-	}
-	if got := ann[AnchorNode]; got != node {
-		return nil, fmt.Errorf("%s: annotation %s is %q, not node %q: the anchor belongs to another node", where, AnchorNode, got, node)
-	}
-	seq, err := strconv.ParseUint(ann[AnchorSeq], 10, 64)
-	if err != nil || seq == 0 {
-		return nil, fmt.Errorf("%s: annotation %s %q is not a positive integer", where, AnchorSeq, ann[AnchorSeq])
-	}
-	a.Seq = seq
-	if a.Hash, err = ParseHash(ann[AnchorHash]); err != nil {
-		return nil, fmt.Errorf("%s: annotation %s: %w", where, AnchorHash, err)
-	}
-	a.File = ann[AnchorFile]
-	if a.Time, err = time.Parse(time.RFC3339Nano, ann[AnchorTime]); err != nil {
-		return nil, fmt.Errorf("%s: annotation %s %q is not an RFC 3339 time", where, AnchorTime, ann[AnchorTime])
-	}
-	if a.AgentStart, err = time.Parse(time.RFC3339Nano, ann[AnchorAgentStart]); err != nil {
-		return nil, fmt.Errorf("%s: annotation %s %q is not an RFC 3339 time", where, AnchorAgentStart, ann[AnchorAgentStart])
-	}
-	return a, nil
-}
-
+// String describes the anchor in messages.
 func (a Anchor) String() string {
-	s := fmt.Sprintf("anchor of node %s: record seq %d hashing to %s in %s, published %s", a.Node, a.Seq, short(a.Hash), a.File, a.Time.UTC().Format(time.RFC3339))
+	s := fmt.Sprintf("anchor of node %s: record seq %d hashing to %s in %s, published %s", a.Node, a.Seq, a.Hash.Short(), a.File, a.Time.UTC().Format(time.RFC3339))
 	if r := a.Reset; r != nil {
-		s += fmt.Sprintf(", reset by %s (reason: %q) and anchored again from record seq %d", orUnknown(r.By), r.Reason, r.AtSeq)
+		s += fmt.Sprintf(", reset by %s (reason: %q) and anchored again from record seq %d", r.Who(), r.Reason, r.AtSeq)
 	}
 	return s
 }
 
-func orUnknown(user string) string {
-	if user == "" {
+// Who names the person who reset the anchor, or "an unknown user" when
+// the reset does not say.
+func (r AnchorResetRecord) Who() string {
+	if r.By == "" {
 		return "an unknown user"
 	}
-	return user
+	return r.By
 }

@@ -16,6 +16,9 @@ func Genesis() Hash { return Hash{} }
 
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
+// Short is the start of the hash, for messages.
+func (h Hash) Short() string { return h.String()[:16] + "…" }
+
 // ParseHash reads a hash in hex.
 func ParseHash(s string) (Hash, error) {
 	var h Hash

@@ -1,7 +1,11 @@
-// Package audit writes and reads pipeguard-agent's audit log: one JSON line
-// per request stage, shaped as a Kubernetes audit.k8s.io/v1 Event so that
+// Package audit writes pipeguard-agent's audit log: one JSON line per
+// request stage, shaped as a Kubernetes audit.k8s.io/v1 Event so that
 // existing audit tooling reads it, chained with SHA-256 so that edits,
-// deletions, reordering and missing rotated files are found.
+// deletions, reordering and missing rotated files are found. Reading and
+// verifying logs is package review's; this package holds what the agent
+// needs to write them, and what both sides share: the record (Event,
+// Record, Scan), the chain hash (Link), the naming of rotated files
+// (Files) and the anchor's format (Anchor).
 //
 // Writing (Log): every record gets a sequence number and the hash of the
 // record before it (annotations pipeguard.io/seq and pipeguard.io/prev-hash).
@@ -22,14 +26,15 @@
 // (EncodeUser, Event.SetUser). Audit IDs come from IDs: UUID-shaped,
 // unique, and drawn from crypto/rand only once per Log.
 //
-// Reading (Files, Scan, Verify, Query, Summarize, Follow): the log file and
-// its rotated siblings beside it, a directory of them, or a stream of JSON
-// lines or of the EventLists a webhook receiver saved; Verify recomputes the
-// chain and reports the first bad or missing record.
+// The writer reads back only its own files: on Open, the last record on
+// disk, to continue the chain; on rotation, each file it prunes beyond
+// Options.MaxBackups, to record its range in a prune checkpoint (Pruned).
 //
 // The chain alone cannot show records cut from its end, nor a log
 // rewritten and re-chained by someone holding the files: an Anchor, the
-// head published outside the node (package anchor), closes both, and
-// VerifyWith checks the files against it. Records leave the node as
-// written on standard output (StdoutPath) or through the Webhook backend.
+// head published outside the node (package anchor), closes both. Records
+// leave the node as written on standard output (StdoutPath) or through
+// the Webhook backend. Messages name options by their Go names
+// (Options.Path), as errors of package option that a command shows with
+// its flags.
 package audit

@@ -129,7 +129,7 @@ func TestWrittenRecordsRoundTrip(t *testing.T) {
 	var got []string
 	files, _ := Files(dir + "/audit.log")
 	for _, f := range files {
-		_ = scanFile(f, func(r Record) error {
+		_ = ScanFile(f, func(r Record) error {
 			if r.Err != nil {
 				t.Fatal(r.Err)
 			}

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // backupTimeLayout stamps rotated files, as kube-apiserver's lumberjack
@@ -78,8 +80,8 @@ func backupLess(a, b string) bool {
 
 // Files returns the files of the log whose current file is path: its
 // rotated siblings, oldest first, then path itself when it exists. A
-// directory yields every regular file in it. Verify orders them by the
-// sequence numbers they hold, not by name.
+// directory yields every regular file in it. Verification (package
+// review) orders them by the sequence numbers they hold, not by name.
 func Files(path string) ([]string, error) {
 	fi, err := os.Stat(path)
 	if err == nil && fi.IsDir() {
@@ -110,7 +112,7 @@ func Files(path string) ([]string, error) {
 		backups = append(backups, path)
 	}
 	if len(backups) == 0 {
-		return nil, fmt.Errorf("no audit log at %s and no rotated files beside it: give the Options.Path of the agent, or a directory of audit files", path)
+		return nil, option.Errorf("no audit log at %s and no rotated files beside it: give the %s of the agent, or a directory of audit files", path, pathOption)
 	}
 	return backups, nil
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // StdoutPath as Options.Path writes the records to standard output, as
@@ -27,7 +29,7 @@ func (stdoutFile) Truncate(int64) error {
 
 func openStdout(o Options) (*Log, error) {
 	if o.MaxSize != 0 || o.MaxBackups != 0 {
-		return nil, errors.New("the audit log on standard output (Options.Path -) is not rotated: leave max size and max backups at 0")
+		return nil, option.Errorf("the audit log on standard output (%s -) is not rotated: leave max size and max backups at 0", pathOption)
 	}
 	if o.OpenFile == nil {
 		o.OpenFile = func(string) (File, error) { return stdoutFile{}, nil }

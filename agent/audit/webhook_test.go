@@ -25,6 +25,7 @@ import (
 type receiver struct {
 	mu     sync.Mutex
 	saved  bytes.Buffer
+	items  []byte // the items, one line each, byte for byte as sent
 	events []auditv1.Event
 	fail   int // answer 503 to this many requests first
 }
@@ -45,6 +46,19 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.events = append(rc.events, list.Items...)
 	rc.saved.Write(body)
+	var raw struct{ Items []json.RawMessage }
+	_ = json.Unmarshal(body, &raw)
+	for _, item := range raw.Items {
+		rc.items = append(rc.items, item...)
+		rc.items = append(rc.items, '\n')
+	}
+}
+
+// lines returns the items received, each as its line in the log.
+func (rc *receiver) lines() []byte {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return bytes.Clone(rc.items)
 }
 
 func webhookConfig(t *testing.T, url string) string {
@@ -92,17 +106,10 @@ func TestWebhookSendsTheChainAsEventLists(t *testing.T) {
 	if rc.events[5].Annotations[AnnotationSeq] != "6" || rc.events[5].User.Username != "pipeguard:peer:uid:0" {
 		t.Fatalf("event 6 as kube-apiserver's types read it: %+v", rc.events[5])
 	}
-	saved := rc.saved.Bytes()
-	rep, err := Verify(Source{Reader: bytes.NewReader(saved), Name: "received"})
-	if err != nil || !rep.OK() || rep.Last != seq || rep.First != 1 {
-		t.Fatalf("verify of the received EventLists: err=%v ok=%v first=%d last=%d problems=%v", err, rep.OK(), rep.First, rep.Last, rep.Problems)
-	}
-
-	// An item changed at the receiver breaks the chain there.
-	tampered := bytes.Replace(saved, []byte(`"id-7"`), []byte(`"id-8"`), 1)
-	rep, _ = Verify(Source{Reader: bytes.NewReader(tampered), Name: "received"})
-	if rep.OK() || !strings.Contains(rep.Problems[0].String(), "received:10: record seq 10 does not follow record seq 9 (received:9)") {
-		t.Fatalf("tampered EventLists: ok=%v problems=%v", rep.OK(), rep.Problems)
+	// What the receiver saved is the chain itself: package review
+	// verifies it as EventLists.
+	if rep := checkChain(t, "received", bytes.NewReader(rc.lines())); !rep.OK() || rep.Last != seq {
+		t.Fatalf("the records received: ok=%v last=%d problems=%v", rep.OK(), rep.Last, rep.Problems)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // MaxRecordBytes bounds one record. A Request-level record whose body would
@@ -74,10 +76,15 @@ type Options struct {
 // failures.
 const RuleAuditUnavailable = "audit-unavailable"
 
-// AgentFlags maps the fields of Options that this package's messages name
-// to the pipeguard-agent flags that set them, for the commands that show
-// those messages.
-var AgentFlags = map[string]string{"Options.Path": "--audit-log-path", "Options.MaxBackups": "--audit-log-maxbackup"}
+// Keys of the options this package's messages name (see package option):
+// a command that shows the messages names these options its own way.
+const (
+	OptionPath       = "audit.path"
+	OptionMaxBackups = "audit.max-backups"
+)
+
+// pathOption is Options.Path as messages name it.
+var pathOption = option.Name{Key: OptionPath, Field: "Options.Path"}
 
 // Log appends chained records to the audit file. It is safe for concurrent
 // use.
@@ -125,7 +132,7 @@ func openAppend(path string) (File, error) {
 // were.
 func Open(o Options) (*Log, error) {
 	if o.Path == "" {
-		return nil, errors.New("no audit log path: set Options.Path")
+		return nil, option.Errorf("no audit log path: set %s", pathOption)
 	}
 	if o.Path == StdoutPath {
 		return openStdout(o)
@@ -225,7 +232,7 @@ func Open(o Options) (*Log, error) {
 func (l *Log) openCurrent() error {
 	f, err := l.o.OpenFile(l.o.Path)
 	if err != nil {
-		return fmt.Errorf("opening the audit log: %w; make its directory writable by the agent or choose another Options.Path", err)
+		return option.Errorf("opening the audit log: %w; make its directory writable by the agent or choose another %s", err, pathOption)
 	}
 	l.f = f
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"k8s.io/utils/lru"
 
+	"github.com/pipeguard/pipeguard/internal/option"
 	shipped "github.com/pipeguard/pipeguard/rego"
 )
 
@@ -112,6 +113,10 @@ func (e *Engine) Reload(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// OptionPolicyDir is the key of Options.PolicyDir in messages (see package
+// option).
+const OptionPolicyDir = "gate.policy-dir"
+
 // readDir reads the admin policy files and fingerprints them.
 func readDir(dir string) ([]shipped.File, [32]byte, error) {
 	var files []shipped.File
@@ -121,7 +126,7 @@ func readDir(dir string) ([]shipped.File, [32]byte, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, [32]byte{}, fmt.Errorf("reading agent policies: %w; create the directory or fix Options.PolicyDir", err)
+		return nil, [32]byte{}, option.Errorf("reading agent policies: %w; create the directory or fix %s", err, option.Name{Key: OptionPolicyDir, Field: "Options.PolicyDir"})
 	}
 	for _, en := range entries {
 		name := en.Name()

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/identity"
@@ -259,7 +260,7 @@ func TestConcurrentCallsRecords(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	rep, err := audit.Verify(audit.Source{Paths: []string{path}})
+	rep, err := review.Verify(review.Source{Paths: []string{path}})
 	if err != nil {
 		t.Fatal(err)
 	}

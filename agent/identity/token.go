@@ -3,7 +3,6 @@ package identity
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
+
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // Extra keys the API server sets on bound ServiceAccount tokens.
@@ -87,16 +88,24 @@ func (r *Rejection) Error() string { return r.Msg }
 // request (package apierr).
 func (r *Rejection) RefusalRule() string { return RuleServiceAccountToken }
 
+// Keys of the TokenOptions fields NewTokenVerifier's messages name (see
+// package option).
+const (
+	OptionTokenReviewer = "identity.token.reviewer"
+	OptionTokenAudience = "identity.token.audience"
+	OptionTokenNodeName = "identity.token.node-name"
+)
+
 // NewTokenVerifier checks the options.
 func NewTokenVerifier(o TokenOptions) (*TokenVerifier, error) {
 	if o.Reviewer == nil {
-		return nil, errors.New("token verification needs a Kubernetes client: set TokenOptions.Reviewer")
+		return nil, option.Errorf("token verification needs a Kubernetes client: set %s", option.Name{Key: OptionTokenReviewer, Field: "TokenOptions.Reviewer"})
 	}
 	if o.Audience == "" {
-		return nil, errors.New("token verification needs an audience: set TokenOptions.Audience")
+		return nil, option.Errorf("token verification needs an audience: set %s", option.Name{Key: OptionTokenAudience, Field: "TokenOptions.Audience"})
 	}
 	if o.NodeName == "" {
-		return nil, errors.New("token verification needs this node's name: set TokenOptions.NodeName")
+		return nil, option.Errorf("token verification needs this node's name: set %s", option.Name{Key: OptionTokenNodeName, Field: "TokenOptions.NodeName"})
 	}
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = DefaultTokenCacheTTL

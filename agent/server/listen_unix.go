@@ -4,12 +4,19 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
+
+	"github.com/pipeguard/pipeguard/internal/option"
 )
+
+// OptionSocketDir is the key of ListenOptions.SocketDir in Listen's
+// messages (see package option).
+const OptionSocketDir = "server.socket-dir"
+
+var socketDirOption = option.Name{Key: OptionSocketDir, Field: "ListenOptions.SocketDir"}
 
 func address(o ListenOptions, group, version string) string {
 	return SocketPath(o.SocketDir, group, version)
@@ -20,7 +27,7 @@ func address(o ListenOptions, group, version string) string {
 // file at that path is an error.
 func Listen(ctx context.Context, o ListenOptions, group, version string) (net.Listener, error) {
 	if o.SocketDir == "" {
-		return nil, errors.New("no socket dir: set ListenOptions.SocketDir")
+		return nil, option.Errorf("no socket dir: set %s", socketDirOption)
 	}
 	if err := os.MkdirAll(o.SocketDir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating socket dir: %w", err)
@@ -28,7 +35,7 @@ func Listen(ctx context.Context, o ListenOptions, group, version string) (net.Li
 	path := address(o, group, version)
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket: remove it or choose another ListenOptions.SocketDir", path)
+			return nil, option.Errorf("%s exists and is not a socket: remove it or choose another %s", path, socketDirOption)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("removing stale socket: %w", err)

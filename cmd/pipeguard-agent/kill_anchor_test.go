@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -67,9 +68,9 @@ func TestKill9UnderLoadAnchored(t *testing.T) {
 	}
 }
 
-func verifyAnchored(t *testing.T, kubeconfig, node, path string) *audit.Report {
+func verifyAnchored(t *testing.T, kubeconfig, node, path string) *review.Report {
 	t.Helper()
-	a, err := anchor.ReadKubeconfig(context.Background(), kubeconfig, "", node)
+	a, err := review.ReadAnchorKubeconfig(context.Background(), kubeconfig, "", node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func verifyAnchored(t *testing.T, kubeconfig, node, path string) *audit.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := audit.VerifyWith(audit.Source{Paths: files}, audit.VerifyOptions{Anchor: a})
+	rep, err := review.VerifyWith(review.Source{Paths: files}, review.VerifyOptions{Anchor: a})
 	if err != nil {
 		t.Fatal(err)
 	}

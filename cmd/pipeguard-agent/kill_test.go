@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -82,7 +83,7 @@ func TestKill9UnderLoad(t *testing.T) {
 
 	succeeded, failed := killUnderLoad(t, cmd, exited, sockets, kubelet)
 	files := checkRecords(t, auditPath, succeeded)
-	rep, err := audit.Verify(audit.Source{Paths: files})
+	rep, err := review.Verify(review.Source{Paths: files})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestKill9UnderLoad(t *testing.T) {
 		t.Fatalf("restarted agent: %v\n%s", err, stderr.String())
 	}
 	files, _ = audit.Files(auditPath)
-	rep, _ = audit.Verify(audit.Source{Paths: files})
+	rep, _ = review.Verify(review.Source{Paths: files})
 	if !rep.OK() {
 		t.Fatalf("verify after restart: %v", rep.Problems)
 	}

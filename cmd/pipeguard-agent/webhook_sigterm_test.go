@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/internal/badreceiver"
@@ -112,7 +113,7 @@ current-context: r
 		t.Fatalf("the agent had not ended %s after SIGTERM\n%s", limit+30*time.Second, stderr.String())
 	}
 	files := checkRecords(t, auditPath, succeeded)
-	rep, err := audit.Verify(audit.Source{Paths: files})
+	rep, err := review.Verify(review.Source{Paths: files})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,27 +9,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 const auditSourceHelp = `PATH is the agent's --audit-log-path file (its rotated siblings beside it
 are read too), a directory of audit files, or "-" (the default) for
 standard input.`
 
-// agentFlags names the agent's options, where the audit package's messages
-// name them, by the pipeguard-agent flags that set them.
-var agentFlags = func() *strings.Replacer {
-	var pairs []string
-	for option, flag := range audit.AgentFlags {
-		pairs = append(pairs, option, flag)
-	}
-	return strings.NewReplacer(pairs...)
-}()
-
-// agentFlagError is an error of the audit package whose message names the
-// agent's options by their flags.
+// agentFlagError is an error of the audit packages whose message names the
+// agent's options by the pipeguard-agent flags that set them.
 type agentFlagError struct{ err error }
 
-func (e agentFlagError) Error() string { return agentFlags.Replace(e.err.Error()) }
+func (e agentFlagError) Error() string { return option.Message(e.err, flagname.Of) }
 func (e agentFlagError) Unwrap() error { return e.err }
 
 func newAuditCommand(name string, s streams) *cobra.Command {
@@ -57,15 +50,15 @@ cut off.
 }
 
 // auditSource turns the positional argument into a source of records.
-func auditSource(args []string, stdin io.Reader) (audit.Source, error) {
+func auditSource(args []string, stdin io.Reader) (review.Source, error) {
 	if len(args) == 0 || args[0] == "-" {
-		return audit.Source{Reader: stdin, Name: "<stdin>"}, nil
+		return review.Source{Reader: stdin, Name: "<stdin>"}, nil
 	}
 	files, err := audit.Files(args[0])
 	if err != nil {
-		return audit.Source{}, agentFlagError{err}
+		return review.Source{}, agentFlagError{err}
 	}
-	return audit.Source{Paths: files}, nil
+	return review.Source{Paths: files}, nil
 }
 
 // filterFlags are the filters shared by query and summary.
@@ -85,8 +78,8 @@ func (f *filterFlags) register(c *cobra.Command) {
 	_ = c.RegisterFlagCompletionFunc("decision", cobra.FixedCompletions([]string{audit.DecisionAllow, audit.DecisionDeny}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-func (f *filterFlags) filter(now time.Time) (audit.Filter, error) {
-	out := audit.Filter{Pod: f.pod, Namespace: f.namespace, Caller: f.caller, Method: f.method, Decision: strings.ToLower(f.decision)}
+func (f *filterFlags) filter(now time.Time) (review.Filter, error) {
+	out := review.Filter{Pod: f.pod, Namespace: f.namespace, Caller: f.caller, Method: f.method, Decision: strings.ToLower(f.decision)}
 	var err error
 	if out.Since, err = parseTime("--since", f.since, now); err != nil {
 		return out, err

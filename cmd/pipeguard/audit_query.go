@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 )
 
 // followPoll is how often --follow looks for new records.
@@ -80,7 +81,7 @@ func (o *queryOptions) run(s streams) error {
 	if err != nil {
 		return inputFailure(err)
 	}
-	reqs, err := audit.Requests(src, filter)
+	reqs, err := review.Requests(src, filter)
 	if err != nil {
 		return inputFailure(err)
 	}
@@ -93,7 +94,7 @@ func (o *queryOptions) run(s streams) error {
 		}
 		return nil
 	}
-	if err := audit.WriteTable(s.Out, reqs); err != nil {
+	if err := review.WriteTable(s.Out, reqs); err != nil {
 		return inputFailure(err)
 	}
 	return nil
@@ -116,20 +117,20 @@ func writeRecord(w io.Writer, format string, raw []byte) error {
 
 // follow prints completed requests of the current log file as they are
 // written, until ctx ends.
-func follow(ctx context.Context, path string, filter audit.Filter, output string, stdout, stderr io.Writer) int {
+func follow(ctx context.Context, path string, filter review.Filter, output string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if output == outputTable {
 		fmt.Fprintln(tw, "TIME\tDECISION\tCODE\tMETHOD\tCALLER\tPOD\tDETAIL")
 		tw.Flush()
 	}
-	err := audit.Follow(ctx, path, followPoll, func(r audit.Record) error {
+	err := review.Follow(ctx, path, followPoll, func(r audit.Record) error {
 		if r.Err != nil || r.Torn || r.Event.IsCheckpoint() || r.Event.Stage != audit.StageResponseComplete || !filter.Match(&r.Event) {
 			return nil
 		}
 		if output != outputTable {
 			return writeRecord(stdout, output, r.Raw)
 		}
-		audit.WriteRow(tw, audit.Request{Record: r})
+		review.WriteRow(tw, review.Request{Record: r})
 		return tw.Flush()
 	})
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 )
 
 // summaryOptions are the flags of pipeguard audit summary.
@@ -72,13 +72,13 @@ func (o *summaryOptions) run(s streams) error {
 	if err != nil {
 		return inputFailure(err)
 	}
-	reqs, err := audit.Requests(src, filter)
+	reqs, err := review.Requests(src, filter)
 	if err != nil {
 		return inputFailure(err)
 	}
-	sum := audit.Summarize(reqs, o.top)
+	sum := review.Summarize(reqs, o.top)
 	if o.output == outputTable {
-		if err := audit.WriteSummary(s.Out, sum); err != nil {
+		if err := review.WriteSummary(s.Out, sum); err != nil {
 			return inputFailure(err)
 		}
 		return nil
@@ -92,7 +92,7 @@ func (o *summaryOptions) run(s streams) error {
 	return printStructured(s.Out, o.output, v)
 }
 
-func rows(in []audit.SummaryRow) []summaryRow {
+func rows(in []review.SummaryRow) []summaryRow {
 	out := make([]summaryRow, 0, len(in))
 	for _, r := range in {
 		out = append(out, summaryRow{Caller: r.Caller, Method: r.Method, Decision: r.Decision, Rule: r.Rule, Count: r.Count})

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -242,7 +243,7 @@ func TestAuditQueryFollow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- follow(ctx, path, audit.Filter{Decision: "deny"}, "table", &out, &bytes.Buffer{}) }()
+	go func() { done <- follow(ctx, path, review.Filter{Decision: "deny"}, "table", &out, &bytes.Buffer{}) }()
 	waitFor := func(denials int) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); strings.Count(out.String(), "DENY") < denials; time.Sleep(20 * time.Millisecond) {

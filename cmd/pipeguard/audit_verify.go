@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
-	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
 )
 
 // verifyOptions are the flags of pipeguard audit verify.
@@ -56,7 +57,7 @@ anchor cannot be read.`,
 	f := c.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster holding the node's audit anchor (with --node)")
 	f.StringVar(&o.node, "node", "", "`NODE` whose agent wrote the log: its anchor must be in the files (with --kubeconfig)")
-	f.StringVar(&o.anchorNS, "anchor-namespace", anchor.DefaultNamespace, "`NAMESPACE` of the agents' anchor Leases")
+	f.StringVar(&o.anchorNS, "anchor-namespace", audit.DefaultAnchorNamespace, "`NAMESPACE` of the agents' anchor Leases")
 	addOutputFlag(c, &o.output, "json and yaml hold the verdict, the findings and the files", outputTable, outputJSON, outputYAML)
 	_ = c.MarkFlagFilename("kubeconfig")
 	return c
@@ -104,13 +105,13 @@ func (o *verifyOptions) run(ctx context.Context, s streams) error {
 	if err != nil {
 		return inputFailure(err)
 	}
-	var opts audit.VerifyOptions
+	var opts review.VerifyOptions
 	if o.node != "" {
-		if opts.Anchor, err = anchor.ReadKubeconfig(ctx, o.kubeconfig, o.anchorNS, o.node); err != nil {
+		if opts.Anchor, err = review.ReadAnchorKubeconfig(ctx, o.kubeconfig, o.anchorNS, o.node); err != nil {
 			return inputFailure(err)
 		}
 	}
-	rep, err := audit.VerifyWith(src, opts)
+	rep, err := review.VerifyWith(src, opts)
 	if err != nil {
 		return inputFailure(err)
 	}
@@ -125,7 +126,7 @@ func (o *verifyOptions) run(ctx context.Context, s streams) error {
 	return nil
 }
 
-func (o *verifyOptions) printTable(w io.Writer, rep *audit.Report, a *audit.Anchor) {
+func (o *verifyOptions) printTable(w io.Writer, rep *review.Report, a *audit.Anchor) {
 	for _, n := range rep.Notices {
 		fmt.Fprintf(w, "notice: %s\n", withFlags(n))
 	}
@@ -146,7 +147,7 @@ func (o *verifyOptions) printTable(w io.Writer, rep *audit.Report, a *audit.Anch
 	}
 }
 
-func view(rep *audit.Report, a *audit.Anchor) verifyView {
+func view(rep *review.Report, a *audit.Anchor) verifyView {
 	v := verifyView{Intact: rep.OK(), Records: rep.Records, First: rep.First, Last: rep.Last, Files: []verifyFile{}}
 	for _, f := range rep.Files {
 		v.Files = append(v.Files, verifyFile{Path: f.Path, Records: f.Records, First: f.First, Last: f.Last, TornBytes: f.TornBytes})
@@ -166,10 +167,7 @@ func view(rep *audit.Report, a *audit.Anchor) verifyView {
 }
 
 // withFlags names the agent's options in a finding by their flags.
-func withFlags(f audit.Finding) audit.Finding {
-	f.Msg = agentFlags.Replace(f.Msg)
-	return f
-}
+func withFlags(f review.Finding) review.Finding { return f.Named(flagname.Of) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

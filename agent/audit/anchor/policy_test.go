@@ -20,6 +20,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -204,7 +205,7 @@ func TestOnlyTheNodesAgentAdvancesItsAnchor(t *testing.T) {
 		}
 	}
 
-	a, err := anchor.Read(ctx, admin, ns, "node-x")
+	a, err := review.ReadAnchor(ctx, admin, ns, "node-x")
 	if err != nil || a.Seq != 20 {
 		t.Fatalf("anchor after the writes: %v, %v; want seq 20", a, err)
 	}

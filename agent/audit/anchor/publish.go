@@ -15,12 +15,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // DefaultNamespace is where the agent and its anchors live: the namespace
 // of config/agent. Anchors sit beside the agent because the policy that
 // guards them names the ServiceAccount of the namespace they are in.
-const DefaultNamespace = "pipeguard-agent"
+const DefaultNamespace = audit.DefaultAnchorNamespace
+
+// Keys of the options New's message names (see package option).
+const (
+	OptionClient = "anchor.client"
+	OptionNode   = "anchor.node"
+	OptionHead   = "anchor.head"
+)
 
 // Options configures a Publisher.
 type Options struct {
@@ -56,7 +64,8 @@ type Publisher struct {
 // New returns a publisher; Start starts it.
 func New(o Options) (*Publisher, error) {
 	if o.Client == nil || o.Node == "" || o.Head == nil {
-		return nil, fmt.Errorf("audit anchor publisher: Options.Client, Options.Node and Options.Head are required (the agent needs --kubeconfig and --node-name)")
+		return nil, option.Errorf("audit anchor publisher: %s, %s and %s are required (the agent needs --kubeconfig and --node-name)",
+			option.Name{Key: OptionClient, Field: "Options.Client"}, option.Name{Key: OptionNode, Field: "Options.Node"}, option.Name{Key: OptionHead, Field: "Options.Head"})
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace

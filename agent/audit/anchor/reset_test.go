@@ -25,6 +25,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -179,10 +180,10 @@ rules:
 	kubectl("-n", ns, "annotate", "lease", leaseName, "--overwrite",
 		"audit.pipeguard.io/reset="+resetReason, "audit.pipeguard.io/reset-by="+me, "audit.pipeguard.io/reset-at-seq-")
 
-	_, err = anchor.Read(ctx, admin, "", "node-x")
+	_, err = review.ReadAnchor(ctx, admin, "", "node-x")
 	wantPending := `Lease pipeguard-agent/pipeguard-audit-node-x: audit anchor reset and not anchored since: alice reset it (reason: "` + resetReason +
 		`") and the agent on node node-x has not anchored since, so the end of its log cannot be verified yet; verify again once the agent has published its head (every publication interval while it writes records; restarting the agent publishes at once)`
-	if !errors.Is(err, audit.ErrAnchorResetPending) || err.Error() != wantPending {
+	if !errors.Is(err, review.ErrAnchorResetPending) || err.Error() != wantPending {
 		t.Errorf("reading the anchor before the agent re-anchors: %v\nwant %s", err, wantPending)
 	}
 
@@ -274,16 +275,16 @@ rules:
 
 // verify reads node-x's anchor as `pipeguard audit verify --node node-x`
 // does and verifies the log against it.
-func verify(t *testing.T, c kubernetes.Interface, logPath string) *audit.Report {
+func verify(t *testing.T, c kubernetes.Interface, logPath string) *review.Report {
 	t.Helper()
-	a, err := anchor.Read(context.Background(), c, "", "node-x")
+	a, err := review.ReadAnchor(context.Background(), c, "", "node-x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return verifyAgainst(t, logPath, a)
 }
 
-func hasNotice(rep *audit.Report, prefix string) bool {
+func hasNotice(rep *review.Report, prefix string) bool {
 	for _, n := range rep.Notices {
 		if strings.HasPrefix(n.Msg, prefix) {
 			return true

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 )
 
 const node = "win-node-1"
@@ -217,9 +218,9 @@ func copyLog(t *testing.T, path string) string {
 	return filepath.Join(dst, filepath.Base(path))
 }
 
-func verifyAnchored(t *testing.T, path, kubeconfig string) *audit.Report {
+func verifyAnchored(t *testing.T, path, kubeconfig string) *review.Report {
 	t.Helper()
-	a, err := anchor.ReadKubeconfig(context.Background(), kubeconfig, "", node)
+	a, err := review.ReadAnchorKubeconfig(context.Background(), kubeconfig, "", node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,13 +229,13 @@ func verifyAnchored(t *testing.T, path, kubeconfig string) *audit.Report {
 
 // verifyAgainst verifies the log at path against the anchor a, as
 // pipeguard audit verify does.
-func verifyAgainst(t *testing.T, path string, a *audit.Anchor) *audit.Report {
+func verifyAgainst(t *testing.T, path string, a *audit.Anchor) *review.Report {
 	t.Helper()
 	files, err := audit.Files(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := audit.VerifyWith(audit.Source{Paths: files}, audit.VerifyOptions{Anchor: a})
+	rep, err := review.VerifyWith(review.Source{Paths: files}, review.VerifyOptions{Anchor: a})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -74,7 +75,7 @@ func TestLookAlikeAnchorsElsewhereAreOrdinaryLeases(t *testing.T) {
 	if err := anchor.Write(ctx, lookAlike, tenant, anchorAt("node-x", 5)); err != nil {
 		t.Errorf("the tenant updating its own Lease: %v", err)
 	}
-	if _, err := anchor.Read(ctx, admin, "", "node-x"); err == nil || !strings.Contains(err.Error(), "no audit anchor for node \"node-x\": Lease pipeguard-agent/pipeguard-audit-node-x does not exist") {
+	if _, err := review.ReadAnchor(ctx, admin, "", "node-x"); err == nil || !strings.Contains(err.Error(), "no audit anchor for node \"node-x\": Lease pipeguard-agent/pipeguard-audit-node-x does not exist") {
 		t.Errorf("verification read the tenant's Lease as node-x's anchor: %v", err)
 	}
 	if err := admin.CoordinationV1().Leases(tenant).Delete(ctx, audit.AnchorLeaseName("node-x"), metav1.DeleteOptions{}); err != nil {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 )
@@ -87,7 +88,7 @@ func (r *refusals) count() int {
 // --decision deny` lists are exactly the refused calls, one each, every one
 // with a rule and, where one is expected, that rule, and unless the log
 // verifies. It returns the deny records.
-func (s auditSource) wantDenials(t testing.TB, r *refusals) []audit.Request {
+func (s auditSource) wantDenials(t testing.TB, r *refusals) []review.Request {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -95,7 +96,7 @@ func (s auditSource) wantDenials(t testing.TB, r *refusals) []audit.Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := audit.Requests(audit.Source{Paths: files}, audit.Filter{Decision: audit.DecisionDeny})
+	reqs, err := review.Requests(review.Source{Paths: files}, review.Filter{Decision: audit.DecisionDeny})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +117,8 @@ func (s auditSource) wantDenials(t testing.TB, r *refusals) []audit.Request {
 		case want != "" && rule != want:
 			t.Errorf("deny record %s (%s) has rule %s, want %s", id, q.Event.Verb, rule, want)
 		}
-		if q.Incomplete || audit.Outcome(q) != "DENY" {
-			t.Errorf("deny record %s (%s): incomplete %v, outcome %s", id, q.Event.Verb, q.Incomplete, audit.Outcome(q))
+		if q.Incomplete || review.Outcome(q) != "DENY" {
+			t.Errorf("deny record %s (%s): incomplete %v, outcome %s", id, q.Event.Verb, q.Incomplete, review.Outcome(q))
 		}
 	}
 	// Each refused call has exactly one deny record in the log.

@@ -26,6 +26,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
@@ -177,13 +178,13 @@ func TestGuardEndToEnd(t *testing.T) {
 	}
 }
 
-func verifyLog(t testing.TB, path string) *audit.Report {
+func verifyLog(t testing.TB, path string) *review.Report {
 	t.Helper()
 	files, err := audit.Files(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := audit.Verify(audit.Source{Paths: files})
+	rep, err := review.Verify(review.Source{Paths: files})
 	if err != nil {
 		t.Fatal(err)
 	}

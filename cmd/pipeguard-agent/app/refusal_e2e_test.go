@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
@@ -171,7 +172,7 @@ func TestRefusalsAreAuditedAsDenials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := audit.Source{Paths: files}
+	src := review.Source{Paths: files}
 	recs := map[string][]audit.Event{}
 	for _, f := range files {
 		fh, err := os.Open(f)
@@ -221,15 +222,15 @@ func TestRefusalsAreAuditedAsDenials(t *testing.T) {
 	}
 
 	// pipeguard audit query --decision deny lists every refusal, and only them.
-	reqs, err := audit.Requests(src, audit.Filter{Decision: audit.DecisionDeny})
+	reqs, err := review.Requests(src, review.Filter{Decision: audit.DecisionDeny})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var listed []string
 	for _, r := range reqs {
 		listed = append(listed, r.Event.AuditID)
-		if audit.Outcome(r) != "DENY" {
-			t.Errorf("%s: outcome %s", ids[r.Event.AuditID].name, audit.Outcome(r))
+		if review.Outcome(r) != "DENY" {
+			t.Errorf("%s: outcome %s", ids[r.Event.AuditID].name, review.Outcome(r))
 		}
 	}
 	slices.Sort(listed)
@@ -238,15 +239,15 @@ func TestRefusalsAreAuditedAsDenials(t *testing.T) {
 		t.Errorf("query --decision deny lists %v, want %v", listed, denied)
 	}
 	var table bytes.Buffer
-	if err := audit.WriteTable(&table, reqs); err != nil {
+	if err := review.WriteTable(&table, reqs); err != nil {
 		t.Fatal(err)
 	}
 	// pipeguard audit summary counts them, each under its rule.
-	all, err := audit.Requests(src, audit.Filter{})
+	all, err := review.Requests(src, review.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := audit.Summarize(all, 0)
+	sum := review.Summarize(all, 0)
 	if sum.Total != len(calls) || sum.Denied != len(denied) || sum.Allowed != len(calls)-len(denied) {
 		t.Errorf("summary: %d requests, %d denied, %d allowed", sum.Total, sum.Denied, sum.Allowed)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // podSyncTimeout bounds the wait for the first pod list.
@@ -56,8 +57,8 @@ type GuardConfig struct {
 }
 
 // OptionError is a configuration value the agent cannot start with. Option
-// names the field of Config (e.g. "Guard.PolicyDir"), for the command line
-// to name its flag.
+// names the field of Config (e.g. "Guard.PolicyDir"), its key for the
+// command line to name its flag (see Render).
 type OptionError struct {
 	Option string
 	Err    error
@@ -65,6 +66,19 @@ type OptionError struct {
 
 func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
 func (e *OptionError) Unwrap() error { return e.Err }
+
+// Render is the message with the option, and the options Err names, called
+// as n calls them (the agent names its flags); it makes an OptionError an
+// option.Renderer.
+func (e *OptionError) Render(n option.Namer) string {
+	name := e.Option
+	if n != nil {
+		if s, ok := n(e.Option); ok {
+			name = s
+		}
+	}
+	return name + ": " + option.Message(e.Err, n)
+}
 
 // Run assembles the agent with its gate, identity and audit log, listens,
 // reports the addresses to ready (when set), and serves until ctx is done.
@@ -151,7 +165,7 @@ func NewGuard(ctx context.Context, c GuardConfig, o Options) (*guard.Options, *a
 			return nil, nil, &OptionError{Option: "Guard.NodeName", Err: err}
 		}
 		if err := pods.Start(ctx, podSyncTimeout); err != nil {
-			return nil, nil, fmt.Errorf("watching the node's pods (Guard.Kubeconfig %s): %w", c.Kubeconfig, err)
+			return nil, nil, option.Errorf("watching the node's pods (%s %s): %w", option.Name{Key: "Guard.Kubeconfig", Field: "Guard.Kubeconfig"}, c.Kubeconfig, err)
 		}
 		tokens, err := identity.NewTokenVerifier(identity.TokenOptions{
 			Reviewer: client.AuthenticationV1().TokenReviews(), Audience: c.TokenAudience, NodeName: c.NodeName})

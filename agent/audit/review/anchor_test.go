@@ -1,21 +1,22 @@
-package anchor_test
+package review
 
 import (
 	"context"
 	"errors"
 	"maps"
+	"strings"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
-	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 )
 
 // TestReadReportsAReset reads anchors in each state a reset leaves them in.
-func TestReadReportsAReset(t *testing.T) {
+func TestReadAnchorReportsAReset(t *testing.T) {
 	anchored := anchorAt("node-x", 20).Annotations()
 	with := func(extra map[string]string) map[string]string {
 		ann := maps.Clone(anchored)
@@ -46,11 +47,11 @@ func TestReadReportsAReset(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
-				Namespace: anchor.DefaultNamespace, Name: audit.AnchorLeaseName("node-x"), Annotations: tc.ann}})
-			a, err := anchor.Read(context.Background(), c, "", "node-x")
+				Namespace: audit.DefaultAnchorNamespace, Name: audit.AnchorLeaseName("node-x"), Annotations: tc.ann}})
+			a, err := ReadAnchor(context.Background(), c, "", "node-x")
 			switch {
 			case tc.wantErr != "":
-				if err == nil || err.Error() != tc.wantErr || errors.Is(err, audit.ErrAnchorResetPending) != tc.pending {
+				if err == nil || err.Error() != tc.wantErr || errors.Is(err, ErrAnchorResetPending) != tc.pending {
 					t.Fatalf("error %v\nwant %s", err, tc.wantErr)
 				}
 			case err != nil:
@@ -62,26 +63,36 @@ func TestReadReportsAReset(t *testing.T) {
 	}
 }
 
-// TestWriteAfterAResetRecordsWhereItAnchored checks that the agent's first
-// anchor after a reset sets reset-at-seq to its seq, keeps the reset, and
-// that later anchors leave reset-at-seq alone.
-func TestWriteAfterAResetRecordsWhereItAnchored(t *testing.T) {
-	ann := anchorAt("node-x", 999999999999999999).Annotations()
-	ann[audit.AnchorReset] = "poisoned"
-	ann[audit.AnchorResetBy] = "alice"
-	c := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
-		Namespace: anchor.DefaultNamespace, Name: audit.AnchorLeaseName("node-x"), Annotations: ann}})
-	ctx := context.Background()
-	for _, seq := range []uint64{12, 15} {
-		if err := anchor.Write(ctx, c, anchor.DefaultNamespace, anchorAt("node-x", seq)); err != nil {
-			t.Fatal(err)
-		}
+func TestParseAnchor(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	good := audit.Anchor{Node: "n1", Head: audit.Head{Seq: 42, Hash: audit.Link(audit.Genesis(), []byte("x")), File: "audit.log"}, Time: now, AgentStart: now}
+	a, err := ParseAnchor("n1", "Lease x/y", good.Annotations())
+	if err != nil || a.Seq != 42 || a.Hash != good.Hash || !a.Time.Equal(now) {
+		t.Fatalf("round trip: %+v, %v", a, err)
 	}
-	a, err := anchor.Read(ctx, c, "", "node-x")
-	if err != nil {
-		t.Fatal(err)
+	cases := map[string]struct {
+		key, value string
+		want       string
+	}{
+		"another node's anchor": {audit.AnchorNode, "n2", `Lease x/y: annotation audit.pipeguard.io/node is "n2", not node "n1": the anchor belongs to another node`},
+		"seq zero":              {audit.AnchorSeq, "0", `Lease x/y: annotation audit.pipeguard.io/seq "0" is not a positive integer`},
+		"seq garbage":           {audit.AnchorSeq, "-3", `annotation audit.pipeguard.io/seq "-3" is not a positive integer`},
+		"short hash":            {audit.AnchorHash, "abcd", `annotation audit.pipeguard.io/hash: "abcd" is not a SHA-256 hash in hex`},
+		"bad time":              {audit.AnchorTime, "yesterday", `annotation audit.pipeguard.io/time "yesterday" is not an RFC 3339 time`},
 	}
-	if a.Seq != 15 || a.Reset == nil || *a.Reset != (audit.AnchorResetRecord{By: "alice", Reason: "poisoned", AtSeq: 12}) {
-		t.Fatalf("anchor %v, reset %+v; want seq 15, reset by alice at seq 12", a, a.Reset)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ann := good.Annotations()
+			ann[tc.key] = tc.value
+			_, err := ParseAnchor("n1", "Lease x/y", ann)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
+}
+
+func anchorAt(n string, seq uint64) audit.Anchor {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	return audit.Anchor{Node: n, Head: audit.Head{Seq: seq, Hash: audit.Link(audit.Genesis(), []byte{byte(seq)}), File: "audit.log"}, Time: now, AgentStart: now}
 }

@@ -1,4 +1,4 @@
-package audit
+package review
 
 import (
 	"bytes"
@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
 )
 
 // Follow reads the current log file at path from its start and then keeps
 // reading what is appended, across rotations, until ctx ends. It checks for
 // new data every poll.
-func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record) error) error {
+func Follow(ctx context.Context, path string, poll time.Duration, fn func(audit.Record) error) error {
 	var (
 		f       *os.File
 		name    = path // the file being read
@@ -40,8 +42,8 @@ func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record
 	}
 	emit := func(raw []byte, torn bool) error {
 		line++
-		r := Record{File: name, Line: line, Raw: raw, Torn: torn}
-		parse(&r)
+		r := audit.ParseRecord(name, line, raw)
+		r.Torn = torn
 		if r.Err == nil {
 			lastSeq = r.Seq
 		}
@@ -112,14 +114,14 @@ func Follow(ctx context.Context, path string, poll time.Duration, fn func(Record
 // the rotated file with the lowest first sequence number above seq, or
 // the current file.
 func nextFile(path string, seq uint64) string {
-	files, err := Files(path)
+	files, err := audit.Files(path)
 	if err != nil {
 		return path
 	}
 	best, bestSeq := path, uint64(0)
 	for _, f := range files {
 		var first uint64
-		_ = scanFile(f, func(r Record) error {
+		_ = audit.ScanFile(f, func(r audit.Record) error {
 			if r.Err == nil {
 				first = r.Seq
 				return errStop

@@ -1,4 +1,4 @@
-package audit
+package review
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
 )
 
 // eventListStart recognises a stream of audit.k8s.io/v1 EventLists (what
@@ -17,11 +19,11 @@ var eventListStart = regexp.MustCompile(`^\s*\{[^{]*"kind"\s*:\s*"EventList"`)
 // scanAny reads JSON lines of records, or EventLists whose items are the
 // records, byte for byte as the agent wrote them. An item's position is
 // its number in the stream, counted from 1.
-func scanAny(r io.Reader, name string, fn func(Record) error) error {
+func scanAny(r io.Reader, name string, fn func(audit.Record) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4096)
 	if !eventListStart.Match(head) {
-		return Scan(br, name, fn)
+		return scan(br, name, fn)
 	}
 	dec := json.NewDecoder(br)
 	n := 0
@@ -37,14 +39,14 @@ func scanAny(r io.Reader, name string, fn func(Record) error) error {
 		}
 		if err != nil {
 			// A cut or garbled list: report it as a bad record where it is.
-			rec := Record{File: name, Line: n + 1, Err: fmt.Errorf("EventList %d is not valid JSON (%w)", list, err)}
+			rec := audit.Record{File: name, Line: n + 1, Err: fmt.Errorf("EventList %d is not valid JSON (%w)", list, err)}
 			if ferr := fn(rec); ferr != nil && ferr != errStop {
 				return ferr
 			}
 			return nil
 		}
-		if l.Kind != "EventList" || l.APIVersion != APIVersion {
-			rec := Record{File: name, Line: n + 1, Err: fmt.Errorf("object %d is not an %s EventList (kind %q, apiVersion %q)", list, APIVersion, l.Kind, l.APIVersion)}
+		if l.Kind != "EventList" || l.APIVersion != audit.APIVersion {
+			rec := audit.Record{File: name, Line: n + 1, Err: fmt.Errorf("object %d is not an %s EventList (kind %q, apiVersion %q)", list, audit.APIVersion, l.Kind, l.APIVersion)}
 			if ferr := fn(rec); ferr != nil {
 				if ferr == errStop {
 					return nil
@@ -55,8 +57,7 @@ func scanAny(r io.Reader, name string, fn func(Record) error) error {
 		}
 		for _, item := range l.Items {
 			n++
-			rec := Record{File: name, Line: n, Raw: bytes.Clone(item)}
-			parse(&rec)
+			rec := audit.ParseRecord(name, n, bytes.Clone(item))
 			if ferr := fn(rec); ferr != nil {
 				if ferr == errStop {
 					return nil

@@ -1,22 +1,12 @@
-package audit
+package review
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
 )
-
-// maxProblems bounds the problems one verification collects.
-const maxProblems = 50
-
-// Finding is a problem or a notice at a place in the log.
-type Finding struct {
-	Where string
-	Msg   string
-}
-
-func (f Finding) String() string { return f.Where + ": " + f.Msg }
 
 // FileReport describes one file of a verified log.
 type FileReport struct {
@@ -38,31 +28,19 @@ type Report struct {
 	// Notices do not break it: torn final lines, pruned files, empty files.
 	Notices []Finding
 	// Anchor is the anchor verified against, nil without one.
-	Anchor *Anchor
+	Anchor *audit.Anchor
 }
 
 // OK reports whether the whole chain is intact.
 func (r *Report) OK() bool { return len(r.Problems) == 0 && r.Records > 0 }
 
-func (r *Report) problem(where, format string, args ...any) {
-	if len(r.Problems) < maxProblems {
-		r.Problems = append(r.Problems, Finding{where, fmt.Sprintf(format, args...)})
-	}
-}
-
 // fileChain is what verification keeps of one file: its ends.
 type fileChain struct {
 	FileReport
-	firstPrev             Hash
-	lastHash              Hash
+	firstPrev             audit.Hash
+	lastHash              audit.Hash
 	firstWhere, lastWhere string
 	firstAnn              map[string]string // of the first record
-}
-
-type pruned struct {
-	first, last uint64
-	hash        Hash
-	where, file string
 }
 
 // Verify recomputes the hash chain over every file of src, each file in
@@ -77,18 +55,18 @@ func Verify(src Source) (*Report, error) { return VerifyWith(src, VerifyOptions{
 func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 	rep := &Report{Anchor: o.Anchor}
 	var at anchorTrack
-	var torn []Record
+	var torn []audit.Record
 	var files []*fileChain
-	var prunes []pruned
+	var prunes []audit.Pruned
 	var cur *fileChain
-	var pendingBad *Record // an invalid line: fatal unless it is the torn end
+	var pendingBad *audit.Record // an invalid line: fatal unless it is the torn end
 	flushBad := func() {
 		if pendingBad != nil {
 			rep.problem(pendingBad.Where(), "line is not a valid audit record: %v", pendingBad.Err)
 			pendingBad = nil
 		}
 	}
-	err := src.each(func(r Record) error {
+	err := src.each(func(r audit.Record) error {
 		if cur == nil || cur.Path != r.File {
 			flushBad()
 			cur = &fileChain{FileReport: FileReport{Path: r.File}}
@@ -105,7 +83,7 @@ func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 			pendingBad = &rec
 			return nil
 		}
-		h := Link(r.Prev, r.Raw)
+		h := audit.Link(r.Prev, r.Raw)
 		if cur.Records == 0 {
 			cur.First, cur.firstPrev, cur.firstWhere = r.Seq, r.Prev, r.Where()
 			cur.firstAnn = r.Event.Annotations
@@ -116,8 +94,8 @@ func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 		cur.Records++
 		cur.Last, cur.lastHash, cur.lastWhere = r.Seq, h, r.Where()
 		rep.Records++
-		if r.Event.Annotation(AnnotationCheckpoint) == "prune" {
-			p, err := parsePrune(r)
+		if r.Event.Annotation(audit.AnnotationCheckpoint) == "prune" {
+			p, err := audit.ParsePrune(r)
 			if err != nil {
 				rep.problem(r.Where(), "%v", err)
 			} else {
@@ -135,7 +113,7 @@ func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 	for _, f := range files {
 		rep.Files = append(rep.Files, f.FileReport)
 		if f.Records == 0 {
-			rep.Notices = append(rep.Notices, Finding{f.Path, "holds no complete record"})
+			rep.notice(f.Path, "holds no complete record")
 			continue
 		}
 		chained = append(chained, f)
@@ -158,7 +136,7 @@ func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 				seqRange(a.Last+1, b.First-1), a.lastWhere, a.Last, b.Path, b.First)
 		case b.firstPrev != a.lastHash:
 			rep.problem(b.firstWhere, "record seq %d does not continue %s: its prev-hash is %s but the record before it (%s) hashes to %s; that record was changed, or the files do not belong together",
-				b.First, a.Path, short(b.firstPrev), a.lastWhere, short(a.lastHash))
+				b.First, a.Path, b.firstPrev.Short(), a.lastWhere, a.lastHash.Short())
 		}
 	}
 	first := chained[0]
@@ -172,12 +150,12 @@ func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 
 // checkLink checks that record r directly follows the record seq prevSeq
 // hashing to prevHash.
-func checkLink(rep *Report, r Record, prevSeq uint64, prevHash Hash, prevWhere string) {
+func checkLink(rep *Report, r audit.Record, prevSeq uint64, prevHash audit.Hash, prevWhere string) {
 	switch {
 	case r.Seq == prevSeq+1 && r.Prev == prevHash:
 	case r.Seq == prevSeq+1:
 		rep.problem(r.Where(), "record seq %d does not follow record seq %d (%s): its prev-hash is %s but that record hashes to %s; record seq %d was changed or replaced",
-			r.Seq, prevSeq, prevWhere, short(r.Prev), short(prevHash), prevSeq)
+			r.Seq, prevSeq, prevWhere, r.Prev.Short(), prevHash.Short(), prevSeq)
 	case r.Seq <= prevSeq:
 		rep.problem(r.Where(), "record seq %d comes after record seq %d (%s): records are out of order or repeated", r.Seq, prevSeq, prevWhere)
 	default:
@@ -187,48 +165,36 @@ func checkLink(rep *Report, r Record, prevSeq uint64, prevHash Hash, prevWhere s
 
 // checkStart checks the beginning of the chain: genesis, or files removed
 // by rotation that prune checkpoints account for.
-func checkStart(rep *Report, first *fileChain, prunes []pruned) {
+func checkStart(rep *Report, first *fileChain, prunes []audit.Pruned) {
 	if first.First == 1 {
-		if first.firstPrev != Genesis() {
-			rep.problem(first.firstWhere, "record seq 1 has prev-hash %s; the first record of a log has %s", short(first.firstPrev), short(Genesis()))
+		if first.firstPrev != audit.Genesis() {
+			rep.problem(first.firstWhere, "record seq 1 has prev-hash %s; the first record of a log has %s", first.firstPrev.Short(), audit.Genesis().Short())
 		}
 		return
 	}
-	sort.Slice(prunes, func(i, j int) bool { return prunes[i].first < prunes[j].first })
+	sort.Slice(prunes, func(i, j int) bool { return prunes[i].First < prunes[j].First })
 	next := uint64(1)
-	var last *pruned
+	var last *audit.Pruned
 	for i := range prunes {
 		p := &prunes[i]
-		if p.first > next || p.last >= first.First {
+		if p.First > next || p.Last >= first.First {
 			break
 		}
-		if p.last+1 >= next {
-			next, last = p.last+1, p
+		if p.Last+1 >= next {
+			next, last = p.Last+1, p
 		}
 	}
 	if next != first.First {
-		rep.problem(first.firstWhere, "records seq %s are missing before %s: no prune checkpoint accounts for them, so earlier files were deleted by something other than the agent's Options.MaxBackups",
-			seqRange(next, first.First-1), first.Path)
+		rep.problem(first.firstWhere, "records seq %s are missing before %s: no prune checkpoint accounts for them, so earlier files were deleted by something other than the agent's %s",
+			seqRange(next, first.First-1), first.Path, maxBackupsOption)
 		return
 	}
-	if last.hash != first.firstPrev {
+	if last.Hash != first.firstPrev {
 		rep.problem(first.firstWhere, "record seq %d does not continue the pruned file %s (prune checkpoint at %s): its prev-hash is %s, the pruned file ended with %s",
-			first.First, last.file, last.where, short(first.firstPrev), short(last.hash))
+			first.First, last.File, last.Where, first.firstPrev.Short(), last.Hash.Short())
 		return
 	}
-	rep.Notices = append(rep.Notices, Finding{first.Path, fmt.Sprintf("records seq %s were in files the agent removed under Options.MaxBackups; their prune checkpoints match", seqRange(1, first.First-1))})
-}
-
-func parsePrune(r Record) (pruned, error) {
-	a := r.Event.Annotations
-	lo, hi, ok := strings.Cut(a[AnnotationPrunedSeqs], "-")
-	first, err1 := strconv.ParseUint(lo, 10, 64)
-	last, err2 := strconv.ParseUint(hi, 10, 64)
-	h, err3 := ParseHash(a[AnnotationPrunedHash])
-	if !ok || err1 != nil || err2 != nil || err3 != nil || first == 0 || last < first {
-		return pruned{}, fmt.Errorf("prune checkpoint has an unreadable %s %q or %s", AnnotationPrunedSeqs, a[AnnotationPrunedSeqs], AnnotationPrunedHash)
-	}
-	return pruned{first: first, last: last, hash: h, where: r.Where(), file: a[AnnotationPrunedFile]}, nil
+	rep.notice(first.Path, "records seq %s were in files the agent removed under %s; their prune checkpoints match", seqRange(1, first.First-1), maxBackupsOption)
 }
 
 func seqRange(a, b uint64) string {
@@ -243,16 +209,4 @@ func plural(n uint64) string {
 		return " is"
 	}
 	return " are"
-}
-
-func short(h Hash) string { return h.String()[:16] + "…" }
-
-func (s Source) name() string {
-	if s.Reader != nil {
-		return s.Name
-	}
-	if len(s.Paths) > 0 {
-		return s.Paths[len(s.Paths)-1]
-	}
-	return "audit log"
 }

@@ -1,0 +1,95 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
+)
+
+// saver is an audit webhook receiver that saves every batch as received,
+// as a receiver a cluster runs keeps them.
+type saver struct {
+	mu    sync.Mutex
+	saved bytes.Buffer
+}
+
+func (s *saver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saved.Write(body)
+}
+
+func (s *saver) bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.saved.Bytes())
+}
+
+// webhookConfig writes a kubeconfig whose current context is the receiver.
+func webhookConfig(t *testing.T, url string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "webhook.kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: receiver
+  cluster: {server: %q}
+users:
+- name: agent
+  user: {}
+contexts:
+- name: audit
+  context: {cluster: receiver, user: agent}
+current-context: audit
+`, url+"/audit")
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestVerifyReadsWebhookEventLists verifies the EventLists a receiver of
+// the agent's webhook backend saved, and finds an item changed there.
+func TestVerifyReadsWebhookEventLists(t *testing.T) {
+	rc := &saver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	wh, err := audit.NewWebhook(audit.WebhookOptions{ConfigFile: webhookConfig(t, srv.URL), BatchMaxSize: 64, BatchMaxWait: 1 << 40, InitialBackoff: 1, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh.Start()
+	l := openLog(t, audit.Options{Path: filepath.Join(t.TempDir(), "audit.log"), OnRecord: wh.Record})
+	write(t, l, 0, 1000)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wh.Stop(context.Background())
+	seq := l.Seq()
+
+	saved := rc.bytes()
+	rep, err := Verify(Source{Reader: bytes.NewReader(saved), Name: "received"})
+	if err != nil || !rep.OK() || rep.Last != seq || rep.First != 1 {
+		t.Fatalf("verify of the received EventLists: err=%v ok=%v first=%d last=%d problems=%v", err, rep.OK(), rep.First, rep.Last, rep.Problems)
+	}
+
+	// An item changed at the receiver breaks the chain there.
+	tampered := bytes.Replace(saved, []byte(`"id-7"`), []byte(`"id-8"`), 1)
+	rep, _ = Verify(Source{Reader: bytes.NewReader(tampered), Name: "received"})
+	if rep.OK() || !strings.Contains(rep.Problems[0].String(), "received:10: record seq 10 does not follow record seq 9 (received:9)") {
+		t.Fatalf("tampered EventLists: ok=%v problems=%v", rep.OK(), rep.Problems)
+	}
+}

@@ -1,0 +1,31 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/pipeguard/pipeguard/internal/option"
+)
+
+// TestPolicyDirErrorNamesTheOption checks that a policy dir that cannot be
+// read is named Options.PolicyDir, as the package's callers set it, and
+// said to be that option for a command to name its own way; the path the
+// caller gave stays as it was, though it reads like the option.
+func TestPolicyDirErrorNamesTheOption(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "Options.PolicyDir")
+	_, err := New(context.Background(), Options{Log: logr.Discard(), PolicyDir: dir})
+	want := "reading agent policies: open " + dir + ": no such file or directory; create the directory or fix Options.PolicyDir"
+	var oe *option.Error
+	if err == nil || !strings.HasSuffix(err.Error(), want) || !errors.As(err, &oe) || oe.Options()[0].Key != OptionPolicyDir {
+		t.Fatalf("error %#v, want %q", err, want)
+	}
+	flags := func(key string) (string, bool) { return "--policy-dir", key == OptionPolicyDir }
+	if got := option.Message(err, flags); !strings.HasSuffix(got, "open "+dir+": no such file or directory; create the directory or fix --policy-dir") {
+		t.Fatalf("named %q", got)
+	}
+}
