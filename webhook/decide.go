@@ -96,19 +96,11 @@ var allowed = Outcome{Verdict: policy.Allow}
 // decision: the request is rejected, never allowed. IsBadRequest tells the
 // requester's error (an object that cannot be decoded) from pipeguard's
 // own. Decide is safe for concurrent use.
-func (h *Handler) Decide(ctx context.Context, req Request) (Outcome, error) {
-	return h.decide(ctx, func() logr.Logger {
-		return logr.FromContextOrDiscard(ctx).WithValues(
-			"kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "operation", req.Operation)
-	}, req)
-}
-
-// decide is Decide with the request's logger made by log, only for a
-// review that logs.
-func (h *Handler) decide(ctx context.Context, log func() logr.Logger, req Request) (out Outcome, err error) {
+func (h *Handler) Decide(ctx context.Context, req Request) (out Outcome, err error) {
+	log := reviewLog{ctx: ctx, req: req}
 	defer func() {
 		if r := recover(); r != nil {
-			log().Error(fmt.Errorf("panic: %v", r), "internal error while reviewing")
+			log.get().Error(fmt.Errorf("panic: %v", r), "internal error while reviewing")
 			out, err = Outcome{}, fmt.Errorf("internal error: pipeguard failed while reviewing %s %q; the request is rejected until the review succeeds", req.Kind.Kind, req.Name)
 		}
 	}()
@@ -132,7 +124,7 @@ func (h *Handler) decide(ctx context.Context, log func() logr.Logger, req Reques
 	}
 	d, err := h.opts.Engine.Evaluate(ctx, in)
 	if err != nil {
-		log().Error(err, "policy evaluation failed")
+		log.get().Error(err, "policy evaluation failed")
 		return Outcome{}, fmt.Errorf("internal error: evaluating pipe access policies for %s %q: %w; the request is rejected until evaluation succeeds", req.Kind.Kind, objectName(in), err)
 	}
 	return outcome(log, d), nil
@@ -140,14 +132,14 @@ func (h *Handler) decide(ctx context.Context, log func() logr.Logger, req Reques
 
 // outcome turns rego's decision into an Outcome: deny rejects, warn admits
 // with warnings, dryrun admits and logs what would have been denied.
-func outcome(log func() logr.Logger, d *policy.Decision) Outcome {
+func outcome(log reviewLog, d *policy.Decision) Outcome {
 	out := Outcome{Verdict: d.Verdict(), Decision: d, Warnings: policy.Messages(d.Warn)}
 	for _, v := range d.DryRun {
-		log().Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
+		log.get().Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
 	}
 	if out.Verdict == policy.Deny {
 		out.Denials = policy.Messages(d.Deny)
-		log().Info("denied", "violations", out.Denials, "generation", d.Generation)
+		log.get().Info("denied", "violations", out.Denials, "generation", d.Generation)
 	}
 	return out
 }
@@ -167,6 +159,20 @@ func objectName(in *policy.Input) string {
 		return ""
 	}
 	return in.Object.Name
+}
+
+// reviewLog makes the logger of one review, with the request's values,
+// only for a review that logs: adding them costs more than a review that
+// logs nothing.
+type reviewLog struct {
+	ctx context.Context
+	req Request
+}
+
+func (l reviewLog) get() logr.Logger {
+	return logr.FromContextOrDiscard(l.ctx).WithValues(
+		"uid", l.req.UID, "kind", l.req.Kind.Kind, "namespace", l.req.Namespace, "name", l.req.Name,
+		"operation", l.req.Operation, "user", l.req.User.Username)
 }
 
 // badRequestError marks input the handler cannot decode.

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -38,14 +37,7 @@ var _ admission.Handler = (*Handler)(nil)
 // own failure 500: neither is ever an allow for an object it reviews.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := h.opts.Now()
-	// The request's logger is made only for a review that logs: adding
-	// its values costs more than a review that logs nothing.
-	log := func() logr.Logger {
-		return logr.FromContextOrDiscard(ctx).WithValues(
-			"uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name,
-			"operation", req.Operation, "user", req.UserInfo.Username)
-	}
-	out, err := h.decide(ctx, log, requestOf(req))
+	out, err := h.Decide(ctx, requestOf(req))
 	resp := response(out, err)
 	resp.UID = req.UID
 	if h.opts.Observer != nil {

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-logr/logr"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +58,7 @@ func (g SubjectAccessReviewGrants) MayGrant(ctx context.Context, user authnv1.Us
 
 // reviewNamespace guards the labels that grant pipe access: whoever can edit
 // a Namespace must not thereby let its pods mount protected pipes.
-func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, req Request) (Outcome, error) {
+func (h *Handler) reviewNamespace(ctx context.Context, log reviewLog, req Request) (Outcome, error) {
 	newLabels, err := namespaceLabels(req.Object)
 	if err != nil {
 		return Outcome{}, badRequest(fmt.Errorf("cannot decode request.object as a Namespace: %w", err))
@@ -76,11 +75,11 @@ func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, r
 	}
 	ok, reason, err := h.opts.Grants.MayGrant(ctx, req.User)
 	if err != nil {
-		log().Error(err, "cannot check who may change allowance labels")
+		log.get().Error(err, "cannot check who may change allowance labels")
 		return Outcome{}, fmt.Errorf("internal error: cannot check whether %q may change the allowance labels of namespace %q: %w; the change is rejected until the check succeeds", req.User.Username, req.Name, err)
 	}
 	if ok {
-		log().Info("allowance labels changed", "labels", changed)
+		log.get().Info("allowance labels changed", "labels", changed)
 		return allowed, nil
 	}
 	if reason != "" {
@@ -88,7 +87,7 @@ func (h *Handler) reviewNamespace(ctx context.Context, log func() logr.Logger, r
 	}
 	msg := fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: such labels grant the namespace's pods access to protected host pipes, now or once a policy reads them%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
 		req.User.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb)
-	log().Info("denied", "violations", []string{msg})
+	log.get().Info("denied", "violations", []string{msg})
 	return Outcome{Verdict: policy.Deny, Denials: []string{msg}}, nil
 }
 
