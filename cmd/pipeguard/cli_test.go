@@ -167,7 +167,7 @@ func TestFlagSpelling(t *testing.T) {
 		},
 		"single-dash long flag with =": {
 			args: []string{"policy", "eval", "-filename=testdata/csi-node.yaml", "-output=json"}, wantCode: 1,
-			wantStdout: `"decision": "DENY"`,
+			wantStdout: `"decision": "deny"`,
 			wantStderr: "pipeguard policy eval: warning: -filename=testdata/csi-node.yaml is read as --filename=testdata/csi-node.yaml; long flags take two dashes\n" +
 				"pipeguard policy eval: warning: -output=json is read as --output=json; long flags take two dashes\n",
 		},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -19,7 +18,7 @@ import (
 	"github.com/pipeguard/pipeguard/webhook"
 )
 
-// Decisions, as policy eval prints them.
+// Decisions, as the policy eval table prints them.
 const (
 	decisionAllow = "ALLOW"
 	decisionWarn  = "WARN"
@@ -27,32 +26,44 @@ const (
 	decisionSkip  = "SKIP" // not reviewed: the reason says why
 )
 
-// cliDecision is how policy eval prints a verdict: a dryrun admits the
-// object, so it prints as ALLOW, with its violations marked "dryrun:".
+// notReviewedVerdict is the decision on an object admission does not
+// review, as -o json and -o yaml spell it beside the policy.Verdict values.
+const notReviewedVerdict policy.Verdict = "skip"
+
+// cliDecision is how the policy eval table prints a verdict: a dryrun
+// admits the object, so it prints as ALLOW, with its violations marked
+// "dryrun:"; an object that is not reviewed prints as SKIP.
 func cliDecision(v policy.Verdict) string {
 	switch v {
 	case policy.Deny:
 		return decisionDeny
 	case policy.Warn:
 		return decisionWarn
+	case notReviewedVerdict:
+		return decisionSkip
 	}
 	return decisionAllow
 }
 
 // evalResult is one object's outcome, as -o json prints it.
 type evalResult struct {
-	Source     string             `json:"source"`
-	APIVersion string             `json:"apiVersion,omitempty"`
-	Kind       string             `json:"kind,omitempty"`
-	Namespace  string             `json:"namespace,omitempty"`
-	Name       string             `json:"name,omitempty"`
-	Decision   string             `json:"decision"` // ALLOW, WARN, DENY or SKIP
+	Source     string `json:"source"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Decision is the policy.Verdict (allow, warn, dryrun or deny), or
+	// skip for an object that is not reviewed.
+	Decision   policy.Verdict     `json:"decision"`
 	Reason     string             `json:"reason,omitempty"`
 	Deny       []policy.Violation `json:"deny,omitempty"`
 	Warn       []policy.Violation `json:"warn,omitempty"`
 	DryRun     []policy.Violation `json:"dryrun,omitempty"`
 	Generation int64              `json:"policyGeneration,omitempty"`
 }
+
+// word is the decision as the table prints it.
+func (r evalResult) word() string { return cliDecision(r.Decision) }
 
 // reviewedKinds are the kinds admission reviews for pipe mounts, as the
 // skip reason names them: the table of package kinds, which
@@ -152,7 +163,7 @@ func skipReason(d document) string {
 	gk := groupKind(d)
 	switch {
 	case gk.Group == "kustomize.config.k8s.io":
-		return "not reviewed: a kustomize file, not an object the API server receives; evaluate what it builds (kubectl kustomize DIR) with -f -"
+		return "not reviewed: a kustomize file, not an object the API server receives; evaluate what it builds with -k DIR"
 	case gk == schema.GroupKind{Kind: "Namespace"}:
 		return "not reviewed: a Namespace mounts no pipe; its labels apply to the objects evaluated in it"
 	case gk == schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "PipeAccessPolicy"}:
@@ -207,7 +218,7 @@ func (e *evaluator) evaluateAll(ctx context.Context, docs []document) ([]evalRes
 func (e *evaluator) evaluate(ctx context.Context, d document, i int) (evalResult, error) {
 	r := evalResult{Source: d.source, APIVersion: d.meta.APIVersion, Kind: d.meta.Kind, Name: d.meta.Metadata.Name}
 	if reason := skipReason(d); reason != "" {
-		r.Decision, r.Reason = decisionSkip, reason
+		r.Decision, r.Reason = notReviewedVerdict, reason
 		if d.skip == "" {
 			r.Namespace = e.namespaceOf(d)
 		}
@@ -222,7 +233,7 @@ func (e *evaluator) evaluate(ctx context.Context, d document, i int) (evalResult
 	if err != nil {
 		return r, badInput("%s: %s %q: %v", d.source, d.meta.Kind, d.meta.Metadata.Name, err)
 	}
-	r.Decision = cliDecision(out.Verdict)
+	r.Decision = out.Verdict
 	if dec := out.Decision; dec != nil {
 		r.Deny, r.Warn, r.DryRun, r.Generation = dec.Deny, dec.Warn, dec.DryRun, dec.Generation
 	}
@@ -332,60 +343,3 @@ func policiesFrom(docs []document, what string) ([]v1alpha1.PipeAccessPolicy, er
 	}
 	return pols, nil
 }
-
-// tally counts the decisions.
-type tally struct{ denied, warned, allowed, skipped int }
-
-func count(results []evalResult) tally {
-	var t tally
-	for _, r := range results {
-		switch r.Decision {
-		case decisionDeny:
-			t.denied++
-		case decisionWarn:
-			t.warned++
-		case decisionAllow:
-			t.allowed++
-		default:
-			t.skipped++
-		}
-	}
-	return t
-}
-
-func (t tally) String() string {
-	return fmt.Sprintf("%d denied, %d warned, %d allowed, %d skipped", t.denied, t.warned, t.allowed, t.skipped)
-}
-
-// printResults prints one block per object, then the summary line.
-func printResults(w io.Writer, results []evalResult) {
-	for _, r := range results {
-		ref := r.Name
-		if r.Namespace != "" && ref != "" {
-			ref = r.Namespace + "/" + ref
-		}
-		if ref == "" {
-			ref = "(" + r.Source + ")"
-		}
-		if r.Kind == "" {
-			fmt.Fprintf(w, "%s %s\n", r.Decision, ref)
-		} else {
-			fmt.Fprintf(w, "%s %s %s\n", r.Decision, r.Kind, ref)
-		}
-		if r.Reason != "" {
-			fmt.Fprintf(w, "    %s\n", r.Reason)
-		}
-		for _, m := range policy.Messages(r.Deny) {
-			fmt.Fprintf(w, "    %s\n", indent(m))
-		}
-		for _, m := range policy.Messages(r.Warn) {
-			fmt.Fprintf(w, "    warning: %s\n", indent(m))
-		}
-		for _, m := range policy.Messages(r.DryRun) {
-			fmt.Fprintf(w, "    dryrun: %s\n", indent(m))
-		}
-	}
-	fmt.Fprintf(w, "\nSummary: %s\n", count(results))
-}
-
-func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }

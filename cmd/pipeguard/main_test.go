@@ -194,15 +194,16 @@ func TestPolicyEvalJSON(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit code %d, want 1; stderr %s", code, errOut)
 	}
-	var results []evalResult
-	if err := json.Unmarshal([]byte(out), &results); err != nil {
+	var doc evalOutput
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("-o json output is not JSON: %v\n%s", err, out)
 	}
+	results := doc.Results
 	if len(results) != 5 {
 		t.Fatalf("%d results, want 5", len(results))
 	}
 	pv := results[3]
-	if pv.Kind != "PersistentVolume" || pv.Decision != "DENY" || pv.Source != "testdata/mixed.yaml: document 4, item 1" ||
+	if pv.Kind != "PersistentVolume" || pv.Decision != "deny" || pv.Source != "testdata/mixed.yaml: document 4, item 1" ||
 		len(pv.Deny) != 1 || pv.Deny[0].Rule != "protected-pipe-pv" || pv.Deny[0].Pipe != "csi-proxy-volume-v1" {
 		t.Fatalf("PersistentVolume result %+v", pv)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,14 +43,44 @@ func badInput(format string, args ...any) error {
 	return inputFailure(fmt.Errorf(format, args...))
 }
 
+// readOptions say how readManifests treats directories.
+type readOptions struct {
+	// recursive reads the manifests in the subdirectories of a directory
+	// too, as kubectl -R does.
+	recursive bool
+	// kustomize builds a directory that holds a kustomization file with
+	// kustomize, and takes what it builds, instead of reading its files.
+	kustomize bool
+	// unreadHint ends the warning about subdirectories that hold
+	// manifests but were not read: what would read them.
+	unreadHint string
+	// policies says the files are read as --policy: .rego files in a
+	// directory are named, with where rego goes, never passed over.
+	policies bool
+}
+
+// regoNotPolicy says where the rego of a .rego file goes instead.
+const regoNotPolicy = "policies are PipeAccessPolicy objects, and rego rules go into a PipeAccessPolicy's spec.rego: docs/writing-policies.md, section \"Adding a rule\", shows how"
+
 // readManifests reads objects from files, directories (their .yaml, .yml
-// and .json files) or "-" for stdin. Multi-document YAML, JSON and `kind:
-// List` are accepted. A key given twice in one mapping takes its last value,
-// as kubectl and the API server read it, and warn is told where.
-func readManifests(paths []string, stdin io.Reader, warn func(string)) ([]document, error) {
+// and .json files; see readOptions) or "-" for stdin. Multi-document YAML,
+// JSON and `kind: List` are accepted. A key given twice in one mapping takes
+// its last value, as kubectl and the API server read it, and warn is told
+// where; warn is also told about subdirectories that were not read.
+func readManifests(paths []string, stdin io.Reader, warn func(string), opts readOptions) ([]document, error) {
 	var docs []document
 	for _, p := range paths {
-		files, err := expand(p)
+		if opts.kustomize && p != "-" {
+			if k := kustomizationIn(p); k != "" {
+				more, err := kustomizeDocuments(p, warn)
+				if err != nil {
+					return nil, err
+				}
+				docs = append(docs, more...)
+				continue
+			}
+		}
+		files, err := expand(p, opts, warn)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +111,19 @@ func displayName(f string) string {
 	return f
 }
 
-func expand(p string) ([]string, error) {
+// isManifestFile reports whether a directory entry named name is read as
+// a manifest.
+func isManifestFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// expand lists the files p names: p itself, or the manifest files of the
+// directory p (and of its subdirectories, with opts.recursive).
+func expand(p string, opts readOptions, warn func(string)) ([]string, error) {
 	if p == "-" {
 		return []string{p}, nil
 	}
@@ -91,24 +134,109 @@ func expand(p string) ([]string, error) {
 	if !info.IsDir() {
 		return []string{p}, nil
 	}
+	if opts.recursive {
+		return expandRecursive(p, warn)
+	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
 		return nil, badInput("cannot read directory %s: %v", p, err)
 	}
-	var files []string
+	var files, unread, rego []string
 	for _, e := range entries {
-		switch strings.ToLower(filepath.Ext(e.Name())) {
-		case ".yaml", ".yml", ".json":
-			if !e.IsDir() {
-				files = append(files, filepath.Join(p, e.Name()))
+		full := filepath.Join(p, e.Name())
+		if e.IsDir() {
+			if holdsManifests(full) {
+				unread = append(unread, full)
 			}
+			continue
+		}
+		if isManifestFile(e.Name()) {
+			files = append(files, full)
+		}
+		if opts.policies && strings.EqualFold(filepath.Ext(e.Name()), ".rego") {
+			rego = append(rego, full)
 		}
 	}
 	sort.Strings(files)
+	if len(rego) > 0 {
+		if len(files) == 0 {
+			return nil, badInput("directory %s holds .rego files (%s) but no .yaml, .yml or .json files; %s", p, nameSome(rego), regoNotPolicy)
+		}
+		warn(fmt.Sprintf("%s not read: %s", nameSome(rego), regoNotPolicy))
+	}
 	if len(files) == 0 {
+		if len(unread) > 0 {
+			return nil, badInput("directory %s holds no .yaml, .yml or .json files; %s %s %s: %s", p, byCount(len(unread), "its subdirectory", "its subdirectories"), nameSome(unread), byCount(len(unread), "does", "do"), opts.unreadHint)
+		}
 		return nil, badInput("directory %s holds no .yaml, .yml or .json files", p)
 	}
+	if len(unread) > 0 {
+		warn(fmt.Sprintf("%s %s of %s %s manifests that were not read: %s", byCount(len(unread), "subdirectory", "subdirectories"), nameSome(unread), p, byCount(len(unread), "holds", "hold"), opts.unreadHint))
+	}
 	return files, nil
+}
+
+// expandRecursive lists the manifest files under the directory p, in
+// lexical order. Symbolic links to directories are not followed, as
+// kubectl -R does not follow them; warn names them.
+func expandRecursive(p string, warn func(string)) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if info, err := os.Stat(path); err == nil && info.IsDir() {
+				warn(fmt.Sprintf("%s: a symbolic link to a directory is not followed; give its target with -f", path))
+				return nil
+			}
+		}
+		if isManifestFile(d.Name()) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, badInput("cannot read directory %s: %v", p, err)
+	}
+	if len(files) == 0 {
+		return nil, badInput("directory %s and its subdirectories hold no .yaml, .yml or .json files", p)
+	}
+	return files, nil
+}
+
+// holdsManifests reports whether the directory dir or one below it holds
+// a manifest file, or cannot be read (so that it may).
+func holdsManifests(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || (!d.IsDir() && isManifestFile(d.Name())) {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// nameSome names the first few of items, and how many more there are.
+func nameSome(items []string) string {
+	const most = 5
+	if len(items) <= most {
+		return joinLast(items, " and ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:most], ", "), len(items)-most)
+}
+
+// byCount is one when n is 1, else many.
+func byCount(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func splitDocuments(name string, data []byte, warn func(string)) ([]document, error) {

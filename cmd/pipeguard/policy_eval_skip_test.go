@@ -56,7 +56,7 @@ func TestPolicyEvalSkip(t *testing.T) {
 		"a Kustomization": {
 			stdin: "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [pod.yaml]\n",
 			wantStdout: "SKIP Kustomization (<stdin>: document 1)\n" +
-				"    not reviewed: a kustomize file, not an object the API server receives; evaluate what it builds (kubectl kustomize DIR) with -f -\n" +
+				"    not reviewed: a kustomize file, not an object the API server receives; evaluate what it builds with -k DIR\n" +
 				"\nSummary: 0 denied, 0 warned, 0 allowed, 1 skipped\n",
 		},
 		"YAML that is no Kubernetes object": {
@@ -111,7 +111,7 @@ func TestPolicyEvalSkip(t *testing.T) {
 // TestPolicyEvalStructured: -o json and -o yaml carry the same results; a
 // skipped object has its reason, a cluster-scoped one no namespace.
 func TestPolicyEvalStructured(t *testing.T) {
-	var byFormat [2][]evalResult
+	var docs [2]evalOutput
 	for i, format := range []string{"json", "yaml"} {
 		code, out, errOut := runCLI(t, "", "policy", "eval", "-f", "testdata/mixed.yaml", "-o", format)
 		if code != exitDenied {
@@ -120,10 +120,14 @@ func TestPolicyEvalStructured(t *testing.T) {
 		if format == "json" && !json.Valid([]byte(out)) {
 			t.Fatalf("-o json is not JSON:\n%s", out)
 		}
-		if err := yaml.Unmarshal([]byte(out), &byFormat[i]); err != nil {
+		if err := yaml.UnmarshalStrict([]byte(out), &docs[i]); err != nil {
 			t.Fatalf("-o %s: %v\n%s", format, err, out)
 		}
 	}
+	if want := (evalSummary{Denied: 2, Allowed: 1, Skipped: 2}); docs[0].Summary != want || docs[1].Summary != want {
+		t.Errorf("summaries %+v (json) and %+v (yaml), want %+v", docs[0].Summary, docs[1].Summary, want)
+	}
+	byFormat := [2][]evalResult{docs[0].Results, docs[1].Results}
 	res := byFormat[0]
 	if len(res) != 5 || len(byFormat[1]) != 5 {
 		t.Fatalf("%d and %d results, want 5", len(res), len(byFormat[1]))
@@ -134,13 +138,13 @@ func TestPolicyEvalStructured(t *testing.T) {
 		}
 	}
 	ns, cm, pv := res[0], res[4], res[3]
-	if ns.Decision != "SKIP" || ns.Namespace != "" || !strings.HasPrefix(ns.Reason, "not reviewed: a Namespace") {
+	if ns.Decision != "skip" || ns.Namespace != "" || !strings.HasPrefix(ns.Reason, "not reviewed: a Namespace") {
 		t.Errorf("Namespace: %+v", ns)
 	}
-	if cm.Decision != "SKIP" || cm.Namespace != "storage" || cm.Reason != "not reviewed: "+notReviewed {
+	if cm.Decision != "skip" || cm.Namespace != "storage" || cm.Reason != "not reviewed: "+notReviewed {
 		t.Errorf("ConfigMap: %+v", cm)
 	}
-	if pv.Decision != "DENY" || pv.Namespace != "" {
+	if pv.Decision != "deny" || pv.Namespace != "" {
 		t.Errorf("PersistentVolume: %+v", pv)
 	}
 }

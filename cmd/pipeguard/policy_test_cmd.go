@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -21,6 +22,8 @@ type testOptions struct {
 	verbose bool
 	output  string
 	paths   []string
+	run     string         // --run REGEX
+	runRe   *regexp.Regexp // compiled --run; nil runs every test
 
 	cmdPath string // as the messages name the command
 }
@@ -45,8 +48,12 @@ decision expected on each object (allow, warn, deny or skip, and optionally
 a regular expression its message must match); every expectation is listed
 PASS or FAIL with the reason. See docs/cli.md for the format.
 
+--run REGEX runs only the rego tests whose full name (data.PACKAGE.test_NAME)
+matches the regular expression, and the suite tests whose name, or
+SUITE/TEST (the suite's metadata.name), matches it, as opa test --run does.
+
 Exit code: 0 all passed, 1 a test failed, 2 the rego or a suite does not
-load.`,
+load, or --run matches no test.`,
 		Example: examples(name, `
   # The shipped rules' tests
   %[1]s policy test
@@ -55,17 +62,28 @@ load.`,
   %[1]s policy test ./policies -v
 
   # One suite
-  %[1]s policy test docs/examples/policy-test-suite.yaml`),
+  %[1]s policy test docs/examples/policy-test-suite.yaml
+
+  # Only the tests whose names match a regular expression
+  %[1]s policy test ./policies --run 'smb|warn before enforcing'`),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.paths, o.cmdPath = args, c.CommandPath()
 			if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
 			}
-			return o.run(c.Context(), s)
+			if c.Flags().Changed("run") {
+				re, err := regexp.Compile(o.run)
+				if err != nil {
+					return usageFailure("--run %q is not a regular expression: %v", o.run, err)
+				}
+				o.runRe = re
+			}
+			return o.runTests(c.Context(), s)
 		},
 	}
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every rego test, not only the failures (suites list every case)")
 	addOutputFlag(c, &o.output, "json and yaml list every test and case", outputTable, outputJSON, outputYAML)
+	c.Flags().StringVar(&o.run, "run", "", "run only the tests that match `REGEX`: rego tests by full name (data.PACKAGE.test_NAME), suite tests by name or SUITE/TEST")
 	return c
 }
 
@@ -88,7 +106,7 @@ type regoResult struct {
 	Output   string `json:"output,omitempty"`
 }
 
-func (o *testOptions) run(ctx context.Context, s streams) error {
+func (o *testOptions) runTests(ctx context.Context, s streams) error {
 	var regoFiles []shipped.File
 	var suiteFiles []string
 	if len(o.paths) == 0 {
@@ -125,6 +143,12 @@ func (o *testOptions) run(ctx context.Context, s streams) error {
 	}
 	if len(regoResults) == 0 && len(suites) == 0 {
 		return badInput("no tests found (rego test rules are named test_*; suites are %s files)", suiteKind)
+	}
+	if o.runRe != nil {
+		regoResults, suites = selectRego(o.runRe, regoResults), selectSuites(o.runRe, suites)
+		if len(regoResults) == 0 && len(suites) == 0 {
+			return badInput("no tests match --run %q: rego tests are matched by their full name (data.PACKAGE.test_NAME), suite tests by their name or SUITE/TEST", o.run)
+		}
 	}
 	warn := func(msg string) { fmt.Fprintf(s.ErrOut, "%s: warning: %s\n", o.cmdPath, msg) }
 	var reports []suiteReport

@@ -50,7 +50,7 @@ func runSuite(ctx context.Context, s *suite, warn func(string)) (suiteReport, er
 }
 
 func runTest(ctx context.Context, file string, t *suiteTest, warn func(string)) ([]caseResult, error) {
-	policyDocs, err := readSources(file, t.Policies, warn)
+	policyDocs, err := readSources(file, t.Policies, warn, readOptions{kustomize: true, policies: true, unreadHint: suiteUnreadHint})
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func runTest(ctx context.Context, file string, t *suiteTest, warn func(string)) 
 	if err != nil {
 		return nil, err
 	}
-	docs, err := readSources(file, t.Manifests, warn)
+	docs, err := readSources(file, t.Manifests, warn, readOptions{unreadHint: suiteUnreadHint})
 	if err != nil {
 		return nil, err
 	}
@@ -84,9 +84,13 @@ func runTest(ctx context.Context, file string, t *suiteTest, warn func(string)) 
 	return cases, nil
 }
 
+// suiteUnreadHint is what the warning about the subdirectories of a
+// suite's directory entry that were not read tells to do.
+const suiteUnreadHint = "list each as a file: entry of its own"
+
 // readSources reads the objects of a test's policies or manifests: files
 // relative to the suite's file, or inline.
-func readSources(file string, sources []suiteSource, warn func(string)) ([]document, error) {
+func readSources(file string, sources []suiteSource, warn func(string), opts readOptions) ([]document, error) {
 	var docs []document
 	for _, src := range sources {
 		if src.File != "" {
@@ -94,7 +98,7 @@ func readSources(file string, sources []suiteSource, warn func(string)) ([]docum
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(filepath.Dir(file), path)
 			}
-			more, err := readManifests([]string{path}, strings.NewReader(""), warn)
+			more, err := readManifests([]string{path}, strings.NewReader(""), warn, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -161,7 +165,7 @@ func check(file, test string, e *expectation, results []evalResult) caseResult {
 	if r.Namespace != "" {
 		c.Object = r.Kind + " " + r.Namespace + "/" + r.Name
 	}
-	c.Got = strings.ToLower(r.Decision)
+	c.Got = strings.ToLower(r.word())
 	c.Messages = messages(r)
 	if c.Got != e.Decision {
 		c.Reason = fmt.Sprintf("want %s, got %s", e.Decision, c.Got)

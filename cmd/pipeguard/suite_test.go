@@ -264,3 +264,24 @@ func TestPolicyTestDirectory(t *testing.T) {
 		t.Fatalf("a manifest as a suite: exit %d, stderr %q; want 2 and %q", code, errOut, want)
 	}
 }
+
+// TestSuiteKustomizedPolicies: a suite's policies entry that names a
+// directory with a kustomization.yaml takes the policies it builds, as
+// policy eval --policy does (config/samples/ is one).
+func TestSuiteKustomizedPolicies(t *testing.T) {
+	samples, err := filepath.Abs("../../config/samples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := filepath.Abs("testdata/csi-node.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := filepath.Join(t.TempDir(), "suite.yaml")
+	writeFile(t, suite, "apiVersion: pipeguard.io/v1alpha1\nkind: PolicyTestSuite\nmetadata: {name: samples}\ntests:\n- name: the samples\n  policies: [{file: "+samples+"}]\n  manifests: [{file: "+node+"}]\n  expect:\n  - {kind: DaemonSet, namespace: csi-smb, name: csi-smb-node-win, decision: allow}\n")
+	code, out, errOut := runCLI(t, "", "policy", "test", suite)
+	want := suite + ": PolicyTestSuite samples\n  the samples\n    PASS  DaemonSet csi-smb/csi-smb-node-win: allow as expected\n" + strings.Repeat("-", 80) + "\nPASS: 1/1\n"
+	if code != exitOK || out != want || errOut != "" {
+		t.Fatalf("exit %d, stderr %q\n%s\nwant:\n%s", code, errOut, out, want)
+	}
+}

@@ -52,6 +52,11 @@ type Options struct {
 	// Engine, if set, decides instead of an engine loaded with the
 	// cluster's PipeAccessPolicies.
 	Engine *policy.Engine
+	// Namespace, if set, limits the results to the objects of that
+	// namespace: cluster-scoped objects (PersistentVolumes) are left out,
+	// as kubectl get -n shows only namespaced objects. Every namespace's
+	// labels and every policy are still read.
+	Namespace string
 }
 
 // EvaluateCluster reads every object of the reviewed kinds (package kinds), the namespaces' labels and
@@ -78,7 +83,7 @@ func EvaluateCluster(ctx context.Context, cfg *rest.Config, opts Options) ([]Res
 		}
 	}
 	namespaces := webhook.StaticNamespaces{}
-	if err := list(ctx, dc, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, opts.PageSize, func(u *unstructured.Unstructured) error {
+	if err := list(ctx, dc, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", opts.PageSize, func(u *unstructured.Unstructured) error {
 		labels := u.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
@@ -91,8 +96,11 @@ func EvaluateCluster(ctx context.Context, cfg *rest.Config, opts Options) ([]Res
 	e := NewEvaluator(engine, namespaces)
 	var results []Result
 	for _, k := range kinds.All() {
+		if opts.Namespace != "" && !k.Namespaced {
+			continue
+		}
 		gvr := k.GVK.GroupVersion().WithResource(k.Resource)
-		err := list(ctx, dc, gvr, opts.PageSize, func(u *unstructured.Unstructured) error {
+		err := list(ctx, dc, gvr, opts.Namespace, opts.PageSize, func(u *unstructured.Unstructured) error {
 			raw, err := json.Marshal(u.Object)
 			if err != nil {
 				return fmt.Errorf("inventory: encoding %s %s/%s: %w", k.GVK.Kind, u.GetNamespace(), u.GetName(), err)
@@ -111,11 +119,12 @@ func EvaluateCluster(ctx context.Context, cfg *rest.Config, opts Options) ([]Res
 	return results, nil
 }
 
-// list calls fn on every object of gvr, page by page.
-func list(ctx context.Context, dc dynamic.Interface, gvr schema.GroupVersionResource, pageSize int64, fn func(*unstructured.Unstructured) error) error {
+// list calls fn on every object of gvr (in namespace, or in every
+// namespace when it is ""), page by page.
+func list(ctx context.Context, dc dynamic.Interface, gvr schema.GroupVersionResource, namespace string, pageSize int64, fn func(*unstructured.Unstructured) error) error {
 	lo := metav1.ListOptions{Limit: pageSize}
 	for {
-		l, err := dc.Resource(gvr).List(ctx, lo)
+		l, err := dc.Resource(gvr).Namespace(namespace).List(ctx, lo)
 		if err != nil {
 			return fmt.Errorf("inventory: listing %s: %w", gvr.GroupResource(), err)
 		}
@@ -143,7 +152,7 @@ func list(ctx context.Context, dc dynamic.Interface, gvr schema.GroupVersionReso
 func clusterEngine(ctx context.Context, dc dynamic.Interface, pageSize int64) (*policy.Engine, error) {
 	var pols []v1alpha1.PipeAccessPolicy
 	gvr := v1alpha1.GroupVersion.WithResource("pipeaccesspolicies")
-	if err := list(ctx, dc, gvr, pageSize, func(u *unstructured.Unstructured) error {
+	if err := list(ctx, dc, gvr, "", pageSize, func(u *unstructured.Unstructured) error {
 		var p v1alpha1.PipeAccessPolicy
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
 			return fmt.Errorf("inventory: reading PipeAccessPolicy %q: %w", u.GetName(), err)

@@ -43,6 +43,10 @@ const (
 const (
 	ResultFail = "fail"
 	ResultWarn = "warn"
+	// ResultPass is written only by `pipeguard policy eval
+	// --policy-report`, for an object a policy admits with nothing to
+	// report; the background audit reports violations only.
+	ResultPass = "pass"
 )
 
 // GroupVersion is the API of the reports.
@@ -152,6 +156,19 @@ func ResultOf(action policy.Verdict) string {
 		return ResultFail
 	}
 	return ResultWarn
+}
+
+// Passed is the result of obj, which policyName admits with nothing to
+// report, stamped at (in whole seconds).
+func Passed(obj ObjectReference, policyName string, at time.Time) Result {
+	return Result{
+		Source:    Source,
+		Policy:    policyName,
+		Result:    ResultPass,
+		Category:  Category,
+		Resources: []ObjectReference{obj},
+		Timestamp: Timestamp{Seconds: at.Unix()},
+	}
 }
 
 // result maps one violation to a result stamped at.

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/pipeguard/pipeguard/controller/policyreport"
+	"github.com/pipeguard/pipeguard/policy"
+)
+
+// policyReportName names the reports policy eval --policy-report writes.
+// It differs from the name of the background audit's reports, so that
+// applying the file never collides with the reports pipeguard-webhook
+// keeps.
+const policyReportName = "pipeguard-policy-eval"
+
+// reportObject is one PolicyReport or ClusterPolicyReport as written.
+type reportObject struct {
+	APIVersion string                `json:"apiVersion"`
+	Kind       string                `json:"kind"`
+	Metadata   reportMeta            `json:"metadata"`
+	Summary    policyreport.Summary  `json:"summary"`
+	Results    []policyreport.Result `json:"results,omitempty"`
+}
+
+type reportMeta struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// policyReports maps results to reports with policyreport's mapping: a
+// deny is a fail result, a warn or dryrun finding a warn result, one per
+// violation and policy (the built-in default for a violation that names
+// none). An object admitted with nothing to report gets a pass result for
+// each policy in inForce, as kyverno apply --policy-report lists passes.
+// Objects that are not reviewed are left out. One report per namespace,
+// the ClusterPolicyReport (cluster-scoped objects) first.
+func policyReports(results []evalResult, inForce []string, now time.Time) []reportObject {
+	var violations []policyreport.Violation
+	type pass struct {
+		ns  string
+		ref policyreport.ObjectReference
+	}
+	var passes []pass
+	for _, r := range results {
+		ref := policyreport.ObjectReference{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		if r.Decision == notReviewedVerdict {
+			continue
+		}
+		all := append(append(append([]policy.Violation{}, r.Deny...), r.Warn...), r.DryRun...)
+		if len(all) == 0 {
+			passes = append(passes, pass{r.Namespace, ref})
+			continue
+		}
+		for _, v := range all {
+			pols := v.Policies
+			if len(pols) == 0 {
+				pols = []string{policy.DefaultPolicyName}
+			}
+			for _, p := range pols {
+				violations = append(violations, policyreport.Violation{
+					APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+					Policy: p, Rule: v.Rule, Action: v.Action, Message: v.Message, Container: v.Container, Pipe: v.Pipe,
+				})
+			}
+		}
+	}
+	// A file has no size limit of etcd's: every result is written.
+	reports := policyreport.Build(violations, now, nil, policyreport.Limits{Results: math.MaxInt32, Bytes: math.MaxInt32})
+	for _, p := range passes {
+		rep := reports[p.ns]
+		if rep == nil {
+			rep = &policyreport.Report{Namespace: p.ns}
+			reports[p.ns] = rep
+		}
+		for _, name := range inForce {
+			rep.Results = append(rep.Results, policyreport.Passed(p.ref, name, now))
+			rep.Summary.Pass++
+		}
+	}
+	namespaces := make([]string, 0, len(reports))
+	for ns := range reports {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	out := make([]reportObject, 0, len(namespaces))
+	for _, ns := range namespaces {
+		rep := reports[ns]
+		out = append(out, reportObject{
+			APIVersion: policyreport.GroupVersion.String(),
+			Kind:       rep.Kind(),
+			Metadata:   reportMeta{Name: policyReportName, Namespace: ns},
+			Summary:    rep.Summary,
+			Results:    rep.Results,
+		})
+	}
+	return out
+}
+
+// writePolicyReport writes the reports of results as a YAML stream to
+// the file path, or to stdout when path is "-".
+func writePolicyReport(path string, stdout io.Writer, results []evalResult, inForce []string) error {
+	var buf bytes.Buffer
+	for i, rep := range policyReports(results, inForce, time.Now()) {
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		b, err := yaml.Marshal(rep)
+		if err != nil {
+			return badInput("--policy-report: encoding the %s of %q: %v", rep.Kind, rep.Metadata.Namespace, err)
+		}
+		buf.Write(b)
+	}
+	if path == "-" {
+		_, err := stdout.Write(buf.Bytes())
+		return err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return badInput("--policy-report %s: cannot write the report: %v", path, err)
+	}
+	return nil
+}
