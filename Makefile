@@ -73,6 +73,10 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and the API group adapte
 manifests: $(CONTROLLER_GEN) ## Regenerate the CRD from api/v1alpha1.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
+.PHONY: helm
+helm: ## Regenerate the Helm chart charts/pipeguard from the kustomize overlays of config/.
+	$(GO) run ./hack/helmgen --config config --out charts/pipeguard
+
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD, deepcopy code or API group adapters are stale.
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
@@ -84,7 +88,9 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD, deepcopy cod
 	$(GO) run ./hack/groupgen -out "$$tmp/groups"; \
 	for f in $$( (cd agent/groups && ls */zz_generated.versions.go; cd "$$tmp/groups" && ls */zz_generated.versions.go) | sort -u); do \
 		if ! diff "agent/groups/$$f" "$$tmp/groups/$$f"; then echo "agent/groups/$$f is stale: run make generate and commit the result"; exit 1; fi; \
-	done
+	done; \
+	$(GO) run ./hack/helmgen --config config --out "$$tmp/chart" >/dev/null; \
+	if ! diff -r charts/pipeguard "$$tmp/chart"; then echo "charts/pipeguard is stale: run make helm and commit the result"; exit 1; fi
 
 # RACE is the flag that turns on the race detector for the unit run:
 # -race when cgo is on and its C compiler is installed (the detector needs

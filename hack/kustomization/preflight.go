@@ -23,9 +23,13 @@ type prerequisite struct {
 // brings its own CRDs).
 func prerequisiteOf(overlay string) (p prerequisite, ok bool) {
 	switch overlay {
-	case "prometheus":
+	case "prometheus", "prometheus-agent":
+		crds := []string{"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"}
+		if overlay == "prometheus-agent" { // the agent is scraped through a PodMonitor
+			crds = []string{"servicemonitors.monitoring.coreos.com", "podmonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"}
+		}
 		return prerequisite{
-			CRDs:        []string{"servicemonitors.monitoring.coreos.com", "podmonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"},
+			CRDs:        crds,
 			InstalledBy: "the Prometheus Operator (kube-prometheus-stack installs it)",
 			Instead: "apply only pipeguard-webhook's metrics Service and scrape it with a scrape config of your own:\n" +
 				"  kubectl apply --server-side -f config/prometheus/metrics_service.yaml",

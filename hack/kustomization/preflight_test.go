@@ -46,20 +46,31 @@ func TestPreflight(t *testing.T) {
 	}{
 		"prometheus without the Prometheus Operator": {
 			overlay: "prometheus",
-			want: []string{"OVERLAY=prometheus: the cluster lacks the CRDs servicemonitors.monitoring.coreos.com, podmonitors.monitoring.coreos.com, prometheusrules.monitoring.coreos.com",
+			want: []string{"OVERLAY=prometheus: the cluster lacks the CRDs servicemonitors.monitoring.coreos.com, prometheusrules.monitoring.coreos.com",
 				"nothing was applied", "Prometheus Operator", "kubectl apply --server-side -f config/prometheus/metrics_service.yaml"},
 		},
-		"prometheus with an operator too old for PodMonitors": {
-			overlay: "prometheus", present: []string{"servicemonitors.monitoring.coreos.com"},
-			want:    []string{"the cluster lacks the CRDs podmonitors.monitoring.coreos.com, prometheusrules.monitoring.coreos.com, which"},
-			notWant: []string{"servicemonitors.monitoring.coreos.com,"},
+		"prometheus, for the webhook alone, needs no PodMonitors": {
+			overlay: "prometheus", present: []string{"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"},
 		},
 		"prometheus with an operator that has no PrometheusRules": {
 			overlay: "prometheus", present: []string{"servicemonitors.monitoring.coreos.com", "podmonitors.monitoring.coreos.com"},
 			want: []string{"the cluster lacks the CRDs prometheusrules.monitoring.coreos.com, which"},
 		},
+		"prometheus-agent without the Prometheus Operator": {
+			overlay: "prometheus-agent",
+			want: []string{"OVERLAY=prometheus-agent: the cluster lacks the CRDs servicemonitors.monitoring.coreos.com, podmonitors.monitoring.coreos.com, prometheusrules.monitoring.coreos.com",
+				"nothing was applied", "Prometheus Operator"},
+		},
+		"prometheus-agent with an operator too old for PodMonitors": {
+			overlay: "prometheus-agent", present: []string{"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"},
+			want:    []string{"the cluster lacks the CRDs podmonitors.monitoring.coreos.com, which"},
+			notWant: []string{"servicemonitors.monitoring.coreos.com,"},
+		},
 		"prometheus with the Prometheus Operator": {
 			overlay: "prometheus", present: []string{"servicemonitors.monitoring.coreos.com", "podmonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"},
+		},
+		"prometheus-agent with the Prometheus Operator": {
+			overlay: "prometheus-agent", present: []string{"servicemonitors.monitoring.coreos.com", "podmonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"},
 		},
 		"cert-manager without cert-manager": {
 			overlay: "cert-manager",

@@ -12,7 +12,7 @@ import (
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
-// TestPrometheusOverlayScrapesTheAgent renders config/prometheus and
+// TestPrometheusOverlayScrapesTheAgent renders config/prometheus-agent and
 // config/agent and checks that they fit together: the PodMonitor, in the
 // agent's namespace, selects the agent's pods, scrapes their metrics port
 // over HTTPS with the token of a ServiceAccount bound to
@@ -25,7 +25,7 @@ func TestPrometheusOverlayScrapesTheAgent(t *testing.T) {
 	}
 	// kustomize needs no cluster.
 	k := kubectl{bin: filepath.Join(assets, "kubectl"), kubeconfig: os.DevNull}
-	mon := objects(t, k.render(t, "prometheus"))
+	mon := objects(t, k.render(t, "prometheus-agent"))
 	agent := objects(t, k.render(t, "agent"))
 
 	for _, o := range mon {

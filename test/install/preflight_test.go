@@ -109,7 +109,6 @@ func TestDeployPreflight(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("make deploy OVERLAY=prometheus exited %d:\n%s", code, out)
 		}
-		k.must(t, nil, "get", "--namespace", "pipeguard-agent", "podmonitor", "pipeguard-agent")
 		k.must(t, nil, "get", "--namespace", "pipeguard-system", "servicemonitor", "pipeguard-webhook")
 		k.must(t, nil, "get", "clusterrole", "pipeguard-metrics-reader")
 		k.must(t, nil, "get", "--namespace", "pipeguard-system", "prometheusrule", "pipeguard")
