@@ -199,15 +199,16 @@ $(GATEKEEPER): hack/tools/gatekeeper/go.mod hack/tools/gatekeeper/go.sum
 # cert-manager) is applied in three steps: everything but the webhook
 # configuration, kubectl rollout status of the Deployment (at most
 # ROLLOUT_TIMEOUT), then the webhook configuration, so that the fail-closed
-# webhook is registered only once a replica answers. kubectl is $(KUBECTL)
-# when set, else kubectl from PATH, else the one hack/control-plane.sh builds.
+# webhook is registered only once a replica answers. render builds the
+# manifests with kustomize's Go API and needs no kubectl; deploy and
+# undeploy apply with $(KUBECTL) when set, else kubectl from PATH.
 OVERLAY         ?= default
 DEPLOY_DIR      ?= $(BIN)/deploy
 ROLLOUT_TIMEOUT ?= 5m
 deploy_sh = OVERLAY='$(OVERLAY)' IMG='$(IMG)' AGENT_IMG='$(AGENT_IMG)' DEPLOY_DIR='$(DEPLOY_DIR)' ROLLOUT_TIMEOUT='$(ROLLOUT_TIMEOUT)' GO='$(GO)' hack/deploy.sh
 
 .PHONY: render
-render: ## Print the manifests of config/OVERLAY (default: default) with IMG (and AGENT_IMG for config/agent); refuses while one it runs is unset. kubectl: KUBECTL, else from PATH, else built by make control-plane.
+render: ## Print the manifests of config/OVERLAY (default: default) with IMG (and AGENT_IMG for config/agent); refuses while one it runs is unset. Needs no kubectl.
 	@$(deploy_sh) render
 
 .PHONY: deploy

@@ -14,8 +14,8 @@
 #   DEPLOY_DIR       where the kustomization and rendered manifests are
 #                    written (default: bin/deploy)
 #   ROLLOUT_TIMEOUT  how long deploy waits for a Deployment (default: 5m)
-#   KUBECTL          the kubectl to use; default: kubectl from PATH, else the
-#                    one hack/control-plane.sh builds
+#   KUBECTL          the kubectl deploy and undeploy apply with; default:
+#                    kubectl from PATH (render needs none)
 #   GO               the go command (default: go)
 #
 # No pipeguard image is published: config/ names a placeholder that can
@@ -57,15 +57,22 @@ fail() {
 	exit 1
 }
 
-# kubectl: $KUBECTL, else kubectl from PATH, else the one
-# hack/control-plane.sh builds (once, into bin/k8s).
-if [ -n "${KUBECTL:-}" ]; then
-	kubectl=$KUBECTL
-elif command -v kubectl >/dev/null; then
-	kubectl=$(command -v kubectl)
-else
-	echo "make $action: no kubectl on PATH; building the one of hack/control-plane.sh (set KUBECTL to use another)" >&2
-	kubectl="$(hack/control-plane.sh | tail -n 1)/kubectl"
+# kubectl: $KUBECTL, else kubectl from PATH. Only deploy and undeploy need
+# it, to apply and delete; render builds the manifests with kustomize's Go
+# API and talks to no cluster.
+kubectl=
+need_kubectl() {
+	if [ -n "${KUBECTL:-}" ]; then
+		kubectl=$KUBECTL
+	elif command -v kubectl >/dev/null; then
+		kubectl=$(command -v kubectl)
+	else
+		fail "no kubectl on PATH, and make $action applies with it: install kubectl (https://kubernetes.io/docs/tasks/tools/) or name one with KUBECTL=/path/to/kubectl. Nothing was applied.
+To see what would be applied without kubectl: make render OVERLAY=$overlay"
+	fi
+}
+if [ "$action" != render ]; then
+	need_kubectl
 fi
 
 mkdir -p "$out"
@@ -105,7 +112,9 @@ split() {
 
 if [ "$action" = undeploy ]; then
 	[ -f "config/$overlay/kustomization.yaml" ] || fail "OVERLAY=$overlay: config/$overlay has no kustomization.yaml"
-	"$kubectl" kustomize "config/$overlay" >"$out/undeploy.yaml"
+	"$go" run ./hack/kustomization --overlay "$overlay" --out "$out" --render \
+		--img "$webhook_repo:$placeholder" --agent-img "$agent_repo:$placeholder" || exit 1
+	mv "$out/manifests.yaml" "$out/undeploy.yaml"
 	split "$out/undeploy.yaml"
 	# The webhook configuration goes first: from then on nothing is
 	# rejected while the rest is removed.
@@ -119,9 +128,8 @@ fi
 # The kustomization of config/$overlay with the images set. Unset images
 # stay the placeholders, which the check below refuses where the overlay
 # runs them; hack/kustomization refuses a malformed reference.
-"$go" run ./hack/kustomization --overlay "$overlay" --out "$out" \
+"$go" run ./hack/kustomization --overlay "$overlay" --out "$out" --render \
 	--img "${IMG:-$webhook_repo:$placeholder}" --agent-img "${AGENT_IMG:-$agent_repo:$placeholder}" || exit 1
-"$kubectl" kustomize "$out" >"$out/manifests.yaml"
 
 # unpublished VAR VALUE REPO WHAT BUILD prints why the rendered manifests
 # cannot run REPO's image as VAR names it, when they would run the

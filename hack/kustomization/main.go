@@ -11,7 +11,11 @@
 // is missing it writes nothing and says what installs it and what to apply
 // instead, so that kubectl never half-applies the overlay.
 //
-//	go run ./hack/kustomization --overlay default --out bin/deploy \
+// With --render it also builds that kustomization, with kustomize's Go API
+// (internal/render), into manifests.yaml beside it: make render needs no
+// kubectl, and make deploy uses kubectl only to apply.
+//
+//	go run ./hack/kustomization --overlay default --out bin/deploy --render \
 //	    --img localhost:5000/pipeguard:v1 --agent-img localhost:5000/pipeguard-agent:v1
 package main
 
@@ -26,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipeguard/pipeguard/internal/imageref"
+	"github.com/pipeguard/pipeguard/internal/render"
 )
 
 // The image names the manifests in config/ use; the images entries replace them.
@@ -46,6 +51,7 @@ func run(args []string) int {
 	fs.StringVar(&o.Out, "out", "bin/deploy", "the directory to write kustomization.yaml into")
 	fs.StringVar(&o.Img, "img", "", "the webhook and CLI image (make's IMG)")
 	fs.StringVar(&o.AgentImg, "agent-img", "", "the agent image (make's AGENT_IMG)")
+	fs.BoolVar(&o.Render, "render", false, "also build the kustomization into manifests.yaml in --out")
 	fs.StringVar(&o.PreflightKubectl, "preflight-kubectl", "", "before writing, check with this kubectl that the cluster of its current context has the CRDs the overlay needs from other projects (make deploy); empty: no check (make render)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -58,11 +64,23 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "kustomization: %v\n", err)
 		return 1
 	}
+	if o.Render {
+		manifests, err := render.Overlay(o.Out, render.Options{})
+		if err == nil {
+			err = os.WriteFile(filepath.Join(o.Out, "manifests.yaml"), manifests, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kustomization: config/%s: %v\n", o.Overlay, err)
+			return 1
+		}
+	}
 	return 0
 }
 
 type options struct {
 	Config, Overlay, Out, Img, AgentImg string
+	// Render builds the kustomization written into Out/manifests.yaml.
+	Render bool
 	// PreflightKubectl, when set, is the kubectl with which the cluster is
 	// checked for the overlay's prerequisites before anything is written.
 	PreflightKubectl string
