@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/review"
@@ -50,7 +52,16 @@ cut off.
 }
 
 // auditSource turns the positional argument into a source of records.
+// With no argument it reads standard input, unless that is a terminal:
+// then nobody is piping records in, and waiting for them would look like
+// a hang, so it says what it wants instead (a usage error). "-" reads a
+// terminal too, as asked.
 func auditSource(args []string, stdin io.Reader) (review.Source, error) {
+	if len(args) == 0 && isTerminal(stdin) {
+		return review.Source{}, usageFailure("no audit log given, and standard input is a terminal: " +
+			"give the agent's --audit-log-path file or a directory of audit files (e.g. /var/log/pipeguard/audit.log), " +
+			`or pipe records in ("-" reads standard input)`)
+	}
 	if len(args) == 0 || args[0] == "-" {
 		return review.Source{Reader: stdin, Name: "<stdin>"}, nil
 	}
@@ -104,4 +115,10 @@ func parseTime(flagName, v string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time such as 2025-03-01T12:00:00Z, or a duration before now such as 90m", flagName, v)
+}
+
+// isTerminal reports whether r is a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +81,34 @@ func TestAuditMessagesNameAgentFlags(t *testing.T) {
 				t.Fatalf("exit %d (want %d)\nstdout %s\nstderr %s\nwant %q", code, tc.code, out, errOut, tc.want)
 			}
 		})
+	}
+}
+
+// TestVerifyCountsWhatItDoesNotList: a file that is no audit log gets its
+// first 50 problems listed and a count of the others, in the table and in
+// JSON, and exit 1.
+func TestVerifyCountsWhatItDoesNotList(t *testing.T) {
+	var b strings.Builder
+	for i := range 120 {
+		fmt.Fprintf(&b, "not a record %d\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "", "audit", "verify", path)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != exitDenied || len(lines) != 52 || lines[0] != "notice: "+path+": holds no complete record" ||
+		!strings.HasPrefix(lines[1], "FAIL: "+path+":1: line is not a valid audit record: ") ||
+		lines[51] != "… and 71 more problems (only the first 50 are listed)" {
+		t.Fatalf("exit %d, %d lines, the last %q:\n%s", code, len(lines), lines[len(lines)-1], out)
+	}
+	code, out, _ = runCLI(t, "", "audit", "verify", path, "-o", "json")
+	var v struct {
+		Problems     []json.RawMessage `json:"problems"`
+		MoreProblems int               `json:"moreProblems"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitDenied || len(v.Problems) != 50 || v.MoreProblems != 71 {
+		t.Fatalf("-o json: exit %d, %d problems, %d more (%v):\n%s", code, len(v.Problems), v.MoreProblems, err, out)
 	}
 }

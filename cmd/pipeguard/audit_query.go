@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"text/tabwriter"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -118,10 +120,12 @@ func writeRecord(w io.Writer, format string, raw []byte) error {
 // follow prints completed requests of the current log file as they are
 // written, until ctx ends.
 func follow(ctx context.Context, path string, filter review.Filter, output string, stdout, stderr io.Writer) int {
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	rows := &alignedRows{w: stdout, widths: followWidths}
 	if output == outputTable {
-		fmt.Fprintln(tw, "TIME\tDECISION\tCODE\tMETHOD\tCALLER\tPOD\tDETAIL")
-		tw.Flush()
+		if err := rows.write("TIME\tDECISION\tCODE\tMETHOD\tCALLER\tPOD\tDETAIL\n"); err != nil {
+			fmt.Fprintf(stderr, "pipeguard audit query: %v\n", err)
+			return exitBadInput
+		}
 	}
 	err := review.Follow(ctx, path, followPoll, func(r audit.Record) error {
 		if r.Err != nil || r.Torn || r.Event.IsCheckpoint() || r.Event.Stage != audit.StageResponseComplete || !filter.Match(&r.Event) {
@@ -130,12 +134,49 @@ func follow(ctx context.Context, path string, filter review.Filter, output strin
 		if output != outputTable {
 			return writeRecord(stdout, output, r.Raw)
 		}
-		review.WriteRow(tw, review.Request{Record: r})
-		return tw.Flush()
+		var row strings.Builder
+		review.WriteRow(&row, review.Request{Record: r})
+		return rows.write(row.String())
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "pipeguard audit query: %v\n", err)
 		return exitBadInput
 	}
 	return exitOK
+}
+
+// followWidths are the widths --follow starts its columns at: those of the
+// usual values (an RFC 3339 time, ALLOW or DENY, a gRPC code, "group
+// version Method", a caller such as a ServiceAccount's user name or
+// "pipeguard:peer:uid:1000 pid 4242", namespace/pod), so that rows line up
+// from the first.
+var followWidths = []int{20, 8, 16, 36, 48, 36}
+
+// alignedRows writes tab-separated rows as aligned columns one row at a
+// time, for --follow, which cannot wait for the rows to come as a table
+// does: a column is as wide as its start width or its widest cell so far,
+// and the last column is not padded.
+type alignedRows struct {
+	w      io.Writer
+	widths []int
+}
+
+func (a *alignedRows) write(line string) error {
+	cells := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+	if len(a.widths) < len(cells)-1 {
+		a.widths = append(slices.Clone(a.widths), make([]int, len(cells)-1-len(a.widths))...)
+	}
+	var b strings.Builder
+	for i, c := range cells {
+		b.WriteString(c)
+		if i == len(cells)-1 {
+			break
+		}
+		n := utf8.RuneCountInString(c)
+		a.widths[i] = max(a.widths[i], n)
+		b.WriteString(strings.Repeat(" ", a.widths[i]-n+2))
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(a.w, b.String())
+	return err
 }

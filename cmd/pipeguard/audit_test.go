@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -272,5 +273,64 @@ func TestAuditQueryFollow(t *testing.T) {
 	}
 	if backups, _ := audit.Backups(path); len(backups) == 0 {
 		t.Fatal("the log did not rotate under the follower")
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for _, l := range lines[1:] {
+		if got, want := columnStarts(l), columnStarts(lines[0]); !slices.Equal(got, want) {
+			t.Errorf("followed row %q\nstarts its columns at %v, the header at %v", l, got, want)
+		}
+	}
+}
+
+// columnStarts returns where each column of an aligned line starts: after
+// a run of two or more spaces.
+func columnStarts(line string) []int {
+	starts := []int{0}
+	for i := 2; i < len(line); i++ {
+		if line[i] != ' ' && line[i-1] == ' ' && line[i-2] == ' ' {
+			starts = append(starts, i)
+		}
+	}
+	return starts
+}
+
+// TestFollowColumnsLineUp: --follow prints each row as it comes, and the
+// columns of every row start where the header's do, for values of the
+// usual widths; a wider value widens its column from that row on.
+func TestFollowColumnsLineUp(t *testing.T) {
+	var out strings.Builder
+	rows := &alignedRows{w: &out, widths: followWidths}
+	lines := []string{
+		"TIME\tDECISION\tCODE\tMETHOD\tCALLER\tPOD\tDETAIL\n",
+		"2026-11-27T08:09:47Z\tALLOW\tOK\tfilesystem v1 PathExists\tcsi-node pid 42\tkube-system/csi-node-abcde\t-\n",
+		"2026-11-27T08:09:48Z\tDENY\tPermissionDenied\tdisk v1 PartitionDisk\tdebug pid 7\tteam-a/debug\t[disk-volume-csi-only] no\n",
+	}
+	for _, l := range lines {
+		if err := rows.write(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := columnStarts(got[0])
+	if len(want) != 7 {
+		t.Fatalf("header %q has %d columns", got[0], len(want))
+	}
+	for _, l := range got[1:] {
+		if starts := columnStarts(l); !slices.Equal(starts, want) {
+			t.Errorf("row %q\nstarts its columns at %v, the header at %v", l, starts, want)
+		}
+	}
+	// A method wider than its column moves the columns after it, from
+	// that row on, and keeps them there.
+	long := "2026-11-27T08:09:49Z\tALLOW\tOK\t" + strings.Repeat("m", 50) + "\tcsi-node\tkube-system/x\t-\n"
+	if err := rows.write(long); err != nil {
+		t.Fatal(err)
+	}
+	if err := rows.write(lines[1]); err != nil {
+		t.Fatal(err)
+	}
+	got = strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if a, b := columnStarts(got[3]), columnStarts(got[4]); !slices.Equal(a, b) || a[4] <= want[4] {
+		t.Errorf("after a wide method the rows start at %v and %v, the header at %v", a, b, want)
 	}
 }

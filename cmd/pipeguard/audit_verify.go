@@ -81,8 +81,10 @@ type verifyView struct {
 	Last     uint64       `json:"lastSeq"`
 	Files    []verifyFile `json:"files"`
 	Problems []finding    `json:"problems,omitempty"`
-	Notices  []finding    `json:"notices,omitempty"`
-	Anchor   string       `json:"anchor,omitempty"`
+	// MoreProblems counts the problems found beyond those listed.
+	MoreProblems int       `json:"moreProblems,omitempty"`
+	Notices      []finding `json:"notices,omitempty"`
+	Anchor       string    `json:"anchor,omitempty"`
 }
 
 type verifyFile struct {
@@ -139,6 +141,10 @@ func (o *verifyOptions) printTable(w io.Writer, rep *review.Report, a *audit.Anc
 		for _, p := range rep.Problems[1:] {
 			fmt.Fprintf(w, "also: %s\n", withFlags(p))
 		}
+		if rep.MoreProblems > 0 {
+			fmt.Fprintf(w, "… and %d more %s (only the first %d are listed)\n",
+				rep.MoreProblems, plural(rep.MoreProblems, "problem", "problems"), len(rep.Problems))
+		}
 		return
 	}
 	fmt.Fprintf(w, "OK: audit chain intact: %d records, seq %d–%d, in %d %s\n", rep.Records, rep.First, rep.Last, len(rep.Files), plural(len(rep.Files), "file", "files"))
@@ -148,7 +154,7 @@ func (o *verifyOptions) printTable(w io.Writer, rep *review.Report, a *audit.Anc
 }
 
 func view(rep *review.Report, a *audit.Anchor) verifyView {
-	v := verifyView{Intact: rep.OK(), Records: rep.Records, First: rep.First, Last: rep.Last, Files: []verifyFile{}}
+	v := verifyView{Intact: rep.OK(), Records: rep.Records, First: rep.First, Last: rep.Last, Files: []verifyFile{}, MoreProblems: rep.MoreProblems}
 	for _, f := range rep.Files {
 		v.Files = append(v.Files, verifyFile{Path: f.Path, Records: f.Records, First: f.First, Last: f.Last, TornBytes: f.TornBytes})
 	}

@@ -41,7 +41,14 @@ func exitCode(code int) error { return &exitError{code: code} }
 
 // inputFailure is bad input (exit 2): a file that cannot be read, a
 // manifest or policy that is not valid.
-func inputFailure(err error) error { return &exitError{code: exitBadInput, err: err} }
+// An error that already says how the command ends is returned as it is.
+func inputFailure(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: exitBadInput, err: err}
+}
 
 // usageFailure is a command line that cannot work (exit 2).
 func usageFailure(format string, args ...any) error {

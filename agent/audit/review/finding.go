@@ -40,11 +40,14 @@ func finding(where, format string, args ...any) Finding {
 	return Finding{Where: where, Msg: t.String(), text: &t}
 }
 
-// problem adds a problem, unless the report holds maxProblems already.
+// problem adds a problem, or counts it in MoreProblems once the report
+// holds maxProblems.
 func (r *Report) problem(where, format string, args ...any) {
 	if len(r.Problems) < maxProblems {
 		r.Problems = append(r.Problems, finding(where, format, args...))
+		return
 	}
+	r.MoreProblems++
 }
 
 // notice adds a notice.

@@ -23,8 +23,10 @@ type Report struct {
 	// First and Last are the sequence numbers the chain spans.
 	First, Last uint64
 	// Problems break the chain: an edited, deleted, reordered or invalid
-	// record, or a missing file. The first is the one to look at.
-	Problems []Finding
+	// record, or a missing file. The first is the one to look at. At
+	// most 50 are kept; MoreProblems counts the others.
+	Problems     []Finding
+	MoreProblems int
 	// Notices do not break it: torn final lines, pruned files, empty files.
 	Notices []Finding
 	// Anchor is the anchor verified against, nil without one.
