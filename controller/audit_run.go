@@ -296,18 +296,9 @@ func plural(n int, one, many string) string {
 func ReportViolations(rep *AuditReport) []policyreport.Violation {
 	var out []policyreport.Violation
 	for _, r := range rep.Results {
-		for _, v := range r.Violations() {
-			pols := v.Policies
-			if len(pols) == 0 {
-				pols = []string{policy.DefaultPolicyName}
-			}
-			for _, p := range pols {
-				out = append(out, policyreport.Violation{
-					APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.Object.GetUID(),
-					Policy: p, Rule: v.Rule, Action: v.Action, Message: v.Message, Container: v.Container, Pipe: v.Pipe,
-				})
-			}
-		}
+		out = append(out, policyreport.Of(policyreport.ObjectReference{
+			APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.Object.GetUID(),
+		}, r.Violations())...)
 	}
 	return out
 }

@@ -58,18 +58,7 @@ func policyReports(results []evalResult, inForce []string, now time.Time) []repo
 			passes = append(passes, pass{r.Namespace, ref})
 			continue
 		}
-		for _, v := range all {
-			pols := v.Policies
-			if len(pols) == 0 {
-				pols = []string{policy.DefaultPolicyName}
-			}
-			for _, p := range pols {
-				violations = append(violations, policyreport.Violation{
-					APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
-					Policy: p, Rule: v.Rule, Action: v.Action, Message: v.Message, Container: v.Container, Pipe: v.Pipe,
-				})
-			}
-		}
+		violations = append(violations, policyreport.Of(ref, all)...)
 	}
 	// A file has no size limit of etcd's: every result is written.
 	reports := policyreport.Build(violations, now, nil, policyreport.Limits{Results: math.MaxInt32, Bytes: math.MaxInt32})

@@ -76,6 +76,27 @@ type Violation struct {
 	Container, Pipe string
 }
 
+// Of lists the violations vs of one object (obj: its apiVersion, kind,
+// namespace, name and UID) for the reports: one per violation and policy,
+// a violation that names no policy (an admin rule's) under the built-in
+// default.
+func Of(obj ObjectReference, vs []policy.Violation) []Violation {
+	var out []Violation
+	for _, v := range vs {
+		pols := v.Policies
+		if len(pols) == 0 {
+			pols = []string{policy.DefaultPolicyName}
+		}
+		for _, p := range pols {
+			out = append(out, Violation{
+				APIVersion: obj.APIVersion, Kind: obj.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
+				Policy: p, Rule: v.Rule, Action: v.Action, Message: v.Message, Container: v.Container, Pipe: v.Pipe,
+			})
+		}
+	}
+	return out
+}
+
 // Summary counts a report's results by result value.
 type Summary struct {
 	Pass  int `json:"pass"`
