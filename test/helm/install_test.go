@@ -120,9 +120,19 @@ func TestInstallOnAPIServer(t *testing.T) {
 	if _, err := uninstall.Run("pipeguard"); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
+	// Deletion is asynchronous: the API server removes a CRD only after
+	// its finalizer has deleted the custom resources, so each object gets
+	// a while to go.
 	for _, o := range []string{"validatingwebhookconfiguration/pipeguard", "crd/pipeaccesspolicies.pipeguard.io", "clusterrole/pipeguard-webhook"} {
-		if out, err := c.kubectlRun(t, "", "get", o); err == nil || !strings.Contains(out, "NotFound") {
-			t.Errorf("after helm uninstall, kubectl get %s: %v\n%s", o, err, out)
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			out, err := c.kubectlRun(t, "", "get", o)
+			if err != nil && strings.Contains(out, "NotFound") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("60 s after helm uninstall, kubectl get %s: %v\n%s", o, err, out)
+				break
+			}
 		}
 	}
 }
