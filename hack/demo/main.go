@@ -2,14 +2,13 @@
 
 // Command demo runs pipeguard-webhook against a local kube-apiserver and
 // etcd, applies sample manifests with kubectl, and shows what the API server
-// answered. It stays up for experiments until Enter (on a terminal) or
-// Ctrl-C, and then exits 0 after cleaning up; with DEMO_EXIT=1 it exits
-// after the samples. It exits non-zero when any sample is not
+// answered. It stays up for experiments until Ctrl-C (or, on a terminal,
+// Enter or q), and then exits 0 after cleaning up; with DEMO_EXIT=1 it
+// exits after the samples. It exits non-zero when any sample is not
 // answered as expected, so it doubles as a smoke test.
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -126,18 +125,33 @@ func run() int {
 	if os.Getenv("DEMO_EXIT") == "1" {
 		return 0
 	}
+	fd := int(os.Stdin.Fd())
+	onTerminal := term.IsTerminal(fd)
 	stopWith := "Ctrl-C"
-	if term.IsTerminal(int(os.Stdin.Fd())) {
-		stopWith = "Enter (or Ctrl-C)"
-		go func() {
-			// Enter or end of input stops the demo as Ctrl-C does.
-			_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-			stop()
-		}()
+	if onTerminal {
+		stopWith = "Ctrl-C, Enter or q"
 	}
 	fmt.Printf("The control plane stays up. Try it:\n\n  export KUBECONFIG=%s\n  %s get pipeaccesspolicies\n  %s apply -f hack/demo/manifests/30-bare-pod.yaml\n\nwebhook log: %s\nPress %s to stop and clean up.\n", kubeconfig, kubectl, kubectl, wh.logPath, stopWith)
+	if onTerminal {
+		// The terminal is read key by key: Ctrl-C, Enter or q arrive as
+		// input rather than as SIGINT to every process of the terminal's
+		// foreground group, make among them, which would end with the
+		// signal's status even though the demo cleans up and exits 0.
+		if state, err := term.MakeRaw(fd); err == nil {
+			defer term.Restore(fd, state)
+		}
+		go func() {
+			b := make([]byte, 1)
+			for {
+				if n, err := os.Stdin.Read(b); err != nil || n == 1 && strings.ContainsRune("\x03\x04\r\nq", rune(b[0])) {
+					stop()
+					return
+				}
+			}
+		}()
+	}
 	<-ctx.Done()
-	fmt.Println("\ncleaning up")
+	fmt.Print("\r\ncleaning up\r\n")
 	return 0
 }
 
