@@ -7,10 +7,16 @@
 //	fsynced for calls that change the host) ─▶ runs the handler ─▶ records
 //	the completion
 //
-// and returns the record's audit ID to the client in the "audit-id"
-// response header. Every failure to identify, confine, decide or record
-// denies the request, except audit failures under FailAllow, which are
-// logged loudly and counted.
+// and, to a client that asks for it with the "pipeguard-audit-id-request"
+// request metadata (AuditIDRequestHeader, any value, any letter case),
+// returns the record's audit ID in the "audit-id" response header
+// (AuditIDHeader), on an answer and on a refusal alike. Clients that do
+// not ask, the csi-proxy client libraries among them, get no extra header;
+// every audit ID is in the audit log either way.
+//
+// Every failure to identify, confine, decide or record denies the request,
+// except audit failures under FailAllow, which are logged loudly and
+// counted.
 //
 // A request refused after the gate, by its handler (an apierr.Refusal: a
 // symlink escape found when the path is resolved, a malformed input, a

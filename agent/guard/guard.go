@@ -24,9 +24,6 @@ import (
 	"github.com/pipeguard/pipeguard/agent/server"
 )
 
-// AuditIDHeader is the response header carrying the request's audit ID.
-const AuditIDHeader = "audit-id"
-
 // FailureMode says what happens to a request whose audit record cannot be
 // written.
 type FailureMode string
@@ -248,7 +245,7 @@ func (g *Guard) begin(ctx context.Context, fullMethod string, req any) *call {
 	if ua := metadata.ValueFromIncomingContext(ctx, "user-agent"); len(ua) > 0 {
 		c.agent = ua[0]
 	}
-	_ = grpc.SetHeader(ctx, metadata.MD{AuditIDHeader: {c.auditID}})
+	sendAuditID(ctx, c.auditID)
 	return c
 }
 

@@ -15,7 +15,7 @@ import (
 
 // TestUnaryRecords checks the records of a read and of a mutating call made
 // on one connection: the caller's details, each in its own extra key, the
-// user agent, the stages, and the audit ID header.
+// user agent, the stages, and the audit ID header the client asked for.
 func TestUnaryRecords(t *testing.T) {
 	g, path := newTestGuard(t)
 	caller := &identity.Caller{Source: identity.SourcePeer, PID: 4242, UID: 1000, GID: 2000, ProcessStart: "2025-03-01T08:00:00.00Z",
@@ -27,7 +27,7 @@ func TestUnaryRecords(t *testing.T) {
 		method string
 		req    any
 	}{{"PathExists", &fsv1.PathExistsRequest{Path: "/var/lib/kubelet/pods"}}, {"Mkdir", &fsv1.MkdirRequest{Path: "/var/lib/kubelet/pods/x"}}} {
-		ctx := callContext(caller, metadata.Pairs("user-agent", "test-agent/1"))
+		ctx := callContext(caller, metadata.Pairs("user-agent", "test-agent/1", AuditIDRequestHeader, "1"))
 		if _, err := g.Unary(ctx, m.req, &grpc.UnaryServerInfo{FullMethod: "/v1.Filesystem/" + m.method}, ok); err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestHandlerRefusalsAreDenials(t *testing.T) {
 	}
 	ids := make([]string, len(cases))
 	for i, tc := range cases {
-		ctx := callContext(caller, metadata.MD{})
+		ctx := callContext(caller, metadata.Pairs(AuditIDRequestHeader, "1"))
 		handler := func(context.Context, any) (any, error) { return nil, tc.err }
 		_, err := g.Unary(ctx, tc.req, &grpc.UnaryServerInfo{FullMethod: "/v1.Filesystem/" + tc.method}, handler)
 		if s := status.Convert(err); s.Code() != tc.code || s.Message() != tc.msg {
@@ -167,10 +167,10 @@ func TestStreamRefusalsAreDenials(t *testing.T) {
 		code    codes.Code
 		stages  []audit.Stage
 	}{
-		{"no caller identity", grpc.NewContextWithServerTransportStream(context.Background(), &headerStream{}),
+		{"no caller identity", grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(context.Background(), metadata.Pairs(AuditIDRequestHeader, "1")), &headerStream{}),
 			func(any, grpc.ServerStream) error { t.Error("the handler ran without a caller identity"); return nil },
 			RuleIdentity, codes.Unauthenticated, []audit.Stage{audit.StageResponseComplete}},
-		{"handler refusal", callContext(caller, metadata.MD{}),
+		{"handler refusal", callContext(caller, metadata.Pairs(AuditIDRequestHeader, "1")),
 			func(any, grpc.ServerStream) error { return fmt.Errorf("watch: %w", refusal) },
 			"allowed-services", codes.PermissionDenied, []audit.Stage{audit.StageRequestReceived, audit.StageResponseComplete}},
 	}

@@ -243,7 +243,7 @@ func TestConcurrentCallsRecords(t *testing.T) {
 				if i%4 == 0 {
 					method, req = "Mkdir", &fsv1.MkdirRequest{Path: fmt.Sprintf("/var/lib/kubelet/pods/%d-%d", w, i)}
 				}
-				ctx := callContext(caller, metadata.MD{})
+				ctx := callContext(caller, metadata.Pairs(AuditIDRequestHeader, "1"))
 				ok := func(context.Context, any) (any, error) { return &fsv1.MkdirResponse{}, nil }
 				if _, err := g.Unary(ctx, req, &grpc.UnaryServerInfo{FullMethod: "/v1.Filesystem/" + method}, ok); err != nil {
 					t.Error(err)

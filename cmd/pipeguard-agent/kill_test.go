@@ -129,15 +129,17 @@ func killUnderLoad(t *testing.T, cmd *exec.Cmd, exited <-chan error, sockets, ku
 			}
 			defer conn.Close()
 			c := fsv1.NewFilesystemClient(conn)
+			// Ask for each call's audit ID (the audit-id response header).
+			ctx := metadata.AppendToOutgoingContext(context.Background(), guard.AuditIDRequestHeader, "1")
 			for i := 0; ; i++ {
 				var md metadata.MD
 				var err error
 				method := "Mkdir"
 				if i%2 == 0 {
-					_, err = c.Mkdir(context.Background(), &fsv1.MkdirRequest{Path: fmt.Sprintf("%s/pods/w%d/%d", kubelet, w, i)}, grpc.Header(&md))
+					_, err = c.Mkdir(ctx, &fsv1.MkdirRequest{Path: fmt.Sprintf("%s/pods/w%d/%d", kubelet, w, i)}, grpc.Header(&md))
 				} else {
 					method = "PathExists"
-					_, err = c.PathExists(context.Background(), &fsv1.PathExistsRequest{Path: kubelet}, grpc.Header(&md))
+					_, err = c.PathExists(ctx, &fsv1.PathExistsRequest{Path: kubelet}, grpc.Header(&md))
 				}
 				mu.Lock()
 				if err != nil {

@@ -70,7 +70,8 @@ current-context: r
 	for range 8 {
 		wg.Go(func() {
 			for range calls {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				// Ask for each call's audit ID (the audit-id response header).
+				ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), guard.AuditIDRequestHeader, "1"), 3*time.Second)
 				var md metadata.MD
 				_, err := c.PathExists(ctx, &fsv1.PathExistsRequest{Path: kubelet}, grpc.Header(&md))
 				cancel()

@@ -57,12 +57,12 @@ func isRefusal(err error) bool {
 	return c == codes.PermissionDenied || c == codes.InvalidArgument
 }
 
-// call makes a call, passing it the options that capture the response
-// header, and when the agent refuses it notes the call's audit ID with the
+// call makes a call, passing it the options that ask for and capture the
+// audit-id response header, and when the agent refuses it notes the call's audit ID with the
 // rule expected ("" for any). It returns the call's error.
 func (r *refusals) call(rule string, f func(...grpc.CallOption) error) error {
 	var md metadata.MD
-	err := f(grpc.Header(&md))
+	err := f(grpc.Header(&md), askAuditID)
 	if isRefusal(err) {
 		r.mu.Lock()
 		defer r.mu.Unlock()

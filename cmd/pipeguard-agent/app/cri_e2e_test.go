@@ -44,7 +44,7 @@ func TestCRIClientProcess(t *testing.T) {
 	}
 	defer conn.Close()
 	var md metadata.MD
-	if _, err := fsv1.NewFilesystemClient(conn).PathExists(context.Background(), &fsv1.PathExistsRequest{Path: strings.TrimSpace(path)}, grpc.Header(&md)); err != nil {
+	if _, err := fsv1.NewFilesystemClient(conn).PathExists(context.Background(), &fsv1.PathExistsRequest{Path: strings.TrimSpace(path)}, grpc.Header(&md), askAuditID); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("audit-id=%s\n", strings.Join(md.Get(guard.AuditIDHeader), ","))
@@ -101,7 +101,7 @@ func TestCRIAttribution(t *testing.T) {
 
 	// The test process itself calls too.
 	var md metadata.MD
-	if _, err := fsv1.NewFilesystemClient(g.dial(t, "filesystem", "v1")).PathExists(context.Background(), &fsv1.PathExistsRequest{Path: inside}, grpc.Header(&md)); err != nil {
+	if _, err := fsv1.NewFilesystemClient(g.dial(t, "filesystem", "v1")).PathExists(context.Background(), &fsv1.PathExistsRequest{Path: inside}, grpc.Header(&md), askAuditID); err != nil {
 		t.Fatal(err)
 	}
 	hostID := md.Get(guard.AuditIDHeader)[0]

@@ -111,7 +111,7 @@ func TestGuardEndToEnd(t *testing.T) {
 	send := func(name string, mutating bool, decision, rule string, code codes.Code, msg string, f func(opts ...grpc.CallOption) error) {
 		t.Helper()
 		var md metadata.MD
-		err := f(grpc.Header(&md))
+		err := f(grpc.Header(&md), askAuditID)
 		wantStatus(t, err, code, msg)
 		ids := md.Get(guard.AuditIDHeader)
 		if len(ids) != 1 {
@@ -325,7 +325,7 @@ func TestSAToken(t *testing.T) {
 	t.Run("unverified", func(t *testing.T) {
 		g := startGuarded(t, Options{}, guard.Options{}, nil)
 		var md metadata.MD
-		if _, err := dialWithToken(g).PathExists(context.Background(), &fsv1.PathExistsRequest{Path: g.kubelet}, grpc.Header(&md)); err != nil {
+		if _, err := dialWithToken(g).PathExists(context.Background(), &fsv1.PathExistsRequest{Path: g.kubelet}, grpc.Header(&md), askAuditID); err != nil {
 			t.Fatal(err)
 		}
 		e := g.requests(t)[md.Get(guard.AuditIDHeader)[0]][0].Event
@@ -349,7 +349,7 @@ func TestSAToken(t *testing.T) {
 		}
 		g := startGuarded(t, Options{}, guard.Options{Tokens: v}, nil)
 		var md metadata.MD
-		_, err = dialWithToken(g).Mkdir(context.Background(), &fsv1.MkdirRequest{Path: filepath.Join(g.kubelet, "x")}, grpc.Header(&md))
+		_, err = dialWithToken(g).Mkdir(context.Background(), &fsv1.MkdirRequest{Path: filepath.Join(g.kubelet, "x")}, grpc.Header(&md), askAuditID)
 		wantStatus(t, err, codes.Unauthenticated, "the token names pod csi/csi-node-x (uid 5f0b8e4a-1c2d-4e3f-8a9b-0c1d2e3f4a5b) but the calling process (pid "+strconv.Itoa(os.Getpid())+")")
 		e := g.requests(t)[md.Get(guard.AuditIDHeader)[0]][0].Event
 		if e.Annotation(audit.AnnotationRule) != guard.RuleToken || e.Annotation(audit.AnnotationDecision) != "deny" {

@@ -51,7 +51,7 @@ func TestHostCallDeadlineThroughTheGuard(t *testing.T) {
 
 	var md metadata.MD
 	start := time.Now()
-	_, err := disk.PartitionDisk(context.Background(), &diskv1.PartitionDiskRequest{DiskNumber: 7}, grpc.Header(&md))
+	_, err := disk.PartitionDisk(context.Background(), &diskv1.PartitionDiskRequest{DiskNumber: 7}, grpc.Header(&md), askAuditID)
 	if took := time.Since(start); took > timeout+10*time.Second {
 		t.Fatalf("answered after %v", took)
 	}

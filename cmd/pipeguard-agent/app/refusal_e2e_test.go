@@ -145,7 +145,7 @@ func TestRefusalsAreAuditedAsDenials(t *testing.T) {
 	var denied []string          // audit IDs of the refused calls
 	for _, c := range calls {
 		var md metadata.MD
-		err := c.call(grpc.Header(&md))
+		err := c.call(grpc.Header(&md), askAuditID)
 		for _, m := range c.msg {
 			wantStatus(t, err, c.code, m)
 		}

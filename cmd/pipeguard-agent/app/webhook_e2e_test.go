@@ -138,7 +138,7 @@ func (a *webhookAgent) pathExists(t *testing.T) []answer {
 			for i := range each {
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 				var md metadata.MD
-				_, err := c.PathExists(ctx, &fsv1.PathExistsRequest{Path: a.kubelet}, grpc.Header(&md))
+				_, err := c.PathExists(ctx, &fsv1.PathExistsRequest{Path: a.kubelet}, grpc.Header(&md), askAuditID)
 				cancel()
 				ans := &answers[w*each+i]
 				ans.err = err
@@ -322,7 +322,7 @@ func TestWebhookBlockingRefusesBeforeTheHostOperation(t *testing.T) {
 			for i := w; i < n; i += 8 {
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 				var md metadata.MD
-				_, answers[i].err = c.Mkdir(ctx, &fsv1.MkdirRequest{Path: filepath.Join(a.kubelet, fmt.Sprint(i))}, grpc.Header(&md))
+				_, answers[i].err = c.Mkdir(ctx, &fsv1.MkdirRequest{Path: filepath.Join(a.kubelet, fmt.Sprint(i))}, grpc.Header(&md), askAuditID)
 				cancel()
 				if ids := md.Get(guard.AuditIDHeader); len(ids) == 1 {
 					answers[i].auditID = ids[0]
