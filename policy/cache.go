@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,15 @@ import (
 // mounts than this covers is evaluated every time.
 const maxKeyLen = 16 << 10
 
+// DefaultDecisionCacheBytes bounds the memory of a generation's decision
+// cache when Options.DecisionCacheBytes is zero. An entry for a typical
+// pod template takes under a kilobyte when it is allowed and about five
+// when it is denied (a CSI node plugin's DaemonSet with four pipe mounts,
+// each denied with its message), so 16 MiB holds thousands of them, while
+// pods with many long pipe paths, each remembered with long messages,
+// cannot take more than a small part of the webhook's memory.
+const DefaultDecisionCacheBytes = 16 << 20
+
 // decisionCache remembers the shipped rules' decisions of one generation.
 // A nil *decisionCache remembers nothing.
 //
@@ -42,19 +52,57 @@ const maxKeyLen = 16 << 10
 // map lookup. k8s.io/utils/lru was measured against it and kept out: keyed
 // on interface{} behind a list, it allocates the key on every hit and took
 // three to four times as long per lookup.
+//
+// A half is full when it holds halfEntries entries or when one more entry
+// would take it past halfBytes, so the cache holds at most twice each. A
+// decision's bytes are measured once, when it is stored (decisionBytes),
+// and kept beside it, so a hit costs a map lookup more only when it moves
+// an entry to the newer half. An entry bigger than a half is not
+// remembered at all: dropping a half for it would evict everything and
+// keep one decision.
 type decisionCache struct {
 	// placeholder stands for the namespace's name in the rules'
 	// evaluations (see namespaceName).
 	placeholder string
 
+	halfEntries int
+	halfBytes   int64
+
 	mu       sync.Mutex
-	half     int
 	new, old map[string]*Decision
+	// newSizes and oldSizes hold the decisionBytes of each half's
+	// decisions; newBytes and oldBytes the entryBytes of its entries.
+	newSizes, oldSizes map[*Decision]int64
+	newBytes, oldBytes int64
 }
 
+// newDecisionCache returns a cache of at most size entries and
+// DefaultDecisionCacheBytes.
 func newDecisionCache(size int) *decisionCache {
-	half := max(size/2, 1)
-	return &decisionCache{placeholder: newPlaceholder(), half: half, new: make(map[string]*Decision, half)}
+	return newBoundedDecisionCache(size, DefaultDecisionCacheBytes)
+}
+
+// newBoundedDecisionCache returns a cache of at most size entries (no
+// bound when size is zero or less) whose entries take at most bytes.
+func newBoundedDecisionCache(size int, bytes int64) *decisionCache {
+	c := &decisionCache{placeholder: newPlaceholder(), halfEntries: math.MaxInt, halfBytes: max(bytes/2, 0)}
+	if size > 0 {
+		c.halfEntries = max(size/2, 1)
+	}
+	c.new, c.newSizes = c.newHalf(), make(map[*Decision]int64, c.halfHint())
+	return c
+}
+
+// newHalf returns the string map of an empty half, sized for the entries
+// a half can hold but never for more than maxHalfHint of them, so that a
+// large bound costs no memory until entries arrive.
+func (c *decisionCache) newHalf() map[string]*Decision {
+	return make(map[string]*Decision, c.halfHint())
+}
+
+func (c *decisionCache) halfHint() int {
+	const maxHalfHint = 512
+	return min(c.halfEntries, maxHalfHint, int(min(c.halfBytes/entryOverhead, maxHalfHint)))
 }
 
 // cacheSlot says how to evaluate the facts a lookup found no decision for,
@@ -105,8 +153,13 @@ func (c *decisionCache) store(slot cacheSlot, d *Decision) *Decision {
 		return d
 	}
 	if slot.key != "" {
+		size := decisionBytes(d)
 		c.mu.Lock()
-		c.putLocked(slot.key, d)
+		// Another review of the same facts may have stored its decision
+		// since the lookup; it is as good as d.
+		if _, ok := c.new[slot.key]; !ok {
+			c.putLocked(slot.key, d, size)
+		}
 		c.mu.Unlock()
 	}
 	return c.withName(d, slot.name, false)
@@ -120,16 +173,34 @@ func (c *decisionCache) get(key []byte) (*Decision, bool) {
 	}
 	d, ok := c.old[string(key)]
 	if ok {
-		c.putLocked(string(key), d)
+		c.putLocked(string(key), d, c.oldSizes[d])
 	}
 	return d, ok
 }
 
-func (c *decisionCache) putLocked(key string, d *Decision) {
-	if len(c.new) >= c.half {
-		c.old, c.new = c.new, make(map[string]*Decision, c.half)
+// putLocked remembers d, of decisionBytes size, under key, which the
+// newer half does not hold, unless the entry is bigger than a half.
+func (c *decisionCache) putLocked(key string, d *Decision, size int64) {
+	bytes := entryBytes(key, size)
+	if bytes > c.halfBytes {
+		return
+	}
+	if len(c.new) >= c.halfEntries || c.newBytes+bytes > c.halfBytes {
+		// The dropped half's sizes map is emptied and reused, so that
+		// moving an entry costs no more allocations than before sizes
+		// were kept. It keeps the table of the most entries a half held,
+		// whose slots entryOverhead counted while they were in use.
+		sizes := c.oldSizes
+		clear(sizes)
+		if sizes == nil {
+			sizes = make(map[*Decision]int64, c.halfHint())
+		}
+		c.old, c.oldSizes, c.oldBytes = c.new, c.newSizes, c.newBytes
+		c.new, c.newSizes, c.newBytes = c.newHalf(), sizes, 0
 	}
 	c.new[key] = d
+	c.newSizes[d] = size
+	c.newBytes += bytes
 }
 
 // decisionKey appends to buf every fact of in that the shipped rules read:

@@ -45,14 +45,22 @@ type Options struct {
 	// generation remembers, keyed on the facts those rules read; 0 turns
 	// the cache off. Admin-written rules are evaluated on every review.
 	DecisionCacheSize int
+	// DecisionCacheBytes bounds the memory each generation's decision
+	// cache keeps, as estimated when a decision is stored: its keys, its
+	// decisions with every violation's strings and slices, and its map.
+	// It holds at most DecisionCacheSize decisions within this bound; a
+	// decision bigger than half of it is not remembered. Zero means
+	// DefaultDecisionCacheBytes; less is an error.
+	DecisionCacheBytes int64
 }
 
 // Engine evaluates admission inputs against the generation in force.
 type Engine struct {
-	current   atomic.Pointer[Generation]
-	number    atomic.Int64
-	slots     chan struct{}
-	cacheSize int
+	current    atomic.Pointer[Generation]
+	number     atomic.Int64
+	slots      chan struct{}
+	cacheSize  int
+	cacheBytes int64
 }
 
 // NewEngine returns an engine with the default policy in force.
@@ -60,7 +68,13 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 2 * runtime.GOMAXPROCS(0)
 	}
-	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent), cacheSize: max(opts.DecisionCacheSize, 0)}
+	if opts.DecisionCacheBytes < 0 {
+		return nil, fmt.Errorf("policy options: DecisionCacheBytes is %d; want 0 for the default (%d) or a number of bytes", opts.DecisionCacheBytes, DefaultDecisionCacheBytes)
+	}
+	if opts.DecisionCacheBytes == 0 {
+		opts.DecisionCacheBytes = DefaultDecisionCacheBytes
+	}
+	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent), cacheSize: max(opts.DecisionCacheSize, 0), cacheBytes: opts.DecisionCacheBytes}
 	if _, err := e.Load(ctx, nil); err != nil {
 		return nil, fmt.Errorf("internal error: the default policy does not compile: %w", err)
 	}
@@ -76,7 +90,7 @@ func (e *Engine) Load(ctx context.Context, policies []v1alpha1.PipeAccessPolicy)
 		return nil, err
 	}
 	if e.cacheSize > 0 {
-		gen.cache = newDecisionCache(e.cacheSize)
+		gen.cache = newBoundedDecisionCache(e.cacheSize, e.cacheBytes)
 	}
 	e.current.Store(gen)
 	return gen, nil

@@ -35,7 +35,8 @@ func run() int {
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (the pod's namespace when empty)")
 	fs.DurationVar(&opts.DrainDelay, "drain-delay", 5*time.Second, "after SIGTERM, keep serving this long with readiness failing so no admission call is dropped")
 	fs.IntVar(&opts.MaxConcurrentEvaluations, "max-concurrent-evaluations", 0, "bound on concurrent rego evaluations (default 2 per CPU)")
-	fs.IntVar(&opts.DecisionCacheSize, "decision-cache-size", app.DefaultDecisionCacheSize, "decisions each policy generation without admin-written rego remembers, keyed on the facts its rules read (pods of one DaemonSet or Deployment share one); 0 turns the cache off")
+	fs.IntVar(&opts.DecisionCacheSize, "decision-cache-size", app.DefaultDecisionCacheSize, "decisions each policy generation without admin-written rego remembers, keyed on the facts its rules read (pods of one DaemonSet or Deployment share one); 0 turns the cache off. --decision-cache-bytes bounds their memory as well")
+	cacheBytes := fs.Int64("decision-cache-bytes", app.DefaultDecisionCacheBytes, "bound in bytes on the memory each policy generation's decision cache keeps (keys, decisions with their messages, and map overhead; a decision bigger than half of it is not remembered); the cache holds at most --decision-cache-size decisions within it; 0 turns the cache off")
 	fs.DurationVar(&opts.AuditInterval, "audit-interval", 60*time.Second, "how often the leader audits existing Pods, workloads and PersistentVolumes against the policies in force (also at start, on every policy change and on namespace label changes); results go to policy status, metrics and events")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	certRotation := fs.Bool("cert-rotation", false, "issue and rotate the serving certificate: keep it in Secret --cert-secret-name (mounted at --webhook-cert-path), inject its CA into --webhook-config-name, and serve only once it exists; off for local runs, which bring their own certificate")
@@ -52,6 +53,15 @@ func run() int {
 			return 0
 		}
 		return 2
+	}
+	switch {
+	case *cacheBytes < 0:
+		fmt.Fprintf(os.Stderr, "pipeguard-webhook: --decision-cache-bytes %d: want a number of bytes (default %d), or 0 to turn the decision cache off\n", *cacheBytes, app.DefaultDecisionCacheBytes)
+		return 2
+	case *cacheBytes == 0:
+		opts.DecisionCacheSize = 0
+	default:
+		opts.DecisionCacheBytes = *cacheBytes
 	}
 	if *showVersion {
 		fmt.Println("pipeguard-webhook", version.Get())

@@ -83,6 +83,10 @@ type Options struct {
 	// admin-written rego remembers; 0 turns the cache off.
 	// DefaultDecisionCacheSize is what pipeguard-webhook uses.
 	DecisionCacheSize int
+	// DecisionCacheBytes bounds the memory each policy generation's
+	// decision cache keeps; 0 means DefaultDecisionCacheBytes. The cache
+	// is off only when DecisionCacheSize is 0.
+	DecisionCacheBytes int64
 	// AuditInterval is how often the leader audits existing objects
 	// against the policies in force; controller.DefaultAuditInterval when
 	// zero.
@@ -107,8 +111,17 @@ const LeaderElectionID = "pipeguard-webhook.pipeguard.io"
 // remembers per policy generation unless told otherwise. Only objects that
 // mount a pipe need a decision, and few pod templates do (CSI node
 // plugins, mostly), so this covers them in many namespaces. An entry is
-// its key and one decision, a few kilobytes.
+// its key and one decision: a few kilobytes for an ordinary pod template,
+// but tens of kilobytes for a pod with many long pipe paths, which is why
+// DefaultDecisionCacheBytes bounds their memory as well.
 const DefaultDecisionCacheSize = 1024
+
+// DefaultDecisionCacheBytes bounds the memory of pipeguard-webhook's
+// decision cache unless told otherwise: room for DefaultDecisionCacheSize
+// decisions of ordinary pod templates several times over, while
+// DefaultDecisionCacheSize decisions on pods with many long pipe paths,
+// which could take tens of megabytes, stay within it.
+const DefaultDecisionCacheBytes = policy.DefaultDecisionCacheBytes
 
 // New builds the manager and everything it runs.
 func New(ctx context.Context, opts Options) (*App, error) {
@@ -162,8 +175,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 
 	engine, err := policy.NewEngine(ctx, policy.Options{
-		MaxConcurrent:     opts.MaxConcurrentEvaluations,
-		DecisionCacheSize: opts.DecisionCacheSize,
+		MaxConcurrent:      opts.MaxConcurrentEvaluations,
+		DecisionCacheSize:  opts.DecisionCacheSize,
+		DecisionCacheBytes: opts.DecisionCacheBytes,
 	})
 	if err != nil {
 		return nil, err
