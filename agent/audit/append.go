@@ -135,7 +135,7 @@ func (l *Log) stage(r *pending) error {
 	if err != nil {
 		return err
 	}
-	if l.o.MaxSize > 0 && l.size+int64(start) > 0 && l.size+int64(start+len(line)) > l.o.MaxSize {
+	if l.o.MaxSize > 0 && !l.rotating && l.size+int64(start) > 0 && l.size+int64(start+len(line)) > l.o.MaxSize {
 		l.wbuf = l.wbuf[:start]
 		if err := l.flush(); err != nil {
 			return err

@@ -45,6 +45,8 @@ func (l *Log) checkpointEvent(annotations map[string]string) *Event {
 // rotate checkpoint to it and removes the oldest backups beyond MaxBackups.
 // l.mu is held.
 func (l *Log) rotate() error {
+	l.rotating = true
+	defer func() { l.rotating = false }()
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("syncing the audit log before rotation: %w", err)
 	}

@@ -37,7 +37,10 @@ type Options struct {
 	// Path is the current log file; rotated files go beside it.
 	Path string
 	// MaxSize rotates the file before a record would take it past this many
-	// bytes; 0 never rotates.
+	// bytes; 0 never rotates. A file holds at least one record, and the
+	// checkpoints a rotation writes into the new file (rotate, prune)
+	// never start another, so a MaxSize below their size is exceeded by
+	// them rather than rotated for ever.
 	MaxSize int64
 	// MaxBackups removes the oldest rotated files beyond this many, after
 	// recording what was removed; 0 keeps every file.
@@ -102,6 +105,10 @@ type Log struct {
 	prunedThrough uint64
 	broken        error // set when a failed write could not be undone
 	closed        bool
+	// rotating is set while rotate writes its own checkpoints (and the
+	// prune's), which never start another rotation: with a MaxSize
+	// smaller than they are, each would rotate again, for ever.
+	rotating bool
 	// Records staged for the next write: their lines in wbuf, and the
 	// chain as it will be once they are written (stSeq, stPrev). Nothing
 	// stays staged once l.mu is released.

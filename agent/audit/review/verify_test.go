@@ -205,3 +205,26 @@ func TestStdoutLogVerifies(t *testing.T) {
 		t.Fatalf("verify of standard output: err=%v ok=%v first=%d last=%d problems=%v", err, rep.OK(), rep.First, rep.Last, rep.Problems)
 	}
 }
+
+// TestVerifyLogRotatedBelowACheckpoint: a log whose MaxSize is smaller
+// than the checkpoints of a rotation, with old files pruned, verifies
+// intact: the rotation's checkpoints go into the new file whole.
+func TestVerifyLogRotatedBelowACheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	l := openLog(t, audit.Options{Path: path, MaxSize: 200, MaxBackups: 2})
+	write(t, l, 1, 12)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := audit.Files(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(Source{Paths: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || len(rep.Files) != 3 {
+		t.Fatalf("intact %v over %d files; problems %v", rep.OK(), len(rep.Files), rep.Problems)
+	}
+}
