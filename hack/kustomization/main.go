@@ -29,14 +29,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/imageref"
 	"github.com/pipeguard/pipeguard/internal/render"
-)
-
-// The image names the manifests in config/ use; the images entries replace them.
-const (
-	webhookImage = "ghcr.io/pipeguard/pipeguard"
-	agentImage   = "ghcr.io/pipeguard/pipeguard-agent"
 )
 
 func main() {
@@ -86,19 +79,11 @@ type options struct {
 	PreflightKubectl string
 }
 
-// image is one kustomize images entry.
-type image struct {
-	Name    string `json:"name"`
-	NewName string `json:"newName"`
-	NewTag  string `json:"newTag,omitempty"`
-	Digest  string `json:"digest,omitempty"`
-}
-
 type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Resources  []string `json:"resources"`
-	Images     []image  `json:"images"`
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Resources  []string       `json:"resources"`
+	Images     []render.Image `json:"images"`
 }
 
 // write writes o.Out/kustomization.yaml, or nothing when an input is wrong.
@@ -107,12 +92,12 @@ func write(o options) error {
 	if err != nil {
 		return err
 	}
-	var images []image
+	var images []render.Image
 	for _, in := range []struct{ variable, ref, name string }{
-		{"IMG", o.Img, webhookImage},
-		{"AGENT_IMG", o.AgentImg, agentImage},
+		{"IMG", o.Img, render.WebhookRepository},
+		{"AGENT_IMG", o.AgentImg, render.AgentRepository},
 	} {
-		img, err := imageEntry(in.name, in.ref)
+		img, err := render.ImageEntry(in.name, in.ref)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.variable, err)
 		}
@@ -143,21 +128,6 @@ func write(o options) error {
 	}
 	b = append([]byte("# Written by hack/kustomization (make render, make deploy); changes are overwritten.\n"), b...)
 	return os.WriteFile(filepath.Join(o.Out, "kustomization.yaml"), b, 0o644)
-}
-
-// imageEntry replaces name with ref. A reference with neither tag nor
-// digest means :latest, as it does for docker pull and the kubelet; it is
-// written out because kustomize would otherwise keep the manifests' tag.
-func imageEntry(name, ref string) (image, error) {
-	r, err := imageref.Parse(ref)
-	if err != nil {
-		return image{}, err
-	}
-	img := image{Name: name, NewName: r.Name, NewTag: r.Tag, Digest: r.Digest}
-	if r.Tag == "" && r.Digest == "" {
-		img.NewTag = "latest"
-	}
-	return img, nil
 }
 
 // overlayDir returns the absolute directory of config/overlay, or an error

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/pipeguard/pipeguard/internal/render"
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
@@ -21,15 +22,15 @@ const (
 func TestWriteImages(t *testing.T) {
 	tests := map[string]struct {
 		img  string
-		want image
+		want render.Image
 	}{
-		"name":                   {"pipeguard", image{NewName: "pipeguard", NewTag: "latest"}},
-		"name:tag":               {"pipeguard:v1", image{NewName: "pipeguard", NewTag: "v1"}},
-		"registry:port/name":     {"registry:5000/pipeguard", image{NewName: "registry:5000/pipeguard", NewTag: "latest"}},
-		"registry:port/name:tag": {"localhost:5000/pipeguard:v1", image{NewName: "localhost:5000/pipeguard", NewTag: "v1"}},
-		"name@digest":            {"pipeguard@" + sha, image{NewName: "pipeguard", Digest: sha}},
-		"name:tag@digest":        {"pipeguard:v1@" + sha, image{NewName: "pipeguard", NewTag: "v1", Digest: sha}},
-		"localhost/name":         {"localhost/pipeguard", image{NewName: "localhost/pipeguard", NewTag: "latest"}},
+		"name":                   {"pipeguard", render.Image{NewName: "pipeguard", NewTag: "latest"}},
+		"name:tag":               {"pipeguard:v1", render.Image{NewName: "pipeguard", NewTag: "v1"}},
+		"registry:port/name":     {"registry:5000/pipeguard", render.Image{NewName: "registry:5000/pipeguard", NewTag: "latest"}},
+		"registry:port/name:tag": {"localhost:5000/pipeguard:v1", render.Image{NewName: "localhost:5000/pipeguard", NewTag: "v1"}},
+		"name@digest":            {"pipeguard@" + sha, render.Image{NewName: "pipeguard", Digest: sha}},
+		"name:tag@digest":        {"pipeguard:v1@" + sha, render.Image{NewName: "pipeguard", NewTag: "v1", Digest: sha}},
+		"localhost/name":         {"localhost/pipeguard", render.Image{NewName: "localhost/pipeguard", NewTag: "latest"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -38,11 +39,11 @@ func TestWriteImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := readKustomization(t, out)
-			tc.want.Name = webhookImage
+			tc.want.Name = render.WebhookRepository
 			if k.Images[0] != tc.want {
 				t.Errorf("IMG=%s: images entry %+v, want %+v", tc.img, k.Images[0], tc.want)
 			}
-			if want := (image{Name: agentImage, NewName: "agent", NewTag: "v2"}); k.Images[1] != want {
+			if want := (render.Image{Name: render.AgentRepository, NewName: "agent", NewTag: "v2"}); k.Images[1] != want {
 				t.Errorf("AGENT_IMG=agent:v2: images entry %+v, want %+v", k.Images[1], want)
 			}
 			// The resource is config/default, wherever the output is.

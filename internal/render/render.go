@@ -167,19 +167,34 @@ func hasKustomization(dir, abs string) error {
 	return fmt.Errorf("render %s: the directory has no kustomization.yaml; name a directory of config/ such as config/default", dir)
 }
 
-// image is one kustomize images entry.
-type image struct {
+// Image is one kustomize images entry.
+type Image struct {
 	Name    string `json:"name"`
 	NewName string `json:"newName"`
 	NewTag  string `json:"newTag,omitempty"`
 	Digest  string `json:"digest,omitempty"`
 }
 
-// imageEntries turns the images of opts into kustomize images entries. A
-// reference with neither tag nor digest means :latest, as for docker pull;
-// it is written out because kustomize would keep the overlay's tag.
-func imageEntries(opts Options) ([]image, error) {
-	var out []image
+// ImageEntry is the kustomize images entry that replaces the image name
+// with ref, parsed as docker reads it (internal/imageref). A reference with
+// neither tag nor digest means :latest, as for docker pull and the
+// kubelet; it is written out because kustomize would otherwise keep the
+// overlay's tag.
+func ImageEntry(name, ref string) (Image, error) {
+	r, err := imageref.Parse(ref)
+	if err != nil {
+		return Image{}, err
+	}
+	img := Image{Name: name, NewName: r.Name, NewTag: r.Tag, Digest: r.Digest}
+	if r.Tag == "" && r.Digest == "" {
+		img.NewTag = "latest"
+	}
+	return img, nil
+}
+
+// imageEntries turns the images of opts into kustomize images entries.
+func imageEntries(opts Options) ([]Image, error) {
+	var out []Image
 	for _, in := range []struct{ option, ref, name string }{
 		{"WebhookImage", opts.WebhookImage, WebhookRepository},
 		{"AgentImage", opts.AgentImage, AgentRepository},
@@ -187,13 +202,9 @@ func imageEntries(opts Options) ([]image, error) {
 		if in.ref == "" {
 			continue
 		}
-		r, err := imageref.Parse(in.ref)
+		img, err := ImageEntry(in.name, in.ref)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", in.option, err)
-		}
-		img := image{Name: in.name, NewName: r.Name, NewTag: r.Tag, Digest: r.Digest}
-		if r.Tag == "" && r.Digest == "" {
-			img.NewTag = "latest"
 		}
 		out = append(out, img)
 	}
