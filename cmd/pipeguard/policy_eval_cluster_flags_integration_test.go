@@ -9,14 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/pipeguard/pipeguard/api/v1alpha1"
-	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
 // TestPolicyEvalClusterFlags runs policy eval --cluster with kubectl's
@@ -24,14 +19,7 @@ import (
 // PersistentVolume, -A (or no -n) everything; --context, --as and
 // --kubeconfig-cluster choose what kubectl's flags choose.
 func TestPolicyEvalClusterFlags(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	env := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}})
+	env := startClusterWithCRD(t)
 	ctx := context.Background()
 	kubeconfig := env.KubeconfigFile(t)
 	for _, obj := range []client.Object{

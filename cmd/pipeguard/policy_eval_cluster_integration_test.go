@@ -23,14 +23,7 @@ import (
 // DENY with admission's words (exit 1), the same pod in a labelled
 // namespace and a plain pod are ALLOW; labelling the namespace clears it.
 func TestPolicyEvalCluster(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	env := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}})
+	env := startClusterWithCRD(t)
 	ctx := context.Background()
 	kubeconfig := env.KubeconfigFile(t)
 	for _, ns := range []*corev1.Namespace{
@@ -82,4 +75,19 @@ func TestPolicyEvalCluster(t *testing.T) {
 	if out, code := run(); code != exitOK || !strings.Contains(out, "ALLOW Pod team-a/node-plugin") {
 		t.Fatalf("after labelling team-a: exit %d\n%s", code, out)
 	}
+}
+
+// startClusterWithCRD starts a real API server with the PipeAccessPolicy
+// CRD installed and a client that knows the built-in kinds and
+// pipeguard's.
+func startClusterWithCRD(t *testing.T) *testenv.Env {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}})
 }
