@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipeguard/pipeguard/internal/badreceiver"
+
+	"github.com/pipeguard/pipeguard/agent/audit/audittest"
 )
 
 // appendAll appends n records from each of g goroutines and returns each
@@ -98,7 +100,7 @@ func TestWebhookReceiverCannotHoldTheLog(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			url := tc.receiver(t) + "/audit"
 			logs := &badreceiver.Log{}
-			wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, strings.TrimSuffix(url, "/audit")), BufferSize: 10, BatchMaxSize: 1,
+			wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, strings.TrimSuffix(url, "/audit")), BufferSize: 10, BatchMaxSize: 1,
 				InitialBackoff: time.Hour, ShutdownTimeout: tc.shutdown, Log: logs.Logger()})
 			wh.Start()
 			path := filepath.Join(t.TempDir(), "audit.log")
@@ -151,7 +153,7 @@ func TestWebhookReceiverCannotHoldTheLog(t *testing.T) {
 func TestWebhookRequestsTimeOut(t *testing.T) {
 	url := badreceiver.Silent(t)
 	logs := &badreceiver.Log{}
-	wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, url), BatchMaxSize: 1, InitialBackoff: time.Millisecond, Retries: 1,
+	wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, url), BatchMaxSize: 1, InitialBackoff: time.Millisecond, Retries: 1,
 		RequestTimeout: 100 * time.Millisecond, Log: logs.Logger()})
 	wh.Start()
 	wh.Record(1, []byte(`{"kind":"Event"}`+"\n"))
@@ -177,7 +179,7 @@ func TestWebhookRequestsTimeOut(t *testing.T) {
 // log file holds the request as a deny in place of its record.
 func TestWebhookBlockRefusesAtOnce(t *testing.T) {
 	url := badreceiver.Silent(t)
-	wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, url), BufferSize: 10, BatchMaxSize: 1, Block: true,
+	wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, url), BufferSize: 10, BatchMaxSize: 1, Block: true,
 		ShutdownTimeout: time.Second, Log: logr.Discard()})
 	wh.Start()
 	path := filepath.Join(t.TempDir(), "audit.log")
@@ -247,7 +249,7 @@ func TestWebhookBlockRefusesAtOnce(t *testing.T) {
 // TestWebhookStopWithoutStart: records queued for a webhook that never
 // started are tried once at Stop, and counted when the receiver fails.
 func TestWebhookStopWithoutStart(t *testing.T) {
-	wh := newWebhook(t, WebhookOptions{ConfigFile: webhookConfig(t, badreceiver.Refusing(t)), Log: logr.Discard()})
+	wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, badreceiver.Refusing(t)), Log: logr.Discard()})
 	for i := range 3 {
 		wh.Record(uint64(i+1), []byte(`{"kind":"Event"}`+"\n"))
 	}

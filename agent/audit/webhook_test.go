@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/pipeguard/pipeguard/agent/audit/audittest"
 )
 
 // receiver is an audit webhook receiver as a cluster would run one: it
@@ -61,33 +62,11 @@ func (rc *receiver) lines() []byte {
 	return bytes.Clone(rc.items)
 }
 
-func webhookConfig(t *testing.T, url string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "webhook.kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: receiver
-  cluster: {server: %q}
-users:
-- name: agent
-  user: {}
-contexts:
-- name: audit
-  context: {cluster: receiver, user: agent}
-current-context: audit
-`, url+"/audit")
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestWebhookSendsTheChainAsEventLists(t *testing.T) {
 	rc := &receiver{fail: 2}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	wh, err := NewWebhook(WebhookOptions{ConfigFile: webhookConfig(t, srv.URL), BatchMaxSize: 64, BatchMaxWait: 1 << 40, InitialBackoff: 1, Log: logr.Discard()})
+	wh, err := NewWebhook(WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, srv.URL), BatchMaxSize: 64, BatchMaxWait: 1 << 40, InitialBackoff: 1, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +95,7 @@ func TestWebhookSendsTheChainAsEventLists(t *testing.T) {
 func TestWebhookOverflowIsCountedAndNeverBlocks(t *testing.T) {
 	// The receiver is never reached: the sender is not started, as when
 	// the receiver is down. Records beyond the buffer are dropped at once.
-	wh, err := NewWebhook(WebhookOptions{ConfigFile: webhookConfig(t, "http://127.0.0.1:1"), BufferSize: 10, Log: logr.Discard()})
+	wh, err := NewWebhook(WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, "http://127.0.0.1:1"), BufferSize: 10, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

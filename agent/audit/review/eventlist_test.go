@@ -3,11 +3,9 @@ package review
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +14,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+
+	"github.com/pipeguard/pipeguard/agent/audit/audittest"
 )
 
 // saver is an audit webhook receiver that saves every batch as received,
@@ -38,36 +38,13 @@ func (s *saver) bytes() []byte {
 	return bytes.Clone(s.saved.Bytes())
 }
 
-// webhookConfig writes a kubeconfig whose current context is the receiver.
-func webhookConfig(t *testing.T, url string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "webhook.kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: receiver
-  cluster: {server: %q}
-users:
-- name: agent
-  user: {}
-contexts:
-- name: audit
-  context: {cluster: receiver, user: agent}
-current-context: audit
-`, url+"/audit")
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestVerifyReadsWebhookEventLists verifies the EventLists a receiver of
 // the agent's webhook backend saved, and finds an item changed there.
 func TestVerifyReadsWebhookEventLists(t *testing.T) {
 	rc := &saver{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	wh, err := audit.NewWebhook(audit.WebhookOptions{ConfigFile: webhookConfig(t, srv.URL), BatchMaxSize: 64, BatchMaxWait: 1 << 40, InitialBackoff: 1, Log: logr.Discard()})
+	wh, err := audit.NewWebhook(audit.WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, srv.URL), BatchMaxSize: 64, BatchMaxWait: 1 << 40, InitialBackoff: 1, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
