@@ -94,18 +94,18 @@ func TestAdminRulesBesideTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole, err := prepare(ctx, decisionQuery, append(modules, glue))
+	whole, err := prepare(ctx, "deny := data.pipeguard.admission.deny; warn := data.pipeguard.admission.warn; dryrun := data.pipeguard.admission.dryrun", append(modules, glue))
 	if err != nil {
 		t.Fatal(err)
 	}
 	reference := func(in *Input) map[string][]Violation {
-		rs, err := whole.Eval(ctx, rego.EvalParsedInput(in.value(gen.policyTerms(in, gen.namespaceMatches(in.Namespace)))))
+		rs, err := whole.Eval(ctx, rego.EvalParsedInput(in.value(gen.policyTerms(in, gen.namespaceMatches(in.Namespace)))), asTerm)
 		if err != nil || len(rs) != 1 {
 			t.Fatalf("evaluating all the rules at once: %v, %d results", err, len(rs))
 		}
 		out := map[string][]Violation{}
 		for _, set := range []string{"deny", "warn", "dryrun"} {
-			if out[set], err = violations(rs[0].Bindings[set]); err != nil {
+			if out[set], err = resultViolations(rs, set); err != nil {
 				t.Fatal(err)
 			}
 		}

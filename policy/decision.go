@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
@@ -174,17 +175,24 @@ func (v Violation) equal(o Violation) bool {
 }
 
 // decisionOf reads the decision of policy generation generation from the
-// results of its shipped rules' query: one result, binding deny, warn and
-// dryrun.
+// results of its shipped rules' query: one result, binding violation, each
+// violation going to the set its action names. An action that is none of
+// deny, warn and dryrun counts as deny, as in the rules.
 func decisionOf(rs rego.ResultSet, generation int64) (*Decision, error) {
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("evaluating policy generation %d: got %d results, want 1", generation, len(rs))
+	vs, err := resultViolations(rs, "violation")
+	if err != nil {
+		return nil, fmt.Errorf("policy generation %d: %w", generation, err)
 	}
 	d := &Decision{Generation: generation, Evaluated: true}
-	for name, dst := range map[Verdict]*[]Violation{Deny: &d.Deny, Warn: &d.Warn, DryRun: &d.DryRun} {
-		var err error
-		if *dst, err = violations(rs[0].Bindings[string(name)]); err != nil {
-			return nil, fmt.Errorf("policy generation %d: reading %s: %w", generation, name, err)
+	for _, v := range vs {
+		switch v.Action {
+		case Warn:
+			d.Warn = append(d.Warn, v)
+		case DryRun:
+			d.DryRun = append(d.DryRun, v)
+		default:
+			v.Action = Deny
+			d.Deny = append(d.Deny, v)
 		}
 	}
 	return d, nil
@@ -194,62 +202,88 @@ func decisionOf(rs rego.ResultSet, generation int64) (*Decision, error) {
 // generation generation from the results of their query: one result,
 // binding admin.
 func adminViolations(rs rego.ResultSet, generation int64) ([]Violation, error) {
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: got %d results, want 1", generation, len(rs))
-	}
-	vs, err := violations(rs[0].Bindings["admin"])
+	vs, err := resultViolations(rs, "admin")
 	if err != nil {
-		return nil, fmt.Errorf("policy generation %d: reading the admin rules' violations: %w", generation, err)
+		return nil, fmt.Errorf("the admin rules of policy generation %d: %w", generation, err)
+	}
+	return vs, nil
+}
+
+// asTerm has a query's results left as rego values rather than turned into
+// Go maps and slices, which violations reads directly.
+var asTerm = rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil })
+
+// resultViolations reads the set of violations bound to name in the one
+// result of a query evaluated with asTerm.
+func resultViolations(rs rego.ResultSet, name string) ([]Violation, error) {
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("got %d results, want 1", len(rs))
+	}
+	t, ok := rs[0].Bindings[name].(*ast.Term)
+	if !ok {
+		return nil, fmt.Errorf("reading %s: result is %T, want a rego value", name, rs[0].Bindings[name])
+	}
+	vs, err := violations(t)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	return vs, nil
 }
 
 // violations reads a set of violations as rego returns it.
-func violations(raw any) ([]Violation, error) {
-	set, ok := raw.([]any)
+func violations(t *ast.Term) ([]Violation, error) {
+	set, ok := t.Value.(ast.Set)
 	if !ok {
-		return nil, fmt.Errorf("result is %T, want a set", raw)
+		return nil, fmt.Errorf("result is of type %s, want a set", ast.ValueName(t.Value))
 	}
-	out := make([]Violation, 0, len(set))
-	for _, el := range set {
-		obj, ok := el.(map[string]any)
+	out := make([]Violation, 0, set.Len())
+	err := set.Iter(func(el *ast.Term) error {
+		obj, ok := el.Value.(ast.Object)
 		if !ok {
-			return nil, fmt.Errorf("violation is %T, want an object", el)
+			return fmt.Errorf("violation is of type %s, want an object", ast.ValueName(el.Value))
 		}
+		f := func(name string) string { return text(obj.Get(violationKeys[name])) }
 		v := Violation{
-			Rule:          str(obj["rule"]),
-			Message:       str(obj["msg"]),
-			Action:        Verdict(str(obj["action"])),
-			Container:     str(obj["container"]),
-			ContainerKind: str(obj["containerKind"]),
-			Volume:        str(obj["volume"]),
-			Path:          str(obj["path"]),
-			Pipe:          str(obj["pipe"]),
-			Subject:       str(obj["subject"]),
-			Target:        str(obj["target"]),
-			Reason:        str(obj["reason"]),
-			Remedy:        str(obj["remedy"]),
+			Rule: f("rule"), Message: f("msg"), Action: Verdict(f("action")),
+			Container: f("container"), ContainerKind: f("containerKind"), Volume: f("volume"), Path: f("path"), Pipe: f("pipe"),
+			Subject: f("subject"), Target: f("target"), Reason: f("reason"), Remedy: f("remedy"),
 		}
-		if ps, ok := obj["policies"].([]any); ok {
-			for _, p := range ps {
-				v.Policies = append(v.Policies, str(p))
+		if ps := obj.Get(violationKeys["policies"]); ps != nil {
+			if ps, ok := ps.Value.(*ast.Array); ok {
+				v.Policies = make([]string, 0, ps.Len())
+				ps.Foreach(func(p *ast.Term) { v.Policies = append(v.Policies, text(p)) })
 			}
 		}
 		if v.Message == "" {
-			return nil, errors.New("a violation has no message")
+			return errors.New("a violation has no message")
 		}
 		out = append(out, v)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
-func str(v any) string {
-	switch s := v.(type) {
-	case string:
-		return s
-	case nil:
+// violationKeys are the fields of a violation object.
+var violationKeys = func() map[string]*ast.Term {
+	out := map[string]*ast.Term{}
+	for _, k := range []string{"rule", "msg", "action", "container", "containerKind", "volume", "path", "pipe", "subject", "target", "reason", "remedy", "policies"} {
+		out[k] = ast.StringTerm(k)
+	}
+	return out
+}()
+
+// text is a field of a violation as a string: a string as it is, anything
+// else as rego writes it, and "" when it is missing or null.
+func text(t *ast.Term) string {
+	if t == nil {
+		return ""
+	}
+	switch v := t.Value.(type) {
+	case ast.String:
+		return string(v)
+	case ast.Null:
 		return ""
 	default:
-		return fmt.Sprint(s)
+		return v.String()
 	}
 }

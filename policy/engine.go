@@ -189,7 +189,7 @@ var noMetrics = metrics.NoOp()
 // whose name the rules see as nsName.
 func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, nsName string) (*Decision, error) {
 	policies, protectedBy := g.policyTerms(in, matches)
-	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(in.shippedValue(nsName, policies, protectedBy)), rego.EvalMetrics(noMetrics))
+	rs, err := g.query.Eval(ctx, rego.EvalParsedInput(in.shippedValue(nsName, policies, protectedBy)), rego.EvalMetrics(noMetrics), asTerm)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policy generation %d: %w", g.Number, err)
 	}
@@ -199,7 +199,7 @@ func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, ns
 // evaluateAdmin returns the violations of the generation's admin-written
 // rules on in, which they see whole.
 func (g *Generation) evaluateAdmin(ctx context.Context, in *Input, matches []bool) ([]Violation, error) {
-	rs, err := g.admin.Eval(ctx, rego.EvalParsedInput(in.value(g.policyTerms(in, matches))), rego.EvalMetrics(noMetrics))
+	rs, err := g.admin.Eval(ctx, rego.EvalParsedInput(in.value(g.policyTerms(in, matches))), rego.EvalMetrics(noMetrics), asTerm)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: %w", g.Number, err)
 	}

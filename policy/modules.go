@@ -23,8 +23,10 @@ import (
 // below. The shipped rules own pipeguard.admission itself.
 var adminPackageRoot = ast.MustParseRef("data.pipeguard.admission")
 
-// decisionQuery reads the three result sets in one evaluation.
-const decisionQuery = "deny := data.pipeguard.admission.deny; warn := data.pipeguard.admission.warn; dryrun := data.pipeguard.admission.dryrun"
+// decisionQuery reads every violation in one evaluation; each goes to the
+// set its action names, deny, warn or dryrun, as the rules of those sets
+// put it.
+const decisionQuery = "violation := data.pipeguard.admission.violation"
 
 // adminQuery reads the violations of admin-written modules alone, each
 // with its policy's name and enforcement action.

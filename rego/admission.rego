@@ -31,15 +31,24 @@ dryrun contains v if {
 }
 
 # A mount that reaches a protected pipe and that no protecting policy allows.
+#
+# What decides whether a mount is allowed is passed to the functions below as
+# plain values (its container's security facts and kind, the names of the
+# policies protecting it) rather than as the whole mount. OPA remembers a
+# function's result for the values it was called with, so for the mounts of
+# one container the allowances, the enforcement action and the message parts
+# are worked out once.
 violation contains v if {
 	some m in input.mounts
-	not allowed_everywhere(m)
+	privileged := object.get(m, "privileged", false)
+	host_process := object.get(m, "hostProcess", false)
+	not allowed_everywhere(privileged, host_process, m.containerKind)
 	names := protecting(m)
 	count(names) > 0
-	not allowed_by_any(names, m)
+	not allowed_by_any(names, privileged, host_process, m.containerKind)
 	text := violation_text(m, names)
 	v := {
-		"rule": rule_id(m),
+		"rule": rule_id(m.containerKind, m.pathClass),
 		"msg": text.msg,
 		"subject": text.subject,
 		"target": text.target,
@@ -64,11 +73,8 @@ violation contains v if {
 # name against the policies' patterns once rather than on every review; an
 # input written by hand may leave the fact out, and then the patterns are
 # matched here.
-protecting(m) := sort(m.protectedBy) if is_array(object.get(m, "protectedBy", null))
-
-protecting(m) := sort([p.name | some p in input.policies; protects(p, m)]) if {
-	not is_array(object.get(m, "protectedBy", null))
-}
+protecting(m) := sort(m.protectedBy) if is_array(m.protectedBy)
+else := sort([p.name | some p in input.policies; protects(p, m)])
 
 policy_named[p.name] := p if some p in input.policies
 
@@ -101,18 +107,18 @@ protects(_, m) if m.pathClass == "ambiguous"
 
 # The common case, decided without matching pipes: an allowance that every
 # policy grants covers a mount whichever policies protect it.
-allowed_everywhere(m) if {
-	m.privileged
+allowed_everywhere(privileged, _, _) if {
+	privileged
 	every_policy_allows_privileged
 }
 
-allowed_everywhere(m) if {
-	m.hostProcess
+allowed_everywhere(_, host_process, _) if {
+	host_process
 	every_policy_allows_host_process
 }
 
-allowed_everywhere(m) if {
-	m.containerKind != "persistentVolume"
+allowed_everywhere(_, _, kind) if {
+	kind != "persistentVolume"
 	every_policy_allows_namespace
 }
 
@@ -128,24 +134,24 @@ every_policy_allows_namespace if every p in input.policies {
 	namespace_allows(p)
 }
 
-allowed_by_any(names, m) if {
+allowed_by_any(names, privileged, host_process, kind) if {
 	some n in names
 	p := policy_named[n]
-	allowed_by(p, m)
+	allowed_by(p, privileged, host_process, kind)
 }
 
-allowed_by(p, m) if {
+allowed_by(p, privileged, _, _) if {
 	p.allow.privileged
-	m.privileged
+	privileged
 }
 
-allowed_by(p, m) if {
+allowed_by(p, _, host_process, _) if {
 	p.allow.hostProcess
-	m.hostProcess
+	host_process
 }
 
-allowed_by(p, m) if {
-	m.containerKind != "persistentVolume"
+allowed_by(p, _, _, kind) if {
+	kind != "persistentVolume"
 	namespace_allows(p)
 }
 
@@ -168,16 +174,16 @@ strictest(names) := action if {
 	rank == top
 }
 
-rule_id(m) := "protected-pipe-pv" if m.containerKind == "persistentVolume"
+rule_id(kind, _) := "protected-pipe-pv" if kind == "persistentVolume"
 
-rule_id(m) := "ambiguous-pipe-path" if {
-	m.containerKind != "persistentVolume"
-	m.pathClass == "ambiguous"
+rule_id(kind, class) := "ambiguous-pipe-path" if {
+	kind != "persistentVolume"
+	class == "ambiguous"
 }
 
-rule_id(m) := "protected-pipe-mount" if {
-	m.containerKind != "persistentVolume"
-	m.pathClass == "pipe"
+rule_id(kind, class) := "protected-pipe-mount" if {
+	kind != "persistentVolume"
+	class == "pipe"
 }
 
 # Messages. Each says what was mounted, what allowance is missing and how to
@@ -204,14 +210,20 @@ message(m, _) := {
 	"subject": "", "target": "", "reason": "", "remedy": "",
 } if m.containerKind == "persistentVolume"
 
-message(m, names) := parts_message(container_ref(m), mount_target(m), concat(" and ", missing(names)), concat(", or ", remedies(names))) if {
+message(m, names) := {
+	"msg": sprintf("%s mounts %s, but %s; to allow it, %s", [subject, tgt, why, how]),
+	"subject": subject, "target": tgt, "reason": why, "remedy": how,
+} if {
 	m.containerKind != "persistentVolume"
+	subject := container_ref(m.container, m.containerKind)
+	tgt := mount_target(m)
+	why := reason(names)
+	how := remedy(names)
 }
 
-parts_message(subject, tgt, reason, remedy) := {
-	"msg": sprintf("%s mounts %s, but %s; to allow it, %s", [subject, tgt, reason, remedy]),
-	"subject": subject, "target": tgt, "reason": reason, "remedy": remedy,
-}
+reason(names) := concat(" and ", missing(names))
+
+remedy(names) := concat(", or ", remedies(names))
 
 mount_target(m) := sprintf("%s through volume %q", [m.path, m.volume]) if m.pathClass == "pipe"
 
@@ -228,9 +240,9 @@ display_path(raw, _) := raw if not regex.match(`[\p{Cc}\p{Cf}\x{FFFD}]`, raw)
 
 display_path(raw, rendered) := rendered if regex.match(`[\p{Cc}\p{Cf}\x{FFFD}]`, raw)
 
-container_ref(m) := sprintf("container %q", [m.container]) if m.containerKind == "container"
+container_ref(name, kind) := sprintf("container %q", [name]) if kind == "container"
 
-container_ref(m) := sprintf("container %q (%s)", [m.container, m.containerKind]) if m.containerKind != "container"
+container_ref(name, kind) := sprintf("container %q (%s)", [name, kind]) if kind != "container"
 
 target(m) := m.path if m.pathClass == "pipe"
 
