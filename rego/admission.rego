@@ -107,20 +107,19 @@ protects(_, m) if m.pathClass == "ambiguous"
 
 # The common case, decided without matching pipes: an allowance that every
 # policy grants covers a mount whichever policies protect it.
-allowed_everywhere(privileged, _, _) if {
+#
+# These allowance functions end in "else := false": OPA remembers the value
+# a function returned for its arguments, but not that it had none.
+allowed_everywhere(privileged, host_process, kind) if {
 	privileged
 	every_policy_allows_privileged
-}
-
-allowed_everywhere(_, host_process, _) if {
+} else if {
 	host_process
 	every_policy_allows_host_process
-}
-
-allowed_everywhere(_, _, kind) if {
+} else if {
 	kind != "persistentVolume"
 	every_policy_allows_namespace
-}
+} else := false
 
 every_policy_allows_privileged if every p in input.policies {
 	p.allow.privileged
@@ -138,7 +137,7 @@ allowed_by_any(names, privileged, host_process, kind) if {
 	some n in names
 	p := policy_named[n]
 	allowed_by(p, privileged, host_process, kind)
-}
+} else := false
 
 allowed_by(p, privileged, _, _) if {
 	p.allow.privileged
