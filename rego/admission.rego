@@ -192,24 +192,15 @@ rule_id(kind, class) := "protected-pipe-mount" if {
 # violation never depends on its message being buildable: if a fact the
 # message needs is missing, a plainer message without parts is used.
 
-violation_text(m, names) := text if {
-	text := message(m, names)
-} else := {
-	"msg": sprintf("volume %q reaches %s, a protected pipe, and no allowance covers it", [object.get(m, "volume", ""), display_path(object.get(m, "rawPath", ""), object.get(m, "path", ""))]),
-	"subject": "", "target": "", "reason": "", "remedy": "",
-}
-
-namespace_name := object.get(input, ["namespace", "name"], "")
-
-message(m, _) := {
+violation_text(m, names) := {
 	"msg": sprintf(
 		"PersistentVolume %q points at %s (%s); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead",
 		[m.volume, target(m), m.volumeSource],
 	),
 	"subject": "", "target": "", "reason": "", "remedy": "",
-} if m.containerKind == "persistentVolume"
-
-message(m, names) := {
+} if {
+	m.containerKind == "persistentVolume"
+} else := {
 	"msg": sprintf("%s mounts %s, but %s; to allow it, %s", [subject, tgt, why, how]),
 	"subject": subject, "target": tgt, "reason": why, "remedy": how,
 } if {
@@ -218,15 +209,19 @@ message(m, names) := {
 	tgt := mount_target(m)
 	why := reason(names)
 	how := remedy(names)
+} else := {
+	"msg": sprintf("volume %q reaches %s, a protected pipe, and no allowance covers it", [object.get(m, "volume", ""), display_path(object.get(m, "rawPath", ""), object.get(m, "path", ""))]),
+	"subject": "", "target": "", "reason": "", "remedy": "",
 }
+
+namespace_name := object.get(input, ["namespace", "name"], "")
 
 reason(names) := concat(" and ", missing(names))
 
 remedy(names) := concat(", or ", remedies(names))
 
 mount_target(m) := sprintf("%s through volume %q", [m.path, m.volume]) if m.pathClass == "pipe"
-
-mount_target(m) := sprintf(
+else := sprintf(
 	"%s through volume %q (a path that looks like a named pipe but cannot be resolved: %s; it is treated as protected)",
 	[display_path(m.rawPath, m.path), m.volume, m.ambiguousReason],
 ) if m.pathClass == "ambiguous"

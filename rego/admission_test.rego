@@ -219,3 +219,30 @@ test_protected_by_fact_decides_protection if {
 	some v in admission.deny with input as pod_input([protected], [default_policy])
 	v.policies == ["pipeguard-default"]
 }
+
+# A mount without a fact the message needs is still denied, with the
+# plainer message.
+test_message_without_its_facts_still_denies if {
+	m := object.remove(pipe_mount, ["path"])
+	some v in admission.deny with input as pod_input([m], [default_policy])
+	v.rule == "protected-pipe-mount"
+	v.msg == `volume "pipe" reaches \\.\pipe\csi-proxy-disk-v1, a protected pipe, and no allowance covers it`
+	v.subject == ""
+}
+
+# A mount without its security facts counts as neither privileged nor
+# HostProcess, and a namespace allowance still covers it.
+test_missing_security_facts_are_false if {
+	m := object.remove(pipe_mount, ["privileged", "hostProcess"])
+	count(admission.deny) == 1 with input as pod_input([m], [default_policy])
+	allowed := object.union(default_policy, {"namespaceMatch": true})
+	count(admission.violation) == 0 with input as pod_input([m], [allowed])
+}
+
+# Each denied mount of one container gets its own violation, with the
+# allowances worked out once for all of them.
+test_every_denied_mount_of_a_container_is_reported if {
+	ms := [object.union(pipe_mount, {"volume": sprintf("pipe-%d", [i])}) | some i in numbers.range(1, 3)]
+	vs := admission.deny with input as pod_input(ms, [default_policy])
+	{v.volume | some v in vs} == {"pipe-1", "pipe-2", "pipe-3"}
+}
