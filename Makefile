@@ -126,16 +126,17 @@ fuzz: ## Fuzz the pipe path normalizer, the object reader, the matchConditions p
 	done
 
 # make bench writes its raw results to BENCH_OUT and the report to
-# docs/benchmarks. BENCH_ROUNDS rounds each run every webhook target (the
-# floor, pipeguard with and without its decision cache, pipeguard with
-# 10,000 namespaces and 50 policies, and OPA Gatekeeper with the same rule)
-# for BENCH_DURATION, interleaved, then
-# as many rounds of pod creations through kube-apiserver; the report takes
-# the medians of the per-round ratios and differences. Budgeted so that make
-# bench takes under 10 minutes on 2 cores.
+# docs/benchmarks. BENCH_ROUNDS rounds each send three mixes of reviews (as
+# deployed, pipe mounts that rego decides every time, denials) to every
+# webhook target (the floor, pipeguard, pipeguard with 10,000 namespaces and
+# 50 policies, and OPA Gatekeeper with the same rule at its own GOGC and at
+# pipeguard's) for BENCH_DURATION each, interleaved, then as many rounds of
+# pod creations through kube-apiserver; the report takes the medians of the
+# per-round ratios and differences. make bench takes about 20 minutes on 2
+# cores.
 BENCH_OUT      ?= $(BIN)/bench
-BENCH_ROUNDS   ?= 5
-BENCH_DURATION ?= 5s
+BENCH_ROUNDS   ?= 10
+BENCH_DURATION ?= 2s
 
 # OPA Gatekeeper, the peer make bench measures pipeguard-webhook against
 # (deciding the same rule), is built from hack/tools/gatekeeper as its

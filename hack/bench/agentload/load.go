@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -51,12 +49,6 @@ func (t *target) connect(n int) error {
 		}
 	}
 	return nil
-}
-
-func (t *target) close() {
-	for _, c := range t.conns {
-		c.Close()
-	}
 }
 
 // call returns a function making one op call. PathExists asks about a
@@ -128,8 +120,9 @@ func (t *target) slice(op string, clients int, d time.Duration, into *tally) {
 // fsync-only) with the same op and number of clients, alternating between
 // them in slices (in an order that rotates from round to round) so that
 // all see the same machine, until each has been measured for d, and judges
-// the gated agent by medians of each round's ratios. Warm-up slices come
-// first and are not counted.
+// the gated agent by medians of per-round values: its calls/s over the
+// ungated agent's and, for a mutating op, its p50 less and over the
+// fsync-only agent's. Warm-up slices come first and are not counted.
 func measureCase(ctx context.Context, targets []*target, op string, clients int, d, warmup time.Duration) (*results.AgentCase, error) {
 	for _, t := range targets {
 		if err := t.connect(clients); err != nil {
@@ -143,16 +136,8 @@ func measureCase(ctx context.Context, targets []*target, op string, clients int,
 		}
 	}
 	tallies := make([]tally, len(targets))
-	var floor *fsyncFloor
-	if op == OpMkdir {
-		var err error
-		if floor, err = newFsyncFloor(filepath.Dir(targets[1].proc.AuditLog)); err != nil {
-			return nil, err
-		}
-		defer floor.close()
-	}
 	c := &results.AgentCase{Op: op, Clients: clients}
-	var ratios, floors, overFloor, fsyncOnlyOverFloor []float64
+	var ratios, overFsync, toFsync []float64
 	for ; ctx.Err() == nil; c.Rounds++ {
 		left := d - tallies[0].elapsed
 		if left <= 0 {
@@ -167,15 +152,8 @@ func measureCase(ctx context.Context, targets []*target, op string, clients int,
 		if u.CallsPerSecond > 0 {
 			ratios = append(ratios, g.CallsPerSecond/u.CallsPerSecond)
 		}
-		if floor != nil {
-			p50, err := floor.slice(min(slice, left))
-			if err != nil {
-				return nil, err
-			}
-			floors, overFloor = append(floors, p50), append(overFloor, g.P50-u.P50-p50)
-			if len(round) > 2 {
-				fsyncOnlyOverFloor = append(fsyncOnlyOverFloor, summarize(&round[2], nil).P50-u.P50-p50)
-			}
+		if f := summarize(&round[len(round)-1], nil); len(round) > 2 && f.P50 > 0 {
+			overFsync, toFsync = append(overFsync, g.P50-f.P50), append(toFsync, g.P50/f.P50)
 		}
 		for i := range tallies {
 			tallies[i].add(&round[i])
@@ -189,44 +167,9 @@ func measureCase(ctx context.Context, targets []*target, op string, clients int,
 	if len(targets) > 2 {
 		c.FsyncOnly = summarize(&tallies[2], targets[2].proc)
 	}
-	c.Ratio, c.FsyncP50 = results.Median(ratios), results.Median(floors)
-	c.OverFloor, c.FsyncOnlyOverFloor = results.Median(overFloor), results.Median(fsyncOnlyOverFloor)
+	c.Ratio, c.OverFsyncOnly, c.FsyncOnlyRatio = results.Median(ratios), results.Median(overFsync), results.Median(toFsync)
 	return c, nil
 }
-
-// fsyncFloor appends 1 KB records to a file beside the audit log and
-// fsyncs each, as the agent does for a write-ahead record.
-type fsyncFloor struct{ f *os.File }
-
-// record is the 1 KB record of the fsync floor and of the fsync-only agent.
-var record = append(bytes.Repeat([]byte("x"), 1023), '\n')
-
-func newFsyncFloor(dir string) (*fsyncFloor, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "fsync-floor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("the fsync floor's file: %w", err)
-	}
-	return &fsyncFloor{f: f}, nil
-}
-
-// slice appends and syncs records for d and returns the p50 of those
-// appends, each timed with its sync.
-func (f *fsyncFloor) slice(d time.Duration) (float64, error) {
-	var lats []time.Duration
-	for start := time.Now(); time.Since(start) < d; {
-		begin := time.Now()
-		if _, err := f.f.Write(record); err != nil {
-			return 0, fmt.Errorf("the fsync floor: %w", err)
-		}
-		if err := f.f.Sync(); err != nil {
-			return 0, fmt.Errorf("the fsync floor: %w", err)
-		}
-		lats = append(lats, time.Since(begin))
-	}
-	return results.Quantile(lats, 0.50), nil
-}
-
-func (f *fsyncFloor) close() { f.f.Close() }
 
 func summarize(t *tally, p *child) *results.AgentStats {
 	s := &results.AgentStats{Calls: len(t.latencies) + t.errors, Errors: t.errors, FirstError: t.firstErr, Seconds: t.elapsed.Seconds()}

@@ -4,10 +4,10 @@
 // disk before the directory is made), each with 1 and 16 concurrent
 // clients, through real unix sockets, on an agent that gates and audits
 // every request as pipeguard-agent does (the shipped rules, Metadata level,
-// the default durability) and on one that does neither. Each agent runs in
-// a process of its own (this executable, re-run with a hidden serve
-// subcommand); the load alternates between them in slices of 250 ms so that
-// both see the same machine.
+// the default durability), on one that does neither and, for Mkdir, on one
+// that only fsyncs a record before each call, in groups. Each runs in a
+// process of its own (this executable, re-run with a hidden serve command);
+// the load alternates between them in slices of 250 ms, so all see one machine.
 //
 //	go run ./hack/bench/agentload --duration 5s --json agent.json
 //
@@ -129,7 +129,9 @@ func measure(ctx context.Context, cfg *config, out io.Writer) (*results.AgentRes
 		var errs []error
 		for _, t := range targets {
 			if t != nil {
-				t.close()
+				for _, c := range t.conns {
+					c.Close()
+				}
 				errs = append(errs, t.proc.Stop())
 			}
 		}
@@ -156,8 +158,8 @@ func measure(ctx context.Context, cfg *config, out io.Writer) (*results.AgentRes
 			}
 			fmt.Fprintf(out, "%-10s x%-3d ungated %7.0f calls/s p50 %6.3f ms   gated %7.0f calls/s p50 %6.3f ms   gated/ungated %.3f× (median of %d rounds)",
 				op, n, c.Ungated.CallsPerSecond, c.Ungated.P50, c.Gated.CallsPerSecond, c.Gated.P50, c.Ratio, c.Rounds)
-			if c.FsyncP50 > 0 {
-				fmt.Fprintf(out, "   fsync floor p50 %.3f ms, added beyond it %.3f ms (fsync-only agent: %.3f ms)", c.FsyncP50, c.OverFloor, c.FsyncOnlyOverFloor)
+			if c.FsyncOnly != nil {
+				fmt.Fprintf(out, "   fsync-only p50 %.3f ms; gated − fsync-only %.3f ms, gated ÷ fsync-only %.2f× (medians)", c.FsyncOnly.P50, c.OverFsyncOnly, c.FsyncOnlyRatio)
 			}
 			fmt.Fprintln(out)
 			for _, s := range []*results.AgentStats{c.Ungated, c.Gated, c.FsyncOnly} {

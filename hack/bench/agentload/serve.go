@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,8 +34,8 @@ const serveCommand = "serve"
 
 // The agents measured: one that gates and audits as pipeguard-agent does,
 // one with neither, and one with neither that appends and fsyncs a 1 KB
-// record before each mutating call, as the gated agent's write-ahead record
-// is: the least any agent adds to make a call durable before it runs.
+// record before each mutating call, in groups as the gated agent's
+// write-ahead records are: what any agent adds to make a call durable.
 const (
 	agentUngated   = "ungated"
 	agentGated     = "gated"
@@ -108,16 +111,13 @@ func assemble(ctx context.Context, dir, agent string) (s serving, _ *app.Agent, 
 			return s, nil, closeAudit, err
 		}
 		closeAudit = f.Close
-		o.UnaryInterceptors = []grpc.UnaryServerInterceptor{syncFirst(f)}
+		o.UnaryInterceptors = []grpc.UnaryServerInterceptor{(&groupSync{write: f.Write, sync: f.Sync}).interceptor}
 	case agentGated:
 		engine, err := gate.New(ctx, gate.Options{Log: logr.Discard()})
 		if err != nil {
 			return s, nil, closeAudit, fmt.Errorf("gate: %w", err)
 		}
-		s.AuditLog = filepath.Join(dir, "audit", "audit.log")
-		if err := os.MkdirAll(filepath.Dir(s.AuditLog), 0o755); err != nil {
-			return s, nil, closeAudit, err
-		}
+		s.AuditLog = filepath.Join(dir, "audit", "audit.log") // Open makes its directory
 		log, err := audit.Open(audit.Options{Path: s.AuditLog, MaxSize: auditMaxSize, Log: logr.Discard()})
 		if err != nil {
 			return s, nil, closeAudit, fmt.Errorf("audit log: %w", err)
@@ -138,20 +138,46 @@ func assemble(ctx context.Context, dir, agent string) (s serving, _ *app.Agent, 
 	return s, a, closeAudit, err
 }
 
-// syncFirst appends a record to f and fsyncs it before each mutating call,
-// each call on its own.
-func syncFirst(f *os.File) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if gate.Mutating(path.Base(info.FullMethod)) {
-			if _, err := f.Write(record); err != nil {
-				return nil, err
-			}
-			if err := f.Sync(); err != nil {
-				return nil, err
-			}
-		}
-		return handler(ctx, req)
+// record is the 1 KB record the fsync-only agent makes durable before each
+// mutating call.
+var record = append(bytes.Repeat([]byte("x"), 1023), '\n')
+
+// groupSync appends a record and fsyncs it before each mutating call,
+// committing in groups as the audit log does: calls that arrive while an
+// fsync runs wait for it and share the next one.
+type groupSync struct {
+	write   func([]byte) (int, error)
+	sync    func() error
+	written atomic.Uint64 // records written; each counted once its write ends
+	mu      sync.Mutex    // held while an fsync runs
+	synced  uint64        // records the last fsync covered, under mu
+}
+
+// append writes one record and returns once an fsync begun after it ends.
+func (g *groupSync) append() error {
+	if _, err := g.write(record); err != nil {
+		return fmt.Errorf("fsync-only agent: appending its record: %w", err)
 	}
+	seq := g.written.Add(1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if upTo := g.written.Load(); g.synced < seq {
+		if err := g.sync(); err != nil {
+			return fmt.Errorf("fsync-only agent: syncing its records: %w", err)
+		}
+		g.synced = upTo
+	}
+	return nil
+}
+
+// interceptor makes each mutating call durable before it runs.
+func (g *groupSync) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if gate.Mutating(path.Base(info.FullMethod)) {
+		if err := g.append(); err != nil {
+			return nil, err
+		}
+	}
+	return handler(ctx, req)
 }
 
 // child is an agent process started by startChild.

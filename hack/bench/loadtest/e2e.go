@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,14 +30,26 @@ import (
 // e2eCommand measures pod creation through kube-apiserver.
 const e2eCommand = "e2e"
 
-// The end-to-end targets: each has a namespace of its own, which only its
-// admission check covers.
+// The end-to-end targets: each has two namespaces of its own, which only
+// its admission check covers: e2e-<target>, with the allowance label, and
+// e2e-unallowed-<target>, without it.
 const (
 	e2eNone = "none"
 	e2eVAP  = "validatingadmissionpolicy"
 )
 
-var e2eTargets = []string{e2eNone, TargetFloor, TargetPipeguard, e2eVAP}
+var e2eTargets = []string{e2eNone, TargetFloor, TargetPipeguard, e2eVAP, TargetGatekeeper}
+
+// e2eKinds are the kinds of pods e2e creates.
+var e2eKinds = append(slices.Clone(results.PodKinds), results.KindDenied)
+
+// e2eDenials is how each checking target's denial of a pod of the denied
+// kind begins; the floor and no check admit every pod.
+var e2eDenials = map[string]string{
+	TargetPipeguard:  `admission webhook "pipeguard.bench.pipeguard.io" denied the request: [protected-pipe-mount] container "azuredisk" mounts \\.\pipe\csi-proxy-disk-v1`,
+	e2eVAP:           `ValidatingAdmissionPolicy 'bench-csi-proxy' with binding 'bench-csi-proxy' denied request: a container mounts a csi-proxy pipe`,
+	TargetGatekeeper: `admission webhook "gatekeeper.bench.pipeguard.io" denied the request: [` + gatekeeperConstraintName + `] container azuredisk mounts the CSI Proxy pipe`,
+}
 
 // vapRule is pipeguard's default rule as a ValidatingAdmissionPolicy in
 // CEL: a hostPath volume whose path names a csi-proxy pipe may be mounted
@@ -47,139 +62,186 @@ const vapRule = `(has(namespaceObject.metadata.labels) && '` + policy.AllowLabel
     !(has(c.securityContext) && ((has(c.securityContext.privileged) && c.securityContext.privileged) ||
       (has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.hostProcess) && c.securityContext.windowsOptions.hostProcess)))))`
 
-// e2eMain starts kube-apiserver and etcd from KUBEBUILDER_ASSETS, the floor
-// and pipeguard as webhooks and the ValidatingAdmissionPolicy, each for a
-// namespace of its own, and creates pods in the namespaces by turns, pod by
-// pod, round after round: CSI node pods (with hostPath pipe mounts, allowed by the
-// namespace's label), pods without a host path, and log shippers whose
-// hostPath volumes are ordinary directories. pipeguard is registered with
-// the matchConditions it ships with, so the API server calls it only for
-// pods that could name a pipe; the floor has none and is called for every
-// pod.
+// e2eMain starts kube-apiserver and etcd from KUBEBUILDER_ASSETS, the floor,
+// pipeguard and Gatekeeper as webhooks (the last two under pipeguard's
+// shipped matchConditions) and the ValidatingAdmissionPolicy, each for
+// namespaces of its own, and creates pods of each kind (e2ePod) in them by
+// turns, pod by pod, round after round.
 func e2eMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadtest "+e2eCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rounds := fs.Int("rounds", 5, "rounds; each creates pods in every target's namespace")
+	rounds := fs.Int("rounds", 5, "rounds; each creates pods in every target's namespaces")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
-	if fs.Parse(args) != nil || fs.NArg() > 0 || *rounds < 1 {
-		fmt.Fprintln(stderr, "loadtest e2e: --rounds must be positive and every setting is a flag")
+	list := fs.String("targets", strings.Join(e2eTargets, ","), "comma-separated admission checks, "+e2eNone+" among them")
+	gatekeeper := fs.String("gatekeeper", filepath.Join("bin", "tools", "gatekeeper"), "Gatekeeper's executable, for the "+TargetGatekeeper+" target")
+	err := fs.Parse(args)
+	names := strings.Split(*list, ",")
+	// In e2eTargets' order, none first.
+	targets := slices.DeleteFunc(slices.Clone(e2eTargets), func(t string) bool { return !slices.Contains(names, t) })
+	if err != nil || fs.NArg() > 0 || *rounds < 1 || len(targets) != len(names) || targets[0] != e2eNone {
+		fmt.Fprintf(stderr, "loadtest e2e: --rounds must be positive, --targets a list of %s with %s among them, each once, and every setting is a flag\n",
+			strings.Join(e2eTargets, ", "), e2eNone)
 		return 2
 	}
-	runs, err := endToEnd(context.Background(), *rounds, e2ePods, stderr)
+	runs, err := endToEnd(context.Background(), targets, *gatekeeper, *rounds, 100, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadtest e2e:", err)
 		return 1
 	}
-	for _, kind := range results.PodKinds {
-		for _, t := range e2eTargets[1:] {
-			fmt.Fprintf(stdout, "%-26s %-11s added p50 %.3f ms (median of per-round differences to no admission check)\n",
+	for _, kind := range e2eKinds {
+		for _, t := range targets[1:] {
+			fmt.Fprintf(stdout, "%-26s %-17s added p50 %.3f ms (median of per-round differences to no admission check)\n",
 				t, kind, results.Median(results.AddedP50(runs, t, e2eNone, kind)))
 		}
 	}
-	fmt.Fprintf(stdout, "%-26s %-11s added p50 %.3f ms, p50 %.3f× no admission check's (medians of per-round values; its matchConditions skip the webhook)\n",
-		TargetPipeguard, results.KindOrdinaryHostPath,
-		results.Median(results.AddedP50(runs, TargetPipeguard, e2eNone, results.KindOrdinaryHostPath)),
-		results.Median(results.P50Ratios(runs, TargetPipeguard, e2eNone, results.KindOrdinaryHostPath)))
 	if *jsonPath != "" && !writeJSON(*jsonPath, results.EndToEnd{VAPRule: vapRule, Runs: runs}) {
 		return 1
 	}
 	return 0
 }
 
-// e2ePods is how many pods of each kind e2e creates per target and round.
-const e2ePods = 100
-
-func endToEnd(ctx context.Context, rounds, pods int, log io.Writer) (_ []*results.Pods, err error) {
-	cfg, _, stopCP, err := startControlPlane(nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, stopCP()) }()
-	c, err := crclient.New(cfg, crclient.Options{})
-	if err != nil {
-		return nil, err
-	}
+// endToEnd measures pods pods of each kind in every round, for each of
+// targets (in e2eTargets' order, none first); gatekeeper is Gatekeeper's
+// executable.
+func endToEnd(ctx context.Context, targets []string, gatekeeper string, rounds, pods int, log io.Writer) (_ []*results.Pods, err error) {
 	shipped, err := shippedPodConditions()
 	if err != nil {
 		return nil, err
 	}
-	children := map[string]*child{}
-	for _, name := range []string{TargetFloor, TargetPipeguard} {
-		srv, err := startChild(ctx, name)
+	gk := &gatekeeperEnv{}
+	if slices.Contains(targets, TargetGatekeeper) { // its control plane, with its CRDs, template and constraint, serves all
+		gk, err = startGatekeeperEnv(ctx, gatekeeper, 0, log)
+	} else {
+		gk.cfg, _, gk.stopCP, err = startControlPlane(nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, gk.stop()) }()
+	c, err := crclient.New(gk.cfg, crclient.Options{})
+	if err != nil {
+		return nil, err
+	}
+	var pipeguard *child
+	for _, t := range targets {
+		var url string
+		var caPEM []byte
+		switch t {
+		case TargetFloor, TargetPipeguard:
+			srv, err := startChild(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			defer srv.Stop()
+			if url, caPEM = srv.URL, srv.CAPEM; t == TargetPipeguard {
+				pipeguard = srv
+			}
+		case TargetGatekeeper:
+			p, err := gk.launch("webhook")
+			if err != nil {
+				return nil, err
+			}
+			defer func() { err = errors.Join(err, p.stop()) }()
+			url, caPEM = p.url, p.caPEM
+		case e2eVAP:
+			err = installVAP(ctx, c)
+		}
+		if url != "" {
+			err = c.Create(ctx, webhookConfig(t, url, caPEM, shipped))
+		}
+		// Its namespaces, with the default ServiceAccount, which pods name.
+		for ns, labels := range map[string]map[string]string{"e2e-" + t: {policy.AllowLabel: "true"}, "e2e-unallowed-" + t: nil} {
+			err = errors.Join(err, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}),
+				c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
+		}
 		if err != nil {
-			return nil, err
-		}
-		defer srv.Stop()
-		children[name] = srv
-		var conds []admissionregistrationv1.MatchCondition
-		if name == TargetPipeguard {
-			conds = shipped
-		}
-		if err := c.Create(ctx, webhookConfig(name, srv.URL, srv.CAPEM, conds)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("setting up the %s target: %w", t, err)
 		}
 	}
-	if err := installVAP(ctx, c); err != nil {
-		return nil, err
-	}
-	for _, t := range e2eTargets {
-		if err := createNamespace(ctx, c, "e2e-"+t, map[string]string{policy.AllowLabel: "true"}); err != nil {
-			return nil, err
-		}
-	}
-	if err := awaitChecks(ctx, c); err != nil {
-		return nil, err
+	seq := 0
+	create := func(t, kind string) (time.Duration, error) {
+		seq++
+		return e2eCreate(ctx, c, t, kind, seq)
 	}
 	var out []*results.Pods
-	seq := 0
-	// Round -1 warms every path up (connections, caches), unmeasured.
-	// Within a round the targets take turns pod by pod, their order
-	// rotating, so that all see the same moments of the control plane.
+	// Round -1, unmeasured, warms every path up (connections, caches) and
+	// retries each pod until every check is in force, with the namespaces
+	// in its caches: Gatekeeper may take minutes to start. Nothing shows
+	// the floor in force, but it is registered first. Within a round the
+	// targets take turns pod by pod, their order rotating, so that all see
+	// the same moments of the control plane.
+	deadline := time.Now().Add(gatekeeperStartTimeout)
 	for round := -1; round < rounds; round++ {
 		lat := map[string][]time.Duration{}
 		for j := range pods {
-			for _, kind := range results.PodKinds {
-				for k := range e2eTargets {
-					t := e2eTargets[(j+k)%len(e2eTargets)]
-					p := e2ePod(kind, "e2e-"+t, seq)
-					seq++
-					start := time.Now()
-					if err := c.Create(ctx, p); err != nil {
-						return nil, fmt.Errorf("%s, round %d: creating pod %s: %w", t, round+1, p.Name, err)
+			for _, kind := range e2eKinds {
+				for k := range targets {
+					t := targets[(j+k)%len(targets)]
+					d, err := create(t, kind)
+					for ; err != nil && round < 0 && time.Now().Before(deadline); d, err = create(t, kind) {
+						time.Sleep(100 * time.Millisecond)
 					}
-					lat[t+" "+kind] = append(lat[t+" "+kind], time.Since(start))
+					if err != nil {
+						return nil, fmt.Errorf("%s, round %d (round 0 is the warm-up, which waits up to %v for every check to be in force): %w", t, round+1, gatekeeperStartTimeout, err)
+					}
+					lat[t+" "+kind] = append(lat[t+" "+kind], d)
 				}
 			}
 		}
-		if round < 0 {
-			continue
-		}
-		for _, t := range e2eTargets {
-			for _, kind := range results.PodKinds {
-				l := lat[t+" "+kind]
-				r := &results.Pods{Target: t, Round: round, Kind: kind, Pods: len(l), P50: results.Quantile(l, 0.5)}
-				fmt.Fprintf(log, "round %d %-26s %-11s p50 %.3f ms\n", round+1, t, kind, r.P50)
-				out = append(out, r)
+		for _, t := range targets {
+			for _, kind := range e2eKinds {
+				if l := lat[t+" "+kind]; round >= 0 {
+					out = append(out, &results.Pods{Target: t, Round: round, Kind: kind, Pods: len(l), P50: results.Quantile(l, 0.5)})
+					fmt.Fprintf(log, "round %d %-26s %-17s p50 %.3f ms\n", round+1, t, kind, out[len(out)-1].P50)
+				}
 			}
 		}
 	}
-	if err := confirmSkipped(ctx, c, children[TargetPipeguard], seq); err != nil {
-		return nil, err
+	if pipeguard == nil {
+		return out, nil
+	}
+	// Stopped, pipeguard's fail-closed webhook refuses CSI node pods, while
+	// ordinary hostPath pods are still admitted: the API server does not
+	// call it for them.
+	_ = pipeguard.Stop() // once it returns, the process is gone
+	if _, err := create(TargetPipeguard, "hostpath"); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		return nil, fmt.Errorf("with pipeguard's server stopped, a CSI node pod was not refused for want of its webhook: %v", err)
+	}
+	if _, err := create(TargetPipeguard, results.KindOrdinaryHostPath); err != nil {
+		return nil, fmt.Errorf("with pipeguard's server stopped, an %s pod was not admitted, so its webhook was called for it: %w", results.KindOrdinaryHostPath, err)
 	}
 	fmt.Fprintf(log, "pipeguard stopped: %s pods still admitted, hostpath pods refused\n", results.KindOrdinaryHostPath)
 	return out, nil
 }
 
-// shippedPodsWebhook is the webhook of config/webhook/manifests.yaml that
-// reviews pods.
-const shippedPodsWebhook = "pods.pipeguard.io"
+// e2eCreate creates a pod of kind for target t and returns how long the API
+// server took to answer. A pod of the denied kind goes to t's namespace
+// without the allowance, where a checking target must refuse it with 403
+// and its own message (admitting it is an error, not a sample) and the
+// floor and no check admit it; every other pod must be admitted.
+func e2eCreate(ctx context.Context, c crclient.Client, t, kind string, seq int) (time.Duration, error) {
+	ns, want := "e2e-"+t, ""
+	if kind == results.KindDenied {
+		ns, want = "e2e-unallowed-"+t, e2eDenials[t]
+	}
+	p := e2ePod(kind, ns, seq)
+	start := time.Now()
+	err := c.Create(ctx, p)
+	took := time.Since(start)
+	if want != "" && err == nil {
+		return 0, fmt.Errorf("%s admitted pod %s/%s, which mounts a CSI Proxy pipe without an allowance; it must deny it", t, ns, p.Name)
+	} else if want == "" && err != nil || want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want)) {
+		return 0, fmt.Errorf("creating pod %s/%s (want %s): %w", ns, p.Name, cmp.Or(want, "admitted"), err)
+	}
+	return took, nil
+}
 
 // shippedPodConditions returns the matchConditions with which pipeguard's
-// shipped configuration sends pods to its webhook, read from
-// config/webhook/manifests.yaml in the repository holding the working
-// directory.
+// shipped configuration sends pods to its webhook, pods.pipeguard.io,
+// read from config/webhook/manifests.yaml in the repository holding the
+// working directory.
 func shippedPodConditions() ([]admissionregistrationv1.MatchCondition, error) {
-	const rel = "config/webhook/manifests.yaml"
+	const rel, shippedPodsWebhook = "config/webhook/manifests.yaml", "pods.pipeguard.io"
 	file, err := repoFile(rel)
 	if err != nil {
 		return nil, err
@@ -189,103 +251,55 @@ func shippedPodConditions() ([]admissionregistrationv1.MatchCondition, error) {
 		return nil, fmt.Errorf("reading pipeguard's webhook configuration: %w", err)
 	}
 	for _, w := range cfg.Webhooks {
-		if w.Name == shippedPodsWebhook {
-			if len(w.MatchConditions) == 0 {
-				return nil, fmt.Errorf("%s: webhook %s has no matchConditions", file, shippedPodsWebhook)
-			}
+		if w.Name == shippedPodsWebhook && len(w.MatchConditions) > 0 {
 			return w.MatchConditions, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: no webhook %s", file, shippedPodsWebhook)
+	return nil, fmt.Errorf("%s: no webhook %s with matchConditions", file, shippedPodsWebhook)
 }
 
-// repoFile finds rel in the working directory or the nearest directory
-// above it that holds a go.mod: the pipeguard repository, from its root
-// (make bench) or a package directory (go test).
+// repoFile returns the path of rel in the pipeguard repository holding the
+// working directory, from its root (make bench) or a package (go test).
 func repoFile(rel string) (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	file := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), filepath.FromSlash(rel))
+	if _, statErr := os.Stat(file); err != nil || statErr != nil {
+		return "", fmt.Errorf("cannot find pipeguard's %s (%w); run from the pipeguard repository", rel, errors.Join(err, statErr))
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			file := filepath.Join(dir, filepath.FromSlash(rel))
-			if _, err := os.Stat(file); err != nil {
-				return "", fmt.Errorf("cannot read pipeguard's %s: %w", rel, err)
-			}
-			return file, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("cannot find pipeguard's %s: no go.mod in %s or above it; run from the pipeguard repository", rel, wd)
-		}
-	}
+	return file, nil
 }
 
-// confirmSkipped stops pipeguard's server and shows that the API server
-// does not call it for ordinary hostPath pods: its webhook fails closed, so
-// a CSI node pod is refused once it is gone, while an ordinary hostPath pod
-// is still admitted in the same namespace.
-func confirmSkipped(ctx context.Context, c crclient.Client, pipeguard *child, seq int) error {
-	ns := "e2e-" + TargetPipeguard
-	_ = pipeguard.Stop()
-	deadline := time.Now().Add(30 * time.Second)
-	for ; ; seq++ {
-		err := c.Create(ctx, e2ePod("hostpath", ns, seq))
-		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("with pipeguard's server stopped, creating a CSI node pod: %w", err)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pipeguard's webhook still admitted CSI node pods 30s after its server stopped")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	seq++
-	if err := c.Create(ctx, e2ePod(results.KindOrdinaryHostPath, ns, seq)); err != nil {
-		return fmt.Errorf("with pipeguard's server stopped, an %s pod was not admitted, so its webhook was called for it: %w", results.KindOrdinaryHostPath, err)
-	}
-	return nil
-}
-
-// e2ePod is a CSI node pod whose containers mount csi-proxy pipes (allowed
-// by its namespace's label, not by HostProcess, so that pipeguard decides
-// with rego or its cache), a log shipper that mounts ordinary host
-// directories, or an ordinary pod.
+// e2ePod is a CSI node pod whose containers mount csi-proxy pipes (not
+// HostProcess, so that only its namespace's label can allow it: kinds
+// hostpath and denied), a log shipper that mounts ordinary host
+// directories, or an ordinary pod. Its volumes' names end in seq, so that
+// no two pods are alike and pipeguard's decision cache answers none, as
+// for the first pods of a rollout.
 func e2ePod(kind, ns string, seq int) *corev1.Pod {
 	p := samplepods.Plain()
 	switch kind {
-	case "hostpath":
+	case "hostpath", results.KindDenied:
 		p = samplepods.CSINode()
 		p.Spec.Containers[2].SecurityContext = nil
-	case results.KindOrdinaryHostPath:
-		p = e2eLogShipper()
+	case results.KindOrdinaryHostPath: // a log shipper as a DaemonSet runs it, reading Linux and Windows logs
+		p = logShipperPod()
+		for _, v := range [][2]string{{"varlog", "/var/log"}, {"containers", "/var/lib/docker/containers"}} {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v[0], VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v[1]}}})
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v[0], MountPath: v[1], ReadOnly: true})
+		}
 	}
 	p.Name, p.Namespace = fmt.Sprintf("%s-%06d", kind, seq), ns
 	p.Spec.ServiceAccountName, p.Spec.AutomountServiceAccountToken = "default", ptr.To(false)
-	return p
-}
-
-// e2eLogShipper is a log shipper as a DaemonSet runs it: it reads the
-// node's logs through hostPath volumes, the Linux directories and the
-// Windows one, none of which can name a pipe.
-func e2eLogShipper() *corev1.Pod {
-	p := logShipperPod()
-	for _, v := range [][2]string{{"varlog", "/var/log"}, {"containers", "/var/lib/docker/containers"}} {
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v[0], VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v[1]}}})
-		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v[0], MountPath: v[1], ReadOnly: true})
+	suffix := fmt.Sprintf("-%06d", seq)
+	for i := range p.Spec.Volumes {
+		p.Spec.Volumes[i].Name += suffix
+	}
+	for _, c := range p.Spec.Containers {
+		for j := range c.VolumeMounts {
+			c.VolumeMounts[j].Name += suffix
+		}
 	}
 	return p
-}
-
-// createNamespace creates a namespace with its default ServiceAccount,
-// which pods name.
-func createNamespace(ctx context.Context, c crclient.Client, name string, labels map[string]string) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
-		return err
-	}
-	return crclient.IgnoreAlreadyExists(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}))
 }
 
 // podCreation is what every admission check of e2e covers: creating pods.
@@ -295,9 +309,13 @@ var podCreation = admissionregistrationv1.RuleWithOperations{
 }
 
 // webhookConfig registers a target's webhook for pod creation in its
-// namespace; conds, if any, are the matchConditions under which the API
-// server calls it.
-func webhookConfig(name, url string, caPEM []byte, conds []admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// namespaces, under shipped, the matchConditions with which pipeguard's
+// configuration sends pods to its webhook: pipeguard's and Gatekeeper's
+// alike. The floor has none.
+func webhookConfig(name, url string, caPEM []byte, shipped []admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	if name == TargetFloor {
+		shipped = nil
+	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
@@ -309,16 +327,15 @@ func webhookConfig(name, url string, caPEM []byte, conds []admissionregistration
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](10),
-			MatchConditions:         conds,
+			MatchConditions:         shipped,
 		}},
 	}
 }
 
-// namespaceSelector selects a target's namespace and its probe namespace
-// (see awaitChecks).
+// namespaceSelector selects a target's namespaces.
 func namespaceSelector(target string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"e2e-" + target, "e2e-probe-" + target}}}}
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"e2e-" + target, "e2e-unallowed-" + target}}}}
 }
 
 func installVAP(ctx context.Context, c crclient.Client) error {
@@ -329,7 +346,8 @@ func installVAP(ctx context.Context, c crclient.Client) error {
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
 				{RuleWithOperations: podCreation},
 			}},
-			Validations: []admissionregistrationv1.Validation{{Expression: vapRule, Message: "a container mounts a csi-proxy pipe but is not privileged or HostProcess and its namespace is not allowed"}},
+			Validations: []admissionregistrationv1.Validation{{Expression: vapRule, Reason: ptr.To(metav1.StatusReasonForbidden),
+				Message: "a container mounts a csi-proxy pipe but is not privileged or HostProcess and its namespace is not allowed"}},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
@@ -340,34 +358,5 @@ func installVAP(ctx context.Context, c crclient.Client) error {
 			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: namespaceSelector(e2eVAP)},
 		},
 	}
-	if err := c.Create(ctx, vap); err != nil {
-		return err
-	}
-	return c.Create(ctx, binding)
-}
-
-// awaitChecks waits until pipeguard and the ValidatingAdmissionPolicy deny
-// a CSI node pod in their probe namespaces, which lack the allowance
-// label, so that both are in force before anything is measured. The floor
-// allows everything, so nothing shows it in force; its configuration was
-// created before the others'.
-func awaitChecks(ctx context.Context, c crclient.Client) error {
-	for _, t := range []string{TargetPipeguard, e2eVAP} {
-		ns := "e2e-probe-" + t
-		if err := createNamespace(ctx, c, ns, nil); err != nil {
-			return err
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for i := 0; ; i++ {
-			err := c.Create(ctx, e2ePod("hostpath", ns, i))
-			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s did not deny a CSI node pod in an unlabelled namespace within 30s (last answer: %v)", t, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return nil
+	return errors.Join(c.Create(ctx, vap), c.Create(ctx, binding))
 }

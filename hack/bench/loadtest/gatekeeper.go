@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"debug/buildinfo"
 	"encoding/json"
@@ -200,6 +201,12 @@ type gatekeeperProc struct {
 // of Gatekeeper's deployment do (without its mutation webhook, which the
 // rule does not use); their command line is recorded for the report.
 func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
+	return e.launchGOGC("", operations...)
+}
+
+// launchGOGC is launch with GOGC gogc ("": Go's default, as Gatekeeper's
+// deployment runs it).
+func (e *gatekeeperEnv) launchGOGC(gogc string, operations ...string) (*gatekeeperProc, error) {
 	e.starts++
 	certDir, err := os.MkdirTemp(e.dir, "certs-")
 	if err != nil {
@@ -240,7 +247,7 @@ func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
 	}
 	defer logFile.Close()
 	p.cmd = exec.Command(e.bin, args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig, "POD_NAMESPACE="+gatekeeperNamespace)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig, "POD_NAMESPACE="+gatekeeperNamespace, "GOGC="+cmp.Or(gogc, "100"))
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", e.bin, err)
@@ -334,7 +341,7 @@ func runGatekeeper(ctx context.Context, env *gatekeeperEnv, opts Options, t *tar
 	if env == nil {
 		return nil, fmt.Errorf("the %s target needs its control plane, which was not started", TargetGatekeeper)
 	}
-	p, err := env.launch("webhook")
+	p, err := env.launchGOGC(t.gogc, "webhook")
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,10 @@ import (
 // its CRDs, the template, the constraint and the namespaces of the mix.
 const TargetGatekeeper = "gatekeeper"
 
+// TargetGatekeeperGOGC is the same Gatekeeper run with pipeguard-webhook's
+// GOGC (serverGOGC) rather than Go's default.
+const TargetGatekeeperGOGC = "gatekeeper-gogc" + serverGOGC
+
 // The ConstraintTemplate and the Constraint that state pipeguard's default
 // rule for Gatekeeper.
 const (

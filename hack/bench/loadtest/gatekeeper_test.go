@@ -36,7 +36,7 @@ func gatekeeperQuery(t *testing.T) rego.PreparedEvalQuery {
 // decides every kind of review of the mix as pipeguard does, in labelled
 // and unlabelled namespaces, with a message naming the pipe.
 func TestGatekeeperRegoDecidesTheMix(t *testing.T) {
-	m, err := newMix()
+	m, err := newMix(MixDeployed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +171,21 @@ func TestGatekeeperDecidesTheMix(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	r, err := Run(ctx, Options{Target: TargetGatekeeper, Duration: time.Second, gatekeeper: env})
-	if err != nil {
-		t.Fatal(err)
+	runs := [][2]string{{TargetGatekeeperGOGC, MixDeployed}}
+	for _, mix := range mixes {
+		runs = append(runs, [2]string{TargetGatekeeper, mix})
 	}
-	if r.Sent < 20 || r.Errors != 0 {
-		t.Fatalf("sent %d, errors %d; want the whole mix answered without errors; first error: %s", r.Sent, r.Errors, r.FirstError)
-	}
-	if r.CPUPerReviewMs <= 0 || r.PeakRSSBytes <= 0 {
-		t.Errorf("CPU %v ms/review, peak RSS %d; want Gatekeeper's", r.CPUPerReviewMs, r.PeakRSSBytes)
+	for _, run := range runs {
+		r, err := Run(ctx, Options{Target: run[0], Mix: run[1], Duration: time.Second, gatekeeper: env})
+		if err != nil {
+			t.Fatalf("%s, %s mix: %v", run[0], run[1], err)
+		}
+		if r.Sent < 20 || r.Errors != 0 {
+			t.Fatalf("%s, %s mix: sent %d, errors %d; want the whole mix answered without errors; first error: %s", run[0], run[1], r.Sent, r.Errors, r.FirstError)
+		}
+		if r.CPUPerReviewMs <= 0 || r.PeakRSSBytes <= 0 {
+			t.Errorf("%s, %s mix: CPU %v ms/review, peak RSS %d; want Gatekeeper's", run[0], run[1], r.CPUPerReviewMs, r.PeakRSSBytes)
+		}
 	}
 	if env.peer.Version == "" || env.peer.Rego != gatekeeperRego || len(env.peer.Args) == 0 {
 		t.Errorf("peer %+v lacks the version, the rule or the command line", env.peer)
@@ -189,7 +195,7 @@ func TestGatekeeperDecidesTheMix(t *testing.T) {
 // A webhook that does not decide the mix as pipeguard does, here the floor,
 // is caught before it is measured, with the kind it got wrong.
 func TestDecideEveryKindCatchesAWrongRule(t *testing.T) {
-	m, err := newMix()
+	m, err := newMix(MixDeployed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,10 @@ const (
 
 // Options describe one measured run against one target.
 type Options struct {
-	// Target is one of allTargets; Round is recorded with the result.
-	Target string
-	Round  int
+	// Target is one of allTargets, Mix one of mixes; Round is recorded
+	// with the result.
+	Target, Mix string
+	Round       int
 	// Duration of the measured part, after Warmup.
 	Duration, Warmup time.Duration
 	// gatekeeper is the control plane the gatekeeper target runs on.
@@ -49,7 +50,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if t == nil {
 		return nil, fmt.Errorf("target %q is unknown", opts.Target)
 	}
-	m, err := newMix()
+	m, err := newMix(opts.Mix)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func drive(ctx context.Context, c *client, srv measured, opts Options, t *target
 		return nil, err
 	}
 	r := &Result{
-		Target: opts.Target, Round: opts.Round, Workers: workers, Namespaces: t.namespaces, Policies: t.policies,
+		Target: opts.Target, Mix: opts.Mix, Round: opts.Round, Workers: workers, Namespaces: t.namespaces, Policies: t.policies,
 		Seconds: elapsed.Seconds(), Sent: tl.sent, Errors: tl.sent - len(tl.latencies), FirstError: tl.firstErr,
 	}
 	if tl.sent > 0 {

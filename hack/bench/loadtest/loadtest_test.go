@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +16,12 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 	"github.com/pipeguard/pipeguard/internal/testenv"
@@ -37,30 +44,102 @@ func TestMain(m *testing.M) {
 func TestTargetsDecideTheMix(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	for _, tg := range targets {
-		if tg.peer {
-			continue
+		for _, mix := range mixes {
+			if tg.peer || tg.deployedOnly && mix != MixDeployed {
+				continue
+			}
+			t.Run(tg.name+"/"+mix, func(t *testing.T) { runDecidesTheMix(t, tg.name, mix) })
 		}
-		t.Run(tg.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			r, err := Run(ctx, Options{Target: tg.name, Duration: 300 * time.Millisecond})
-			if err != nil {
+	}
+}
+
+func runDecidesTheMix(t *testing.T, target, mix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Options{Target: target, Mix: mix, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sent < 20 || r.Errors != 0 {
+		t.Fatalf("sent %d, errors %d; want the whole mix answered without errors; first error: %s", r.Sent, r.Errors, r.FirstError)
+	}
+	if _, err := os.Stat("/proc/self/status"); err == nil && r.PeakRSSBytes <= 0 {
+		t.Errorf("peak RSS %d; want the serving process's", r.PeakRSSBytes)
+	}
+	if r.Mix != mix {
+		t.Errorf("result of the %s mix says %q", mix, r.Mix)
+	}
+}
+
+// In the pipes and denials mixes no two reviews share a ServiceAccount or
+// a pipe volume's name, so no decision can be remembered from another
+// review; each pod still names only volumes it has, and the names stay
+// valid Kubernetes names.
+func TestUniqueMixesDefeatTheDecisionCache(t *testing.T) {
+	name := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	for _, mixName := range []string{MixPipes, MixDenials} {
+		m, err := newMix(mixName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]uint64{}
+		for seq := range uint64(5 * len(m.slots)) {
+			body, k := m.body(seq, smallNamespaces, uidPlaceholder)
+			var review struct {
+				Request struct{ Object json.RawMessage } `json:"request"`
+			}
+			if err := json.Unmarshal(body, &review); err != nil {
+				t.Fatalf("%s %s: %v", mixName, k.name, err)
+			}
+			var obj struct {
+				Spec struct {
+					corev1.PodSpec
+					Template struct{ Spec corev1.PodSpec } `json:"template"`
+				} `json:"spec"`
+			}
+			if err := json.Unmarshal(review.Request.Object, &obj); err != nil {
 				t.Fatal(err)
 			}
-			if r.Sent < 20 || r.Errors != 0 {
-				t.Fatalf("sent %d, errors %d; want the whole mix answered without errors; first error: %s", r.Sent, r.Errors, r.FirstError)
+			spec := obj.Spec.PodSpec
+			if k.name == "deployment-csi-denied" {
+				spec = obj.Spec.Template.Spec
 			}
-			if _, err := os.Stat("/proc/self/status"); err == nil && r.PeakRSSBytes <= 0 {
-				t.Errorf("peak RSS %d; want the serving process's", r.PeakRSSBytes)
+			volumes := map[string]bool{}
+			var facts []string
+			for _, v := range spec.Volumes {
+				volumes[v.Name] = true
+				if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, `\\.\pipe\`) {
+					facts = append(facts, "volume "+v.Name)
+				}
 			}
-		})
+			facts = append(facts, "serviceAccount "+spec.ServiceAccountName)
+			for _, f := range facts {
+				if !name.MatchString(strings.Fields(f)[1]) || len(f) > 63+len("serviceAccount ") {
+					t.Errorf("%s %s: %s is not a valid name", mixName, k.name, f)
+				}
+				if prev, ok := seen[f]; ok {
+					t.Errorf("%s: reviews %d and %d share %s", mixName, prev, seq, f)
+				}
+				seen[f] = seq
+			}
+			for _, c := range spec.Containers {
+				for _, vm := range c.VolumeMounts {
+					if !volumes[vm.Name] {
+						t.Errorf("%s %s: container %s mounts volume %s, which the pod lacks", mixName, k.name, c.Name, vm.Name)
+					}
+				}
+			}
+			if len(facts) < 5 {
+				t.Errorf("%s %s: %d pipe volumes, want the CSI node pod's four", mixName, k.name, len(facts)-1)
+			}
+		}
 	}
 }
 
 // The reviews are as large as those kube-apiserver sends: pods with
 // managedFields and defaults are 4.5 to 7.2 KB.
 func TestReviewsHaveTheSizeOfRealOnes(t *testing.T) {
-	m, err := newMix()
+	m, err := newMix(MixDeployed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +155,13 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || !slices.Equal(cfg.targets, []string{"pipeguard", "gatekeeper"}) {
 		t.Fatalf("%v, %+v", err, cfg)
 	}
-	if cfg, err := parseFlags(nil); err != nil || !slices.Equal(cfg.targets, allTargets) {
+	if cfg, err := parseFlags(nil); err != nil || !slices.Equal(cfg.targets, allTargets) || !slices.Equal(cfg.mixes, mixes) || cfg.rounds != 10 {
 		t.Fatalf("defaults: %v, %+v", err, cfg)
 	}
-	for _, args := range [][]string{{"--targets", "opa"}, {"--rounds", "0"}, {"--duration", "0s"}, {"now"}, {"--workers", "8"}} {
+	if _, err := parseFlags([]string{"--mixes", "pipes,cached"}); err == nil || err.Error() != `--mixes: "cached" is unknown; use deployed, pipes, denials` {
+		t.Errorf("unknown mix: %v", err)
+	}
+	for _, args := range [][]string{{"--targets", "opa"}, {"--mixes", ""}, {"--rounds", "0"}, {"--duration", "0s"}, {"now"}, {"--workers", "8"}} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("%q: no error", args)
 		}
@@ -117,10 +199,12 @@ func TestServerGOGCMatchesTheDeployment(t *testing.T) {
 	}
 }
 
-// Through a real kube-apiserver, pipeguard and the ValidatingAdmissionPolicy
-// both deny a CSI node pod in a namespace without the allowance (endToEnd
-// waits for that before measuring) and every target's namespace admits the
-// pods measured. Timing is not asserted.
+// Through a real kube-apiserver, every checking target (pipeguard, the
+// ValidatingAdmissionPolicy, Gatekeeper) denies each pod mounting a CSI
+// Proxy pipe without an allowance with a 403 and its own message, and every
+// target admits the other pods: endToEnd fails otherwise, before and while
+// measuring. Gatekeeper is left out only when its executable is absent.
+// Timing is not asserted.
 func TestEndToEnd(t *testing.T) {
 	if _, err := testenv.AssetsDir(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -129,10 +213,19 @@ func TestEndToEnd(t *testing.T) {
 		t.Skipf("no control plane: %v; build one with hack/control-plane.sh and set %s", err, testenv.AssetsEnv)
 	}
 	ctrl.SetLogger(logr.Discard())
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	targets := e2eTargets
+	mod, err := repoFile("go.mod")
+	gatekeeper := filepath.Join(filepath.Dir(mod), "bin", "tools", "gatekeeper")
+	if _, err = os.Stat(gatekeeper); err != nil {
+		targets = slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return t == TargetGatekeeper })
+		t.Run(TargetGatekeeper, func(t *testing.T) {
+			t.Skipf("Gatekeeper's executable is absent (%v); make bench-gatekeeper builds it", err)
+		})
+	}
 	var log strings.Builder
-	runs, err := endToEnd(ctx, 1, 2, &log)
+	runs, err := endToEnd(ctx, targets, gatekeeper, 1, 2, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +244,60 @@ func TestEndToEnd(t *testing.T) {
 		}
 		seen[k] = true
 	}
-	if got, want := len(seen), len(e2eTargets)*len(results.PodKinds); got != want {
+	if got, want := len(seen), len(targets)*len(e2eKinds); got != want {
 		t.Errorf("%d targets and kinds measured, want %d (every target, every kind of pod)", got, want)
 	}
 }
 
-// pipeguard's webhook is registered with the matchConditions of the pods
-// webhook in config/webhook/manifests.yaml, the prefilter included.
+// Each answer is checked: a checking target that admits a pod of the
+// denied kind, or refuses it otherwise than with a 403 and its own message,
+// is an error rather than a sample, as is refusing another kind. No two
+// pods are alike, so no decision cache answers them.
+func TestEndToEndChecksEveryAnswer(t *testing.T) {
+	gkDenial := apierrors.NewForbidden(corev1.Resource("pods"), "p", errors.New("denied"))
+	gkDenial.ErrStatus.Message = e2eDenials[TargetGatekeeper] + " …"
+	for _, tc := range []struct {
+		target, kind string
+		answer       error
+		words        string
+	}{
+		{TargetGatekeeper, results.KindDenied, gkDenial, ""},
+		{TargetPipeguard, results.KindDenied, nil, "pipeguard admitted pod e2e-unallowed-pipeguard/denied-000007, which mounts a CSI Proxy pipe without an allowance; it must deny it"},
+		{e2eVAP, results.KindDenied, gkDenial, "creating pod e2e-unallowed-validatingadmissionpolicy/denied-000007 (want ValidatingAdmissionPolicy 'bench-csi-proxy'"},
+		{TargetGatekeeper, results.KindDenied, apierrors.NewInternalError(errors.New(e2eDenials[TargetGatekeeper])), `(want admission webhook "gatekeeper.bench.pipeguard.io" denied`},
+		{TargetPipeguard, "hostpath", gkDenial, "creating pod e2e-pipeguard/hostpath-000007 (want admitted): "},
+		{e2eNone, results.KindDenied, gkDenial, "creating pod e2e-unallowed-none/denied-000007 (want admitted)"},
+	} {
+		c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{Create: func(context.Context, crclient.WithWatch, crclient.Object, ...crclient.CreateOption) error {
+			return tc.answer
+		}}).Build()
+		if _, err := e2eCreate(context.Background(), c, tc.target, tc.kind, 7); tc.words == "" && err != nil || tc.words != "" && (err == nil || !strings.Contains(err.Error(), tc.words)) {
+			t.Errorf("%s, %s, answer %v: error %v, want %q", tc.target, tc.kind, tc.answer, err, tc.words)
+		}
+	}
+	if a, b := e2ePod("hostpath", "ns", 1), e2ePod("hostpath", "ns", 2); a.Spec.Volumes[0].Name == b.Spec.Volumes[0].Name {
+		t.Errorf("two pods share volume %s", a.Spec.Volumes[0].Name)
+	}
+}
+
+// e2e refuses a bad command line with exit code 2, and a missing Gatekeeper
+// executable with exit code 1 and what to do, before it starts anything.
+func TestEndToEndCommandLine(t *testing.T) {
+	const usage = "--rounds must be positive, --targets a list of none, floor, pipeguard, validatingadmissionpolicy, gatekeeper with none among them, each once, and every setting is a flag"
+	const missing = "the gatekeeper target runs Gatekeeper's executable /nonexistent/gatekeeper, which does not exist: build it with `make bench-gatekeeper` (or pass --gatekeeper), or leave gatekeeper out of --targets"
+	for args, code := range map[string]int{"--targets floor,pipeguard": 2, "--targets none,opa": 2, "--targets none,none": 2, "--rounds 0": 2, "now": 2,
+		"--targets none,gatekeeper --gatekeeper /nonexistent/gatekeeper": 1} {
+		want := map[int]string{1: missing, 2: usage}[code]
+		var out, errOut strings.Builder
+		if got := e2eMain(strings.Fields(args), &out, &errOut); got != code || out.Len() > 0 || errOut.String() != "loadtest e2e: "+want+"\n" {
+			t.Errorf("%s: exit code %d, stdout %q, stderr %q; want %d and %q", args, got, out.String(), errOut.String(), code, want)
+		}
+	}
+}
+
+// pipeguard's and Gatekeeper's webhooks are registered with the
+// matchConditions of the pods webhook in config/webhook/manifests.yaml, the
+// prefilter included; the floor's with none.
 func TestEndToEndRegistersTheShippedConditions(t *testing.T) {
 	conds, err := shippedPodConditions()
 	if err != nil {
@@ -166,7 +306,9 @@ func TestEndToEndRegistersTheShippedConditions(t *testing.T) {
 	if !slices.ContainsFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == "may-name-a-pipe" }) {
 		t.Errorf("matchConditions %+v lack may-name-a-pipe", conds)
 	}
-	if got := webhookConfig(TargetPipeguard, "https://127.0.0.1", nil, conds).Webhooks[0].MatchConditions; !slices.Equal(got, conds) {
-		t.Errorf("pipeguard's registration has matchConditions %+v, want %+v", got, conds)
+	for target, want := range map[string][]admissionregistrationv1.MatchCondition{TargetPipeguard: conds, TargetGatekeeper: conds, TargetFloor: nil} {
+		if got := webhookConfig(target, "https://127.0.0.1", nil, conds).Webhooks[0].MatchConditions; !slices.Equal(got, want) {
+			t.Errorf("%s's registration has matchConditions %+v, want %+v", target, got, want)
+		}
 	}
 }

@@ -22,10 +22,14 @@ import (
 
 // Placeholders in a request template, overwritten per request. Each has the
 // width of what replaces it, so a body is a copy with bytes patched in.
+// tokenPlaceholder ends the ServiceAccount and pipe volume names of a mix
+// whose reviews are each unique.
 const (
-	uidPlaceholder = "????????-????-????-????-????????????"
-	nsPlaceholder  = "ns-#####"
-	nsFormat       = "ns-%05d"
+	uidPlaceholder   = "????????-????-????-????-????????????"
+	nsPlaceholder    = "ns-#####"
+	nsFormat         = "ns-%05d"
+	tokenPlaceholder = "~~~~~~~~"
+	tokenFormat      = "%08x"
 )
 
 // Which namespaces a kind of request is sent to.
@@ -47,41 +51,100 @@ type kind struct {
 	body      []byte // AdmissionReview JSON with placeholders
 	uidAt     []int
 	nsAt      []int
+	tokenAt   []int
 }
 
-// mix is the request mix: mostly pods and Deployments without a host path
-// (answered without rego), then CSI node pods allowed as HostProcess or by
-// their namespace's label, pods with an ordinary host directory, and pods
-// and Deployments that must be denied.
+// The mixes of reviews.
+const (
+	// MixDeployed is what a cluster sends: mostly pods and Deployments
+	// without a host path (answered without rego), then CSI node pods
+	// allowed as HostProcess or by their namespace's label, pods with an
+	// ordinary host directory, and pods and Deployments that must be
+	// denied. A DaemonSet's pods differ only in name, so the decision
+	// cache answers most of its reviews with a pipe.
+	MixDeployed = "deployed"
+	// MixPipes has only the reviews with a pipe mount, in the deployed
+	// mix's proportions, each with a ServiceAccount and pipe volume names
+	// of its own: no decision is remembered from another review, so rego
+	// decides every one.
+	MixPipes = "pipes"
+	// MixDenials has only the pods and Deployments that must be denied,
+	// each unique as in MixPipes.
+	MixDenials = "denials"
+)
+
+// mixes lists the mixes in the order a round runs them.
+var mixes = []string{MixDeployed, MixPipes, MixDenials}
+
+// mix is a request mix.
 type mix struct {
+	name  string
 	kinds []*kind
 	slots []*kind // weighted round robin: request i is slots[i%len(slots)]
 }
 
-func newMix() (*mix, error) {
+func newMix(name string) (*mix, error) {
 	denied := samplepods.CSINode()
 	denied.Spec.Containers[2].SecurityContext = nil
-	kinds := []*kind{
+	unique := name != MixDeployed
+	pipe := func(p *corev1.Pod) *corev1.Pod {
+		if unique {
+			uniqueNames(p)
+		}
+		return p
+	}
+	all := []*kind{
 		{name: "pod-no-hostpath", weight: 11, allowed: true, body: review("Pod", samplepods.Plain())},
 		{name: "deployment-no-hostpath", weight: 2, allowed: true, body: review("Deployment", deployment(samplepods.Plain()))},
 		{name: "pod-hostpath-logs", weight: 1, allowed: true, body: review("Pod", logShipperPod())},
-		{name: "pod-csi-hostprocess", weight: 2, allowed: true, body: review("Pod", samplepods.CSINode())},
-		{name: "pod-csi-labelled-ns", weight: 1, namespace: labelledNamespace, allowed: true, body: review("Pod", denied)},
-		{name: "pod-csi-denied", weight: 2, namespace: unlabelledNamespace, body: review("Pod", denied)},
-		{name: "deployment-csi-denied", weight: 1, namespace: unlabelledNamespace, body: review("Deployment", deployment(denied))},
+		{name: "pod-csi-hostprocess", weight: 2, allowed: true, body: review("Pod", pipe(samplepods.CSINode()))},
+		{name: "pod-csi-labelled-ns", weight: 1, namespace: labelledNamespace, allowed: true, body: review("Pod", pipe(denied.DeepCopy()))},
+		{name: "pod-csi-denied", weight: 2, namespace: unlabelledNamespace, body: review("Pod", pipe(denied.DeepCopy()))},
+		{name: "deployment-csi-denied", weight: 1, namespace: unlabelledNamespace, body: review("Deployment", deployment(pipe(denied.DeepCopy())))},
 	}
-	m := &mix{kinds: kinds}
-	for _, k := range kinds {
+	m := &mix{name: name}
+	switch name {
+	case MixDeployed:
+		m.kinds = all
+	case MixPipes:
+		m.kinds = all[3:]
+	case MixDenials:
+		m.kinds = all[5:]
+	default:
+		return nil, fmt.Errorf("mix %q is unknown; use %s", name, strings.Join(mixes, ", "))
+	}
+	for _, k := range m.kinds {
 		k.uidAt = offsets(k.body, uidPlaceholder)
 		k.nsAt = offsets(k.body, nsPlaceholder)
-		if len(k.uidAt) != 1 || len(k.nsAt) < 2 {
-			return nil, fmt.Errorf("internal error: %s request has %d uid and %d namespace slots", k.name, len(k.uidAt), len(k.nsAt))
+		k.tokenAt = offsets(k.body, tokenPlaceholder)
+		if len(k.uidAt) != 1 || len(k.nsAt) < 2 || unique != (len(k.tokenAt) > 0) {
+			return nil, fmt.Errorf("internal error: %s request has %d uid, %d namespace and %d token slots", k.name, len(k.uidAt), len(k.nsAt), len(k.tokenAt))
 		}
 		for range k.weight {
 			m.slots = append(m.slots, k)
 		}
 	}
 	return m, nil
+}
+
+// uniqueNames ends p's ServiceAccount and the names of its pipe volumes
+// with tokenPlaceholder, which each request overwrites with its own token.
+func uniqueNames(p *corev1.Pod) {
+	p.Spec.ServiceAccountName += "-" + tokenPlaceholder
+	renamed := map[string]string{}
+	for i, v := range p.Spec.Volumes {
+		if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, `\\.\pipe\`) {
+			renamed[v.Name] = v.Name + "-" + tokenPlaceholder
+			p.Spec.Volumes[i].Name = renamed[v.Name]
+		}
+	}
+	for i := range p.Spec.Containers {
+		for j, vm := range p.Spec.Containers[i].VolumeMounts {
+			if n, ok := renamed[vm.Name]; ok {
+				p.Spec.Containers[i].VolumeMounts[j].Name = n
+			}
+		}
+	}
 }
 
 // body returns request seq of the mix for namespaces ns-00000…ns-<n-1>, and
@@ -102,6 +165,10 @@ func (m *mix) body(seq uint64, n int, uid string) ([]byte, *kind) {
 	name := fmt.Appendf(make([]byte, 0, len(nsPlaceholder)), nsFormat, ns)
 	for _, at := range k.nsAt {
 		copy(b[at:], name)
+	}
+	token := fmt.Appendf(make([]byte, 0, len(tokenPlaceholder)), tokenFormat, uint32(seq))
+	for _, at := range k.tokenAt {
+		copy(b[at:], token)
 	}
 	copy(b[k.uidAt[0]:], uid)
 	return b, k

@@ -40,8 +40,12 @@ type target struct {
 	cacheSize int
 	allowAll  bool
 	// peer says the target is another project's webhook, run as its own
-	// executable rather than served by the serve subcommand.
+	// executable rather than served by the serve subcommand, with GOGC
+	// gogc ("": Go's default, as its deployment runs it).
 	peer bool
+	gogc string
+	// deployedOnly keeps the target to the deployed mix.
+	deployedOnly bool
 }
 
 // The targets.
@@ -52,9 +56,6 @@ const (
 	// TargetPipeguard is pipeguard as pipeguard-webhook runs it, with its
 	// decision cache.
 	TargetPipeguard = "pipeguard"
-	// TargetUncached is pipeguard with the decision cache off: rego
-	// decides every review that has a pipe mount.
-	TargetUncached = "pipeguard-uncached"
 	// TargetScale is pipeguard with 10,000 namespaces in its lookup and
 	// 50 PipeAccessPolicies.
 	TargetScale = "pipeguard-scale"
@@ -63,9 +64,9 @@ const (
 var targets = []*target{
 	{name: TargetFloor, namespaces: smallNamespaces, allowAll: true},
 	{name: TargetPipeguard, namespaces: smallNamespaces, cacheSize: app.DefaultDecisionCacheSize},
-	{name: TargetUncached, namespaces: smallNamespaces},
-	{name: TargetScale, namespaces: 10000, policies: 50, cacheSize: app.DefaultDecisionCacheSize},
+	{name: TargetScale, namespaces: 10000, policies: 50, cacheSize: app.DefaultDecisionCacheSize, deployedOnly: true},
 	{name: TargetGatekeeper, namespaces: smallNamespaces, peer: true},
+	{name: TargetGatekeeperGOGC, namespaces: smallNamespaces, peer: true, gogc: serverGOGC},
 }
 
 // allTargets names the targets, in the order a round runs them. The

@@ -11,7 +11,9 @@ import (
 // Review is one measured run of hack/bench/loadtest: one target in one
 // round, closed loop. Latencies are in milliseconds.
 type Review struct {
-	Target     string `json:"target"`
+	Target string `json:"target"`
+	// Mix is the mix of reviews sent: deployed, pipes or denials.
+	Mix        string `json:"mix"`
 	Round      int    `json:"round"`
 	Workers    int    `json:"workers"`
 	Namespaces int    `json:"namespaces"`
@@ -62,18 +64,33 @@ func Quantile(latencies []time.Duration, q float64) float64 {
 // Ms is d in milliseconds, to the microsecond.
 func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// RoundRatios returns, for every round in which both target and ref were
-// measured, metric(target's run) / metric(ref's run).
+// InMix returns the runs of mix.
+func InMix(runs []*Review, mix string) []*Review {
+	var out []*Review
+	for _, r := range runs {
+		if r.Mix == mix {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RoundRatios returns, for every round and mix in which both target and
+// ref were measured, metric(target's run) / metric(ref's run).
 func RoundRatios(runs []*Review, target, ref string, metric func(*Review) float64) []float64 {
-	byRound := map[int]*Review{}
+	type at struct {
+		round int
+		mix   string
+	}
+	byRound := map[at]*Review{}
 	for _, r := range runs {
 		if r.Target == ref {
-			byRound[r.Round] = r
+			byRound[at{r.Round, r.Mix}] = r
 		}
 	}
 	var out []float64
 	for _, r := range runs {
-		if b := byRound[r.Round]; r.Target == target && b != nil && metric(b) > 0 {
+		if b := byRound[at{r.Round, r.Mix}]; r.Target == target && b != nil && metric(b) > 0 {
 			out = append(out, metric(r)/metric(b))
 		}
 	}
@@ -104,18 +121,19 @@ type EndToEnd struct {
 // target's namespace.
 type Pods struct {
 	// Target is the admission check of the namespace: none, floor,
-	// pipeguard or validatingadmissionpolicy.
+	// pipeguard, validatingadmissionpolicy or gatekeeper.
 	Target string `json:"target"`
 	Round  int    `json:"round"`
-	// Kind is one of PodKinds.
+	// Kind is one of PodKinds or KindDenied.
 	Kind string `json:"kind"`
 	// Pods is how many of them the round measured.
 	Pods int     `json:"pods"`
 	P50  float64 `json:"p50Ms"`
 }
 
-// PodKinds are the kinds of pods e2e creates: hostpath (CSI node pods with
-// pipe mounts), no-hostpath, and ordinary-hostpath (log shippers whose
+// PodKinds are the kinds of pods e2e creates that every target admits:
+// hostpath (CSI node pods with pipe mounts, in a namespace with the
+// allowance), no-hostpath, and ordinary-hostpath (log shippers whose
 // hostPath volumes cannot name a pipe).
 var PodKinds = []string{"hostpath", "no-hostpath", KindOrdinaryHostPath}
 
@@ -123,6 +141,11 @@ var PodKinds = []string{"hostpath", "no-hostpath", KindOrdinaryHostPath}
 // ordinary host directories, for which the API server does not call
 // pipeguard's webhook.
 const KindOrdinaryHostPath = "ordinary-hostpath"
+
+// KindDenied is the kind of pods that mount a CSI Proxy pipe without an
+// allowance: every checking target denies them, and their p50 is the time
+// to the denial; the floor and no check admit them.
+const KindDenied = "denied"
 
 // AddedP50 returns, for every round in which both were measured, the p50
 // of target's pods of kind minus that of ref's.
@@ -137,24 +160,6 @@ func AddedP50(runs []*Pods, target, ref, kind string) []float64 {
 	for _, r := range runs {
 		if b := byRound[r.Round]; r.Target == target && r.Kind == kind && b != nil {
 			out = append(out, r.P50-b.P50)
-		}
-	}
-	return out
-}
-
-// P50Ratios returns, for every round in which both were measured, the p50
-// of target's pods of kind over that of ref's.
-func P50Ratios(runs []*Pods, target, ref, kind string) []float64 {
-	byRound := map[int]*Pods{}
-	for _, r := range runs {
-		if r.Target == ref && r.Kind == kind {
-			byRound[r.Round] = r
-		}
-	}
-	var out []float64
-	for _, r := range runs {
-		if b := byRound[r.Round]; r.Target == target && r.Kind == kind && b != nil && b.P50 > 0 {
-			out = append(out, r.P50/b.P50)
 		}
 	}
 	return out
@@ -191,22 +196,14 @@ type AgentCase struct {
 	// Ratio is the median over the rounds of the gated agent's calls/s
 	// over the ungated agent's in the same round.
 	Ratio float64 `json:"ratio"`
-	// FsyncP50 (ms), for a mutating op, is the median over the rounds of
-	// the p50 of appending a 1 KB record to a file beside the audit log
-	// and fsyncing it, for a slice of each round: the floor of what a
-	// durable write-ahead record costs on that disk.
-	FsyncP50 float64 `json:"fsyncP50Ms,omitempty"`
-	// OverFloor (ms), for a mutating op, is the median over the rounds of
-	// the gated p50 minus the ungated p50 minus the floor's p50, all of
-	// the same round: what the gated agent adds beyond the fsync floor.
-	OverFloor float64 `json:"overFloorMs,omitempty"`
 	// FsyncOnly, for a mutating op, is an agent that neither gates nor
-	// audits but appends and fsyncs a 1 KB record before each call, and
-	// FsyncOnlyOverFloor (ms) what it adds beyond the fsync floor, as
-	// OverFloor is taken: the least an agent can add beyond the floor to
-	// make each call durable before it runs.
-	FsyncOnly          *AgentStats `json:"fsyncOnly,omitempty"`
-	FsyncOnlyOverFloor float64     `json:"fsyncOnlyOverFloorMs,omitempty"`
+	// audits but appends a 1 KB record to a file and fsyncs it before each
+	// call, committing in groups as the audit log does. OverFsyncOnly (ms)
+	// and FsyncOnlyRatio are the medians over the rounds of the gated p50
+	// minus, and over, the fsync-only p50 of the same round.
+	FsyncOnly      *AgentStats `json:"fsyncOnly,omitempty"`
+	OverFsyncOnly  float64     `json:"overFsyncOnlyMs,omitempty"`
+	FsyncOnlyRatio float64     `json:"fsyncOnlyRatio,omitempty"`
 }
 
 // AgentResults is what a run of hack/bench/agentload measured.
