@@ -37,10 +37,12 @@ const maxKeyLen = 16 << 10
 // cache when Options.DecisionCacheBytes is zero. An entry for a typical
 // pod template takes under a kilobyte when it is allowed and about five
 // when it is denied (a CSI node plugin's DaemonSet with four pipe mounts,
-// each denied with its message), so 16 MiB holds thousands of them, while
-// pods with many long pipe paths, each remembered with long messages,
-// cannot take more than a small part of the webhook's memory.
-const DefaultDecisionCacheBytes = 16 << 20
+// each denied with its message), so 1 MiB holds about a thousand allowed
+// decisions, or one to two hundred denied ones: more pod templates than a
+// cluster usually runs with host path mounts. It is kept small because a full
+// cache costs more than its bytes: pipeguard-webhook runs with GOGC=400,
+// so the heap may grow to five times what is live.
+const DefaultDecisionCacheBytes = 1 << 20
 
 // decisionCache remembers the shipped rules' decisions of one generation.
 // A nil *decisionCache remembers nothing.
