@@ -2,15 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 )
@@ -92,40 +88,5 @@ func TestRunMeasuresBothAgents(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "rounds)") || !strings.Contains(out.String(), "   fsync-only p50 ") {
 		t.Errorf("no summary in\n%s", out.String())
-	}
-}
-
-// The fsync-only agent commits in groups: no append returns before an
-// fsync begun after its write has ended, appends that arrive while an
-// fsync runs share the next one, and a failed fsync fails the call.
-func TestGroupSync(t *testing.T) {
-	var writes, syncs, durable, returned atomic.Int64
-	var syncErr error
-	g := &groupSync{write: func(p []byte) (int, error) { writes.Add(1); return len(p), nil }, sync: func() error {
-		n := writes.Load()
-		time.Sleep(time.Millisecond)
-		if syncErr == nil {
-			syncs.Add(1)
-			durable.Store(n)
-		}
-		return syncErr
-	}}
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for range 20 {
-				if err := g.append(); err != nil || returned.Add(1) > durable.Load() {
-					t.Errorf("append: %v; %d appends returned, %d records synced", err, returned.Load(), durable.Load())
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if writes.Load() != 320 || syncs.Load() == 0 || syncs.Load() > 160 {
-		t.Errorf("%d writes, %d fsyncs; want 320 writes sharing fewer fsyncs", writes.Load(), syncs.Load())
-	}
-	syncErr = errors.New("disk gone")
-	if err := g.append(); err == nil || err.Error() != "fsync-only agent: syncing its records: disk gone" {
-		t.Errorf("append with a failing fsync: %v", err)
 	}
 }

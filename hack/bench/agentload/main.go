@@ -5,7 +5,8 @@
 // clients, through real unix sockets, on an agent that gates and audits
 // every request as pipeguard-agent does (the shipped rules, Metadata level,
 // the default durability), on one that does neither and, for Mkdir, on one
-// that only fsyncs a record before each call, in groups. Each runs in a
+// that only writes a record through the audit log writer and waits for its
+// fsync before each call, committing in groups. Each runs in a
 // process of its own (this executable, re-run with a hidden serve command);
 // the load alternates between them in slices of 250 ms, so all see one machine.
 //

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -12,8 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,9 +30,10 @@ import (
 const serveCommand = "serve"
 
 // The agents measured: one that gates and audits as pipeguard-agent does,
-// one with neither, and one with neither that appends and fsyncs a 1 KB
-// record before each mutating call, in groups as the gated agent's
-// write-ahead records are: what any agent adds to make a call durable.
+// one with neither, and one with neither that writes a record through the
+// same audit log writer and waits for its fsync before each mutating call,
+// committing in groups as the gated agent's write-ahead records do: what
+// any agent adds to make a call durable.
 const (
 	agentUngated   = "ungated"
 	agentGated     = "gated"
@@ -105,24 +103,21 @@ func assemble(ctx context.Context, dir, agent string) (s serving, _ *app.Agent, 
 	}
 	o := app.Options{Log: logr.Discard(), KubeletPath: s.Kubelet, MetricsBindAddress: "0"}
 	switch agent {
-	case agentFsyncOnly:
-		f, err := os.OpenFile(filepath.Join(dir, "records"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return s, nil, closeAudit, err
-		}
-		closeAudit = f.Close
-		o.UnaryInterceptors = []grpc.UnaryServerInterceptor{(&groupSync{write: f.Write, sync: f.Sync}).interceptor}
-	case agentGated:
-		engine, err := gate.New(ctx, gate.Options{Log: logr.Discard()})
-		if err != nil {
-			return s, nil, closeAudit, fmt.Errorf("gate: %w", err)
-		}
-		s.AuditLog = filepath.Join(dir, "audit", "audit.log") // Open makes its directory
+	case agentFsyncOnly, agentGated:
+		s.AuditLog = filepath.Join(dir, agent, "audit.log") // Open makes its directory
 		log, err := audit.Open(audit.Options{Path: s.AuditLog, MaxSize: auditMaxSize, Log: logr.Discard()})
 		if err != nil {
 			return s, nil, closeAudit, fmt.Errorf("audit log: %w", err)
 		}
 		closeAudit = log.Close
+		if agent == agentFsyncOnly {
+			o.UnaryInterceptors = []grpc.UnaryServerInterceptor{durableFirst(log)}
+			break
+		}
+		engine, err := gate.New(ctx, gate.Options{Log: logr.Discard()})
+		if err != nil {
+			return s, nil, closeAudit, errors.Join(fmt.Errorf("gate: %w", err), log.Close())
+		}
 		o.Guard = &guard.Options{Log: logr.Discard(), Gate: engine, Audit: log}
 	}
 	// Unix socket paths are short (108 bytes): the sockets go to a new
@@ -138,46 +133,22 @@ func assemble(ctx context.Context, dir, agent string) (s serving, _ *app.Agent, 
 	return s, a, closeAudit, err
 }
 
-// record is the 1 KB record the fsync-only agent makes durable before each
-// mutating call.
-var record = append(bytes.Repeat([]byte("x"), 1023), '\n')
-
-// groupSync appends a record and fsyncs it before each mutating call,
-// committing in groups as the audit log does: calls that arrive while an
-// fsync runs wait for it and share the next one.
-type groupSync struct {
-	write   func([]byte) (int, error)
-	sync    func() error
-	written atomic.Uint64 // records written; each counted once its write ends
-	mu      sync.Mutex    // held while an fsync runs
-	synced  uint64        // records the last fsync covered, under mu
-}
-
-// append writes one record and returns once an fsync begun after it ends.
-func (g *groupSync) append() error {
-	if _, err := g.write(record); err != nil {
-		return fmt.Errorf("fsync-only agent: appending its record: %w", err)
-	}
-	seq := g.written.Add(1)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if upTo := g.written.Load(); g.synced < seq {
-		if err := g.sync(); err != nil {
-			return fmt.Errorf("fsync-only agent: syncing its records: %w", err)
+// durableFirst writes a record to log and waits for its fsync before
+// each mutating call: the records go through pipeguard-agent's own audit
+// log writer, so they commit in groups exactly as the gated agent's do,
+// but the call is neither attributed, confined nor gated.
+func durableFirst(log *audit.Log) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if gate.Mutating(path.Base(info.FullMethod)) {
+			now := audit.MicroTime{Time: time.Now()}
+			ev := &audit.Event{Kind: audit.Kind, APIVersion: audit.APIVersion, Level: audit.LevelMetadata, AuditID: log.NewAuditID(),
+				Stage: audit.StageResponseComplete, RequestURI: info.FullMethod, Verb: "create", RequestReceivedTimestamp: now, StageTimestamp: now}
+			if err := log.Append(ev, true); err != nil {
+				return nil, fmt.Errorf("fsync-only agent: %w", err)
+			}
 		}
-		g.synced = upTo
+		return handler(ctx, req)
 	}
-	return nil
-}
-
-// interceptor makes each mutating call durable before it runs.
-func (g *groupSync) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if gate.Mutating(path.Base(info.FullMethod)) {
-		if err := g.append(); err != nil {
-			return nil, err
-		}
-	}
-	return handler(ctx, req)
 }
 
 // child is an agent process started by startChild.

@@ -27,21 +27,16 @@ import (
 	"github.com/pipeguard/pipeguard/webhook/prefilter"
 )
 
-// e2eCommand measures pod creation through kube-apiserver.
-const e2eCommand = "e2e"
+// e2eCommand measures pod creation through kube-apiserver for e2eTargets,
+// each with two namespaces of its own, which only its admission check
+// covers: e2e-<target>, with the allowance label, and e2e-unallowed-<target>,
+// without it. e2eKinds are the kinds of pods it creates.
+const e2eCommand, e2eNone, e2eVAP = "e2e", "none", "validatingadmissionpolicy"
 
-// The end-to-end targets: each has two namespaces of its own, which only
-// its admission check covers: e2e-<target>, with the allowance label, and
-// e2e-unallowed-<target>, without it.
-const (
-	e2eNone = "none"
-	e2eVAP  = "validatingadmissionpolicy"
+var (
+	e2eTargets = []string{e2eNone, TargetFloor, TargetPipeguard, e2eVAP, TargetGatekeeper}
+	e2eKinds   = append(slices.Clone(results.PodKinds), results.KindDenied)
 )
-
-var e2eTargets = []string{e2eNone, TargetFloor, TargetPipeguard, e2eVAP, TargetGatekeeper}
-
-// e2eKinds are the kinds of pods e2e creates.
-var e2eKinds = append(slices.Clone(results.PodKinds), results.KindDenied)
 
 // e2eDenials is how each checking target's denial of a pod of the denied
 // kind begins; the floor and no check admit every pod.
@@ -52,21 +47,14 @@ var e2eDenials = map[string]string{
 }
 
 // vapRule is pipeguard's default rule as a ValidatingAdmissionPolicy in
-// CEL: a hostPath volume whose path names a csi-proxy pipe may be mounted
-// only by a privileged or HostProcess container, or in a namespace with the
-// allowance label. It knows the canonical spelling of a pipe path only;
-// pipeguard also normalizes the others (see pipepath).
+// CEL. It knows the canonical spelling of a pipe path only.
 const vapRule = `(has(namespaceObject.metadata.labels) && '` + policy.AllowLabel + `' in namespaceObject.metadata.labels && namespaceObject.metadata.labels['` + policy.AllowLabel + `'] == 'true') ||
 !has(object.spec.volumes) || !object.spec.volumes.exists(v, has(v.hostPath) && v.hostPath.path.lowerAscii().startsWith('\\\\.\\pipe\\csi-proxy') &&
   object.spec.containers.exists(c, has(c.volumeMounts) && c.volumeMounts.exists(m, m.name == v.name) &&
     !(has(c.securityContext) && ((has(c.securityContext.privileged) && c.securityContext.privileged) ||
       (has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.hostProcess) && c.securityContext.windowsOptions.hostProcess)))))`
 
-// e2eMain starts kube-apiserver and etcd from KUBEBUILDER_ASSETS, the floor,
-// pipeguard and Gatekeeper as webhooks (the last two under pipeguard's
-// shipped matchConditions) and the ValidatingAdmissionPolicy, each for
-// namespaces of its own, and creates pods of each kind (e2ePod) in them by
-// turns, pod by pod, round after round.
+// e2eMain runs the e2e subcommand (endToEnd).
 func e2eMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadtest "+e2eCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -100,9 +88,11 @@ func e2eMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// endToEnd measures pods pods of each kind in every round, for each of
-// targets (in e2eTargets' order, none first); gatekeeper is Gatekeeper's
-// executable.
+// endToEnd starts kube-apiserver and etcd from KUBEBUILDER_ASSETS with
+// targets (in e2eTargets' order, none first; gatekeeper is Gatekeeper's
+// executable), the webhooks under pipeguard's shipped matchConditions but
+// the floor, and creates pods pods of each kind (e2ePod) in their
+// namespaces by turns, pod by pod, round after round.
 func endToEnd(ctx context.Context, targets []string, gatekeeper string, rounds, pods int, log io.Writer) (_ []*results.Pods, err error) {
 	shipped, err := shippedPodConditions()
 	if err != nil {
@@ -124,30 +114,26 @@ func endToEnd(ctx context.Context, targets []string, gatekeeper string, rounds, 
 	}
 	var pipeguard *child
 	for _, t := range targets {
-		var url string
-		var caPEM []byte
 		switch t {
 		case TargetFloor, TargetPipeguard:
-			srv, err := startChild(ctx, t)
-			if err != nil {
+			var srv *child
+			if srv, err = startChild(ctx, t); err != nil {
 				return nil, err
 			}
 			defer srv.Stop()
-			if url, caPEM = srv.URL, srv.CAPEM; t == TargetPipeguard {
+			if t == TargetPipeguard {
 				pipeguard = srv
 			}
+			err = c.Create(ctx, webhookConfig(t, srv.serving, shipped))
 		case TargetGatekeeper:
-			p, err := gk.launch("webhook")
-			if err != nil {
+			var p *gatekeeperProc
+			if p, err = gk.launch("", "webhook"); err != nil {
 				return nil, err
 			}
-			defer func() { err = errors.Join(err, p.stop()) }()
-			url, caPEM = p.url, p.caPEM
+			defer func() { err = errors.Join(err, p.Stop()) }()
+			err = c.Create(ctx, webhookConfig(t, p.serving, shipped))
 		case e2eVAP:
 			err = installVAP(ctx, c)
-		}
-		if url != "" {
-			err = c.Create(ctx, webhookConfig(t, url, caPEM, shipped))
 		}
 		// Its namespaces, with the default ServiceAccount, which pods name.
 		for ns, labels := range map[string]map[string]string{"e2e-" + t: {policy.AllowLabel: "true"}, "e2e-unallowed-" + t: nil} {
@@ -159,10 +145,7 @@ func endToEnd(ctx context.Context, targets []string, gatekeeper string, rounds, 
 		}
 	}
 	seq := 0
-	create := func(t, kind string) (time.Duration, error) {
-		seq++
-		return e2eCreate(ctx, c, t, kind, seq)
-	}
+	create := func(t, kind string) (time.Duration, error) { seq++; return e2eCreate(ctx, c, t, kind, seq) }
 	var out []*results.Pods
 	// Round -1, unmeasured, warms every path up (connections, caches) and
 	// retries each pod until every check is in force, with the namespaces
@@ -236,15 +219,16 @@ func e2eCreate(ctx context.Context, c crclient.Client, t, kind string, seq int) 
 	return took, nil
 }
 
-// shippedPodConditions returns the matchConditions with which pipeguard's
-// shipped configuration sends pods to its webhook, pods.pipeguard.io,
-// read from config/webhook/manifests.yaml in the repository holding the
-// working directory.
+// shippedPodConditions returns the matchConditions of pipeguard's shipped
+// pods webhook, from config/webhook/manifests.yaml in the repository that
+// holds the working directory (its root under make bench, a package under
+// go test).
 func shippedPodConditions() ([]admissionregistrationv1.MatchCondition, error) {
 	const rel, shippedPodsWebhook = "config/webhook/manifests.yaml", "pods.pipeguard.io"
-	file, err := repoFile(rel)
-	if err != nil {
-		return nil, err
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	file := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), filepath.FromSlash(rel))
+	if _, statErr := os.Stat(file); err != nil || statErr != nil {
+		return nil, fmt.Errorf("cannot find pipeguard's %s (%w); run from the pipeguard repository", rel, errors.Join(err, statErr))
 	}
 	cfg, err := prefilter.Load(file)
 	if err != nil {
@@ -258,23 +242,10 @@ func shippedPodConditions() ([]admissionregistrationv1.MatchCondition, error) {
 	return nil, fmt.Errorf("%s: no webhook %s with matchConditions", file, shippedPodsWebhook)
 }
 
-// repoFile returns the path of rel in the pipeguard repository holding the
-// working directory, from its root (make bench) or a package (go test).
-func repoFile(rel string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	file := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), filepath.FromSlash(rel))
-	if _, statErr := os.Stat(file); err != nil || statErr != nil {
-		return "", fmt.Errorf("cannot find pipeguard's %s (%w); run from the pipeguard repository", rel, errors.Join(err, statErr))
-	}
-	return file, nil
-}
-
 // e2ePod is a CSI node pod whose containers mount csi-proxy pipes (not
-// HostProcess, so that only its namespace's label can allow it: kinds
-// hostpath and denied), a log shipper that mounts ordinary host
-// directories, or an ordinary pod. Its volumes' names end in seq, so that
-// no two pods are alike and pipeguard's decision cache answers none, as
-// for the first pods of a rollout.
+// HostProcess, so that only its namespace's label can allow it), a log
+// shipper that mounts ordinary host directories, or an ordinary pod. Its
+// volumes' names end in seq, so that no decision cache answers it.
 func e2ePod(kind, ns string, seq int) *corev1.Pod {
 	p := samplepods.Plain()
 	switch kind {
@@ -290,15 +261,7 @@ func e2ePod(kind, ns string, seq int) *corev1.Pod {
 	}
 	p.Name, p.Namespace = fmt.Sprintf("%s-%06d", kind, seq), ns
 	p.Spec.ServiceAccountName, p.Spec.AutomountServiceAccountToken = "default", ptr.To(false)
-	suffix := fmt.Sprintf("-%06d", seq)
-	for i := range p.Spec.Volumes {
-		p.Spec.Volumes[i].Name += suffix
-	}
-	for _, c := range p.Spec.Containers {
-		for j := range c.VolumeMounts {
-			c.VolumeMounts[j].Name += suffix
-		}
-	}
+	renameVolumes(p, fmt.Sprintf("-%06d", seq), func(corev1.Volume) bool { return true })
 	return p
 }
 
@@ -309,10 +272,8 @@ var podCreation = admissionregistrationv1.RuleWithOperations{
 }
 
 // webhookConfig registers a target's webhook for pod creation in its
-// namespaces, under shipped, the matchConditions with which pipeguard's
-// configuration sends pods to its webhook: pipeguard's and Gatekeeper's
-// alike. The floor has none.
-func webhookConfig(name, url string, caPEM []byte, shipped []admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// namespaces, under shipped, pipeguard's matchConditions, but the floor.
+func webhookConfig(name string, at serving, shipped []admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	if name == TargetFloor {
 		shipped = nil
 	}
@@ -320,7 +281,7 @@ func webhookConfig(name, url string, caPEM []byte, shipped []admissionregistrati
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    name + ".bench.pipeguard.io",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &at.URL, CABundle: at.CAPEM},
 			Rules:                   []admissionregistrationv1.RuleWithOperations{podCreation},
 			NamespaceSelector:       namespaceSelector(name),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),

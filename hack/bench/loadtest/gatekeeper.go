@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,46 +27,39 @@ import (
 )
 
 // gatekeeperModule is the Go module Gatekeeper is built from (see
-// hack/tools/gatekeeper).
-const gatekeeperModule = "github.com/open-policy-agent/gatekeeper/v3"
-
-// gatekeeperStartTimeout bounds how long a Gatekeeper process may take,
-// once started, to decide every kind of review of the mix as pipeguard
-// does: to list its templates and constraints, compile the rego and cache
-// the namespaces. gatekeeperStopTimeout bounds its shutdown.
+// hack/tools/gatekeeper). gatekeeperStartTimeout bounds how long a
+// Gatekeeper process may take to decide every kind of review of the mix as
+// pipeguard does (list its templates and constraints, compile the rego,
+// cache the namespaces); gatekeeperStopTimeout bounds its shutdown.
 const (
+	gatekeeperModule       = "github.com/open-policy-agent/gatekeeper/v3"
 	gatekeeperStartTimeout = 2 * time.Minute
 	gatekeeperStopTimeout  = 10 * time.Second
 )
 
-// gatekeeperEnv is the control plane Gatekeeper runs on: kube-apiserver and
-// etcd with Gatekeeper's CRDs, the ConstraintTemplate, the Constraint and
-// the namespaces of the mix. It outlives the rounds; each round starts a
-// Gatekeeper process afresh.
+// gatekeeperEnv is the control plane Gatekeeper runs on, for all rounds:
+// kube-apiserver and etcd with Gatekeeper's CRDs, the ConstraintTemplate,
+// the Constraint and the namespaces of the mix.
 type gatekeeperEnv struct {
-	bin, dir   string
-	kubeconfig string
-	cfg        *rest.Config
-	stopCP     func() error
-	// peer describes what runs, for the report.
-	peer results.GatekeeperPeer
-	// starts counts the processes started, to name their logs.
-	starts int
+	bin, dir, kubeconfig string
+	cfg                  *rest.Config
+	stopCP               func() error
+	peer                 results.GatekeeperPeer // what runs, for the report
+	starts               int                    // processes started, to name their logs
 }
 
 // startGatekeeperEnv starts the control plane for the Gatekeeper executable
 // bin, with the CRDs of Gatekeeper's deploy/gatekeeper.yaml for the version
 // bin was built from.
 func startGatekeeperEnv(ctx context.Context, bin string, namespaceCount int, log io.Writer) (_ *gatekeeperEnv, err error) {
+	var manifest, dir string
 	version, err := gatekeeperVersion(bin)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		manifest, err = gatekeeperManifest(ctx, version)
 	}
-	manifest, err := gatekeeperManifest(ctx, version)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		dir, err = os.MkdirTemp("", "pipeguard-loadtest-gatekeeper-")
 	}
-	dir, err := os.MkdirTemp("", "pipeguard-loadtest-gatekeeper-")
 	if err != nil {
 		return nil, err
 	}
@@ -92,10 +84,9 @@ func startGatekeeperEnv(ctx context.Context, bin string, namespaceCount int, log
 	}
 	// The namespaces of the mix, labelled as pipeguard's lookup has them,
 	// and Gatekeeper's own.
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gatekeeperNamespace}}); err != nil {
-		return nil, err
-	}
-	for name, labels := range namespaces(namespaceCount) {
+	ns := namespaces(namespaceCount)
+	ns[gatekeeperNamespace] = nil
+	for name, labels := range ns {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
 			return nil, fmt.Errorf("creating namespace %s: %w", name, err)
 		}
@@ -111,8 +102,7 @@ func startGatekeeperEnv(ctx context.Context, bin string, namespaceCount int, log
 }
 
 // stop stops the control plane and removes the files.
-func (e *gatekeeperEnv) stop() error {
-	var err error
+func (e *gatekeeperEnv) stop() (err error) {
 	if e.stopCP != nil {
 		err = e.stopCP()
 	}
@@ -130,10 +120,7 @@ func gatekeeperVersion(bin string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--gatekeeper %s: not a Go executable: %w", bin, err)
 	}
-	if info.Main.Path == gatekeeperModule {
-		return info.Main.Version, nil
-	}
-	for _, d := range info.Deps {
+	for _, d := range append(info.Deps, &info.Main) {
 		if d.Path == gatekeeperModule {
 			return d.Version, nil
 		}
@@ -161,13 +148,12 @@ func gatekeeperManifest(ctx context.Context, version string) (string, error) {
 	return filepath.Join(m.Dir, "deploy", "gatekeeper.yaml"), nil
 }
 
-// generate runs Gatekeeper's generate operation, which its audit pod runs
-// in a cluster (here beside the webhook operation, which starts the
-// template controller without auditing anything), until it has made the
-// Constraint's CRD from the ConstraintTemplate, then creates the Constraint
-// and stops it. The webhook processes measured afterwards find both.
+// generate runs Gatekeeper's generate operation (its audit pod's in a
+// cluster; here beside the webhook operation, which starts the template
+// controller) until it has made the Constraint's CRD from the
+// ConstraintTemplate, then creates the Constraint and stops it.
 func (e *gatekeeperEnv) generate(ctx context.Context) error {
-	p, err := e.launch("webhook", "generate")
+	p, err := e.launch("", "webhook", "generate")
 	if err != nil {
 		return err
 	}
@@ -179,67 +165,57 @@ func (e *gatekeeperEnv) generate(ctx context.Context) error {
 		}
 		return err
 	})
-	return errors.Join(err, p.stop())
+	return errors.Join(err, p.Stop())
 }
 
 // gatekeeperProc is a running Gatekeeper process.
 type gatekeeperProc struct {
-	cmd     *exec.Cmd
-	pid     int
-	url     string
-	caPEM   []byte
-	certDir string
-	logPath string
-	exited  chan struct{}
-	waitErr error
+	serving
+	cmd              *exec.Cmd
+	certDir, logPath string
+	exited           chan struct{}
+	waitErr          error
 }
 
 // launch starts Gatekeeper for operations with its deployment's arguments
-// (deploy/gatekeeper.yaml) on loopback ports, with a certificate of its own
-// rather than its own rotation, no shutdown delay, and outside a pod. The
-// measured processes run the webhook operation alone, as the webhook pods
-// of Gatekeeper's deployment do (without its mutation webhook, which the
-// rule does not use); their command line is recorded for the report.
-func (e *gatekeeperEnv) launch(operations ...string) (*gatekeeperProc, error) {
-	return e.launchGOGC("", operations...)
-}
-
-// launchGOGC is launch with GOGC gogc ("": Go's default, as Gatekeeper's
-// deployment runs it).
-func (e *gatekeeperEnv) launchGOGC(gogc string, operations ...string) (*gatekeeperProc, error) {
+// on loopback ports, with a certificate of its own, no shutdown delay,
+// outside a pod, and GOGC gogc ("": Go's default, as deployed). The command
+// line of the measured processes (webhook operation alone) is recorded.
+func (e *gatekeeperEnv) launch(gogc string, operations ...string) (*gatekeeperProc, error) {
 	e.starts++
 	certDir, err := os.MkdirTemp(e.dir, "certs-")
 	if err != nil {
 		return nil, err
 	}
 	caPEM, err := writeCert(certDir)
+	vary := map[string]string{"certs": certDir}
+	for _, port := range []string{"port", "health", "prometheus"} {
+		var n int
+		if err == nil {
+			n, err = freePort()
+		}
+		vary[port] = strconv.Itoa(n)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var ports [3]int
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return nil, err
-		}
-	}
-	var args []string
+	vary["health"] = "127.0.0.1:" + vary["health"]
+	// The ports and the directory, which change from run to run, are
+	// recorded as "…".
+	var ops, args, recorded []string
 	for _, o := range operations {
-		args = append(args, "--operation="+o)
+		ops = append(ops, "--operation="+o)
 	}
-	args = append(args, "--exempt-namespace="+gatekeeperNamespace, "--disable-opa-builtin={http.send}", "--logtostderr",
-		"--host=127.0.0.1", "--port="+strconv.Itoa(ports[0]), "--cert-dir="+certDir, "--disable-cert-rotation",
-		"--health-addr=127.0.0.1:"+strconv.Itoa(ports[1]), "--prometheus-port="+strconv.Itoa(ports[2]),
-		"--shutdown-delay=0", "--debug-use-fake-pod", "--log-level=WARNING")
+	for _, a := range append(ops, "--exempt-namespace="+gatekeeperNamespace, "--disable-opa-builtin={http.send}", "--logtostderr",
+		"--host=127.0.0.1", "--port=$port", "--cert-dir=$certs", "--disable-cert-rotation", "--health-addr=$health", "--prometheus-port=$prometheus",
+		"--shutdown-delay=0", "--debug-use-fake-pod", "--log-level=WARNING") {
+		args = append(args, os.Expand(a, func(k string) string { return vary[k] }))
+		recorded = append(recorded, os.Expand(a, func(string) string { return "…" }))
+	}
 	if len(operations) == 1 {
-		e.peer.Args = append([]string(nil), args...)
-		for i, a := range e.peer.Args {
-			// The ports and the directory change from run to run.
-			if k, _, ok := strings.Cut(a, "="); ok && (k == "--port" || k == "--cert-dir" || k == "--health-addr" || k == "--prometheus-port") {
-				e.peer.Args[i] = k + "=…"
-			}
-		}
+		e.peer.Args = recorded
 	}
-	p := &gatekeeperProc{url: fmt.Sprintf("https://127.0.0.1:%d/v1/admit", ports[0]), caPEM: caPEM, certDir: certDir,
+	p := &gatekeeperProc{serving: serving{URL: "https://127.0.0.1:" + vary["port"] + "/v1/admit", CAPEM: caPEM}, certDir: certDir,
 		logPath: filepath.Join(e.dir, fmt.Sprintf("gatekeeper-%d-%s.log", e.starts, strings.Join(operations, "-"))), exited: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
@@ -252,7 +228,6 @@ func (e *gatekeeperEnv) launchGOGC(gogc string, operations ...string) (*gatekeep
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", e.bin, err)
 	}
-	p.pid = p.cmd.Process.Pid
 	go func() {
 		p.waitErr = p.cmd.Wait()
 		close(p.exited)
@@ -260,13 +235,15 @@ func (e *gatekeeperEnv) launchGOGC(gogc string, operations ...string) (*gatekeep
 	return p, nil
 }
 
-func (p *gatekeeperProc) CPU() time.Duration { return sysinfo.CPUTime(p.pid) }
+// CPU is the process's CPU time so far.
+func (p *gatekeeperProc) CPU() time.Duration { return sysinfo.CPUTime(p.cmd.Process.Pid) }
 
-func (p *gatekeeperProc) PeakRSS() int64 { return sysinfo.PeakRSS(p.pid) }
+// PeakRSS is the process's peak RSS so far.
+func (p *gatekeeperProc) PeakRSS() int64 { return sysinfo.PeakRSS(p.cmd.Process.Pid) }
 
-// stop ends the process (SIGTERM, then SIGKILL after gatekeeperStopTimeout)
+// Stop ends the process (SIGTERM, then SIGKILL after gatekeeperStopTimeout)
 // and removes its certificate.
-func (p *gatekeeperProc) stop() error {
+func (p *gatekeeperProc) Stop() error {
 	defer os.RemoveAll(p.certDir)
 	select {
 	case <-p.exited:
@@ -291,8 +268,7 @@ func (p *gatekeeperProc) exitError() error {
 // logTail is the end of the process's log.
 func (p *gatekeeperProc) logTail() string {
 	b, _ := os.ReadFile(p.logPath)
-	b = b[max(0, len(b)-2000):]
-	if len(b) == 0 {
+	if b = b[max(0, len(b)-2000):]; len(b) == 0 {
 		return "(empty)"
 	}
 	return "\n" + strings.TrimSpace(string(b))
@@ -319,43 +295,4 @@ func (p *gatekeeperProc) retry(ctx context.Context, failed string, try func() er
 			return fmt.Errorf("gatekeeper %s within %v (last error: %w); its log: %s", failed, gatekeeperStartTimeout, err, p.logTail())
 		}
 	}
-}
-
-// decideEveryKind sends one request of each slot of the mix and returns the
-// first wrong answer.
-func decideEveryKind(ctx context.Context, c *client, m *mix) error {
-	for range m.slots {
-		if o := c.send(ctx); o.err != nil {
-			return fmt.Errorf("%s: %w", o.kind.name, o.err)
-		}
-	}
-	return nil
-}
-
-// runGatekeeper is Run for the gatekeeper target: a Gatekeeper process of
-// its own on env's control plane, measured as the other targets are once it
-// decides every kind of review of the mix as pipeguard does (the denied
-// kinds are denied once the constraint is in force); a rule that decides
-// any kind otherwise is reported rather than measured.
-func runGatekeeper(ctx context.Context, env *gatekeeperEnv, opts Options, t *target, m *mix) (*Result, error) {
-	if env == nil {
-		return nil, fmt.Errorf("the %s target needs its control plane, which was not started", TargetGatekeeper)
-	}
-	p, err := env.launchGOGC(t.gogc, "webhook")
-	if err != nil {
-		return nil, err
-	}
-	c, err := newClient(p.url, p.caPEM, m, t.namespaces, rand.Uint32())
-	if err != nil {
-		return nil, errors.Join(err, p.stop())
-	}
-	defer c.close()
-	if err := p.retry(ctx, "did not decide the mix as pipeguard does, so it is not measured,", func() error { return decideEveryKind(ctx, c, m) }); err != nil {
-		return nil, errors.Join(err, p.stop())
-	}
-	res, err := drive(ctx, c, p, opts, t)
-	if stopErr := p.stop(); err == nil && stopErr != nil {
-		err = fmt.Errorf("stopping gatekeeper: %w", stopErr)
-	}
-	return res, err
 }

@@ -9,26 +9,14 @@ import (
 	"github.com/pipeguard/pipeguard/policy"
 )
 
-// TargetGatekeeper is OPA Gatekeeper's validating webhook deciding
-// pipeguard's default rule, written as a ConstraintTemplate in rego
-// (gatekeeperRego). It runs as Gatekeeper runs in a cluster: its own
-// executable, webhook operation only, on a local kube-apiserver that holds
-// its CRDs, the template, the constraint and the namespaces of the mix.
-const TargetGatekeeper = "gatekeeper"
-
-// TargetGatekeeperGOGC is the same Gatekeeper run with pipeguard-webhook's
-// GOGC (serverGOGC) rather than Go's default.
-const TargetGatekeeperGOGC = "gatekeeper-gogc" + serverGOGC
-
 // The ConstraintTemplate and the Constraint that state pipeguard's default
-// rule for Gatekeeper.
+// rule for Gatekeeper, and where Gatekeeper runs (POD_NAMESPACE, exempt
+// from its own checks), as deployed.
 const (
 	gatekeeperTemplateName   = "pipeguardcsiproxy"
 	gatekeeperConstraintKind = "PipeguardCSIProxy"
 	gatekeeperConstraintName = "pipe-mounts"
-	// gatekeeperNamespace is where Gatekeeper runs (POD_NAMESPACE), as
-	// deployed; it is exempt from its own checks.
-	gatekeeperNamespace = "gatekeeper-system"
+	gatekeeperNamespace      = "gatekeeper-system"
 )
 
 // gatekeeperRego is pipeguard's built-in default rule in Gatekeeper's rego:
@@ -136,11 +124,8 @@ var constraintKinds = func() []string {
 func gatekeeperConstraint() *unstructured.Unstructured {
 	var match []any
 	for _, k := range constraintKinds {
-		group, kind, ok := strings.Cut(k, "/")
-		if !ok {
-			group, kind = "", k
-		}
-		match = append(match, map[string]any{"apiGroups": []any{group}, "kinds": []any{kind}})
+		i := strings.LastIndex(k, "/") // -1 for the core group
+		match = append(match, map[string]any{"apiGroups": []any{k[:max(i, 0)]}, "kinds": []any{k[i+1:]}})
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "constraints.gatekeeper.sh/v1beta1",

@@ -20,28 +20,33 @@ import (
 	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
-// gatekeeperQuery prepares the ConstraintTemplate's violations for
-// evaluation as Gatekeeper evaluates them, in rego v0.
-func gatekeeperQuery(t *testing.T) rego.PreparedEvalQuery {
-	query, err := rego.New(rego.Query("data.pipeguardcsiproxy.violation"), rego.SetRegoVersion(ast.RegoV0),
-		rego.Module("template.rego", gatekeeperRego)).PrepareForEval(context.Background())
+// violations evaluates the ConstraintTemplate's rego as Gatekeeper does
+// (rego v0, input.review the AdmissionRequest with the namespace object
+// added) and returns its messages.
+func violations(t *testing.T, review map[string]any) (msgs []string) {
+	t.Helper()
+	rs, err := rego.New(rego.Query("data.pipeguardcsiproxy.violation"), rego.SetRegoVersion(ast.RegoV0), rego.Module("template.rego", gatekeeperRego),
+		rego.Input(map[string]any{"review": review, "parameters": map[string]any{}})).Eval(context.Background())
 	if err != nil {
-		t.Fatalf("the ConstraintTemplate's rego does not compile: %v", err)
+		t.Fatalf("evaluating the ConstraintTemplate's rego: %v", err)
 	}
-	return query
+	for _, r := range rs {
+		for _, v := range r.Expressions[0].Value.([]any) {
+			msgs = append(msgs, fmt.Sprint(v.(map[string]any)["msg"]))
+		}
+	}
+	return msgs
 }
 
-// The ConstraintTemplate's rego, evaluated as Gatekeeper evaluates it (rego
-// v0, input.review the AdmissionRequest with the namespace object added),
-// decides every kind of review of the mix as pipeguard does, in labelled
-// and unlabelled namespaces, with a message naming the pipe.
+// The ConstraintTemplate's rego decides every kind of review of the mix as
+// pipeguard does, in labelled and unlabelled namespaces, with a message
+// naming the pipe.
 func TestGatekeeperRegoDecidesTheMix(t *testing.T) {
 	m, err := newMix(MixDeployed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := namespaces(smallNamespaces)
-	query := gatekeeperQuery(t)
 	seen := map[string]int{}
 	for seq := range uint64(3 * len(m.slots)) {
 		body, k := m.body(seq, smallNamespaces, "00000000-0000-4000-8000-000000000000")
@@ -51,16 +56,7 @@ func TestGatekeeperRegoDecidesTheMix(t *testing.T) {
 		}
 		name := review.Request["namespace"].(string)
 		review.Request["namespaceObject"] = map[string]any{"metadata": map[string]any{"name": name, "labels": ns[name]}}
-		rs, err := query.Eval(context.Background(), rego.EvalInput(map[string]any{"review": review.Request, "parameters": map[string]any{}}))
-		if err != nil {
-			t.Fatalf("%s: %v", k.name, err)
-		}
-		var msgs []string
-		for _, r := range rs {
-			for _, v := range r.Expressions[0].Value.([]any) {
-				msgs = append(msgs, fmt.Sprint(v.(map[string]any)["msg"]))
-			}
-		}
+		msgs := violations(t, review.Request)
 		seen[k.name]++
 		switch {
 		case k.allowed && len(msgs) > 0:
@@ -80,7 +76,6 @@ func TestGatekeeperRegoDecidesTheMix(t *testing.T) {
 // containers, the pod's HostProcess setting, privileged containers, other
 // spellings of the pipe path, workloads and CronJobs.
 func TestGatekeeperRegoCases(t *testing.T) {
-	query := gatekeeperQuery(t)
 	const csi, mounted = `\\\\.\\pipe\\csi-proxy-disk-v1`, `{"name":"c","volumeMounts":[{"name":"p","mountPath":"C:\\p"}]`
 	for _, tc := range []struct {
 		name, kind, path, spec, label string
@@ -110,54 +105,49 @@ func TestGatekeeperRegoCases(t *testing.T) {
 		case "CronJob":
 			object = map[string]any{"spec": map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": object}}}}
 		}
-		review := map[string]any{"kind": map[string]any{"kind": tc.kind}, "namespace": "ns", "object": object,
-			"namespaceObject": map[string]any{"metadata": map[string]any{"name": "ns", "labels": map[string]any{"pipeguard.io/allow-csi-proxy": tc.label}}}}
-		rs, err := query.Eval(context.Background(), rego.EvalInput(map[string]any{"review": review, "parameters": map[string]any{}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if denied := len(rs) > 0 && len(rs[0].Expressions[0].Value.([]any)) > 0; denied != tc.denied {
-			t.Errorf("%s: denied %v, want %v (%v)", tc.name, denied, tc.denied, rs)
+		msgs := violations(t, map[string]any{"kind": map[string]any{"kind": tc.kind}, "namespace": "ns", "object": object,
+			"namespaceObject": map[string]any{"metadata": map[string]any{"name": "ns", "labels": map[string]any{"pipeguard.io/allow-csi-proxy": tc.label}}}})
+		if denied := len(msgs) > 0; denied != tc.denied {
+			t.Errorf("%s: denied %v, want %v (%q)", tc.name, denied, tc.denied, msgs)
 		}
 	}
 }
 
 // A missing or foreign executable is refused with what to do.
 func TestGatekeeperVersionRejects(t *testing.T) {
-	_, err := gatekeeperVersion(filepath.Join(t.TempDir(), "gatekeeper"))
-	if err == nil || !strings.Contains(err.Error(), "make bench-gatekeeper") {
-		t.Errorf("missing executable: %v", err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gatekeeperVersion(self); err == nil || !strings.Contains(err.Error(), "was not built from "+gatekeeperModule) {
-		t.Errorf("foreign executable: %v", err)
+	self, _ := os.Executable()
+	for bin, want := range map[string]string{filepath.Join(t.TempDir(), "gatekeeper"): "which does not exist: build it with `make bench-gatekeeper`",
+		self: "was not built from " + gatekeeperModule + " (hack/tools/gatekeeper builds it)"} {
+		if _, err := gatekeeperVersion(bin); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", bin, err, want)
+		}
 	}
 }
 
 // gatekeeperForTest is the Gatekeeper executable built by make
-// bench-gatekeeper; tests that run it skip without it or a control plane.
-func gatekeeperForTest(t *testing.T) string {
-	t.Helper()
+// bench-gatekeeper, or why it cannot run: it is absent, or there is no
+// control plane.
+func gatekeeperForTest() (string, error) {
 	bin, err := filepath.Abs(filepath.Join("..", "..", "..", "bin", "tools", "gatekeeper"))
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		_, err = os.Stat(bin)
 	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no Gatekeeper executable at %s (build it with make bench-gatekeeper): %v", bin, err)
+	if err != nil {
+		return bin, fmt.Errorf("no Gatekeeper executable (build it with make bench-gatekeeper): %w", err)
 	}
 	if _, err := testenv.AssetsDir(); err != nil {
-		t.Skipf("no control plane: %v; build one with hack/control-plane.sh and set %s", err, testenv.AssetsEnv)
+		return bin, fmt.Errorf("no control plane: %w; build one with hack/control-plane.sh and set %s", err, testenv.AssetsEnv)
 	}
-	return bin
+	return bin, nil
 }
 
 // Gatekeeper, run as its own executable on a local control plane, decides
 // every request of the mix as pipeguard does. Timing is not asserted.
 func TestGatekeeperDecidesTheMix(t *testing.T) {
-	bin := gatekeeperForTest(t)
+	bin, err := gatekeeperForTest()
+	if err != nil {
+		t.Skip(err)
+	}
 	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -171,11 +161,7 @@ func TestGatekeeperDecidesTheMix(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	runs := [][2]string{{TargetGatekeeperGOGC, MixDeployed}}
-	for _, mix := range mixes {
-		runs = append(runs, [2]string{TargetGatekeeper, mix})
-	}
-	for _, run := range runs {
+	for _, run := range [][2]string{{TargetGatekeeperGOGC, MixDeployed}, {TargetGatekeeper, MixDeployed}, {TargetGatekeeper, MixPipes}, {TargetGatekeeper, MixDenials}} {
 		r, err := Run(ctx, Options{Target: run[0], Mix: run[1], Duration: time.Second, gatekeeper: env})
 		if err != nil {
 			t.Fatalf("%s, %s mix: %v", run[0], run[1], err)
@@ -187,7 +173,9 @@ func TestGatekeeperDecidesTheMix(t *testing.T) {
 			t.Errorf("%s, %s mix: CPU %v ms/review, peak RSS %d; want Gatekeeper's", run[0], run[1], r.CPUPerReviewMs, r.PeakRSSBytes)
 		}
 	}
-	if env.peer.Version == "" || env.peer.Rego != gatekeeperRego || len(env.peer.Args) == 0 {
+	// The command line, its ports and certificate directory left out.
+	if args := strings.Join(env.peer.Args, " "); env.peer.Version == "" || env.peer.Rego != gatekeeperRego ||
+		!strings.HasPrefix(args, "--operation=webhook --exempt-namespace=gatekeeper-system ") || !strings.Contains(args, " --port=… --cert-dir=… --disable-cert-rotation --health-addr=… --prometheus-port=… ") {
 		t.Errorf("peer %+v lacks the version, the rule or the command line", env.peer)
 	}
 }
@@ -204,11 +192,11 @@ func TestDecideEveryKindCatchesAWrongRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer floor.Stop()
-	c, err := newClient(floor.URL, floor.CAPEM, m, smallNamespaces, 1)
+	c, err := newClient(floor.serving, m, smallNamespaces, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
+	defer c.http.CloseIdleConnections()
 	err = decideEveryKind(context.Background(), c, m)
 	if err == nil || !strings.Contains(err.Error(), "-denied: ") || !strings.Contains(err.Error(), "allowed=true, want false") {
 		t.Fatalf("error %v, want the denied kind that was allowed", err)

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
 )
 
@@ -31,21 +33,22 @@ const (
 	warmup  = time.Second
 )
 
-// Options describe one measured run against one target.
+// Options describe one measured run: Target (one of allTargets) with Mix
+// (one of mixes) for Duration after Warmup, in Round; gatekeeper is the
+// control plane the gatekeeper targets run on.
 type Options struct {
-	// Target is one of allTargets, Mix one of mixes; Round is recorded
-	// with the result.
-	Target, Mix string
-	Round       int
-	// Duration of the measured part, after Warmup.
+	Target, Mix      string
+	Round            int
 	Duration, Warmup time.Duration
-	// gatekeeper is the control plane the gatekeeper target runs on.
-	gatekeeper *gatekeeperEnv
+	gatekeeper       *gatekeeperEnv
 }
 
 // Run serves opts.Target over HTTPS on loopback in a process of its own,
-// sends it the request mix and returns what it measured.
-func Run(ctx context.Context, opts Options) (*Result, error) {
+// sends it the request mix and returns what it measured. Gatekeeper is
+// measured only once it decides every kind of review of the mix as
+// pipeguard does (the denied kinds are denied once the constraint is in
+// force); a rule that decides any kind otherwise is reported instead.
+func Run(ctx context.Context, opts Options) (_ *Result, err error) {
 	t := targetOf(opts.Target)
 	if t == nil {
 		return nil, fmt.Errorf("target %q is unknown", opts.Target)
@@ -54,35 +57,70 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.peer {
-		return runGatekeeper(ctx, opts.gatekeeper, opts, t, m)
-	}
-	srv, err := startChild(ctx, opts.Target)
+	srv, at, err := start(ctx, opts, t)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newClient(srv.URL, srv.CAPEM, m, t.namespaces, rand.Uint32())
+	defer func() {
+		if stopErr := srv.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping %s: %w", map[bool]string{false: "the webhook server", true: "gatekeeper"}[t.peer], stopErr))
+		}
+	}()
+	c, err := newClient(at, m, t.namespaces, rand.Uint32())
 	if err != nil {
-		return nil, errors.Join(err, srv.Stop())
+		return nil, err
 	}
+	defer c.http.CloseIdleConnections()
 	c.allowAll = t.allowAll
-	res, err := drive(ctx, c, srv, opts, t)
-	c.close()
-	if stopErr := srv.Stop(); err == nil && stopErr != nil {
-		err = fmt.Errorf("stopping the webhook server: %w", stopErr)
+	if gk, ok := srv.(*gatekeeperProc); ok {
+		if err := gk.retry(ctx, "did not decide the mix as pipeguard does, so it is not measured,", func() error { return decideEveryKind(ctx, c, m) }); err != nil {
+			return nil, err
+		}
 	}
-	return res, err
+	return drive(ctx, c, srv, opts, t)
 }
 
-// measured is a serving process whose resources a run measures.
-type measured interface {
+// process is a serving process whose resources a run measures.
+type process interface {
 	CPU() time.Duration
 	PeakRSS() int64
+	Stop() error
+}
+
+// start starts the process that serves t: the serve subcommand, or for a
+// peer, Gatekeeper on opts.gatekeeper's control plane.
+func start(ctx context.Context, opts Options, t *target) (process, serving, error) {
+	if !t.peer {
+		c, err := startChild(ctx, t.name)
+		if err != nil {
+			return nil, serving{}, err
+		}
+		return c, c.serving, nil
+	}
+	if opts.gatekeeper == nil {
+		return nil, serving{}, fmt.Errorf("the %s target needs its control plane, which was not started", TargetGatekeeper)
+	}
+	p, err := opts.gatekeeper.launch(t.gogc, "webhook")
+	if err != nil {
+		return nil, serving{}, err
+	}
+	return p, p.serving, nil
+}
+
+// decideEveryKind sends one request of each slot of the mix and returns the
+// first wrong answer.
+func decideEveryKind(ctx context.Context, c *client, m *mix) error {
+	for range m.slots {
+		if k, _, err := c.send(ctx); err != nil {
+			return fmt.Errorf("%s: %w", k.name, err)
+		}
+	}
+	return nil
 }
 
 // drive warms srv up, then loads it for opts.Duration and summarizes the
 // run: reviews/s and the quantiles count correct answers only.
-func drive(ctx context.Context, c *client, srv measured, opts Options, t *target) (*Result, error) {
+func drive(ctx context.Context, c *client, srv process, opts Options, t *target) (*Result, error) {
 	if opts.Warmup > 0 {
 		if w, _ := closedLoop(ctx, c, opts.Warmup); w.sent > len(w.latencies) {
 			return nil, fmt.Errorf("warm-up failed: %d errors, first: %s", w.sent-len(w.latencies), w.firstErr)
@@ -96,7 +134,7 @@ func drive(ctx context.Context, c *client, srv measured, opts Options, t *target
 	}
 	r := &Result{
 		Target: opts.Target, Mix: opts.Mix, Round: opts.Round, Workers: workers, Namespaces: t.namespaces, Policies: t.policies,
-		Seconds: elapsed.Seconds(), Sent: tl.sent, Errors: tl.sent - len(tl.latencies), FirstError: tl.firstErr,
+		Seconds: elapsed.Seconds(), Sent: tl.sent, Errors: tl.sent - len(tl.latencies), FirstError: tl.firstErr, PeakRSSBytes: srv.PeakRSS(),
 	}
 	if tl.sent > 0 {
 		r.ReviewBytes = tl.bytes / tl.sent
@@ -106,132 +144,88 @@ func drive(ctx context.Context, c *client, srv measured, opts Options, t *target
 		r.CPUPerReviewMs = cpu.Seconds() * 1000 / float64(n)
 		r.P50, r.P99 = results.Quantile(tl.latencies, 0.50), results.Quantile(tl.latencies, 0.99)
 	}
-	r.PeakRSSBytes = srv.PeakRSS()
 	return r, nil
 }
 
-// client sends the request mix to one webhook URL and checks every answer.
+// client sends the request mix to one webhook and checks every answer.
 type client struct {
 	url        string
 	http       *http.Client
 	mix        *mix
 	namespaces int
-	// allowAll says the target allows every review.
-	allowAll bool
-	run      uint32 // distinguishes the UIDs of one run from another's
-	seq      atomic.Uint64
+	allowAll   bool   // the target allows every review
+	run        uint32 // distinguishes the UIDs of one run from another's
+	seq        atomic.Uint64
 }
 
-func newClient(url string, caPEM []byte, m *mix, namespaces int, run uint32) (*client, error) {
+func newClient(at serving, m *mix, namespaces int, run uint32) (*client, error) {
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
+	if !pool.AppendCertsFromPEM(at.CAPEM) {
 		return nil, errors.New("internal error: cannot read the server certificate")
 	}
-	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		MaxIdleConns:        workers,
-		MaxIdleConnsPerHost: workers,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		MaxIdleConns: workers, MaxIdleConnsPerHost: workers, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
 	// 10s is the API server's default webhook timeout.
-	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	return &client{url: url, http: hc, mix: m, namespaces: namespaces, run: run}, nil
-}
-
-func (c *client) close() { c.http.CloseIdleConnections() }
-
-// outcome is what one request came to.
-type outcome struct {
-	kind *kind
-	size int
-	err  error
+	return &client{url: at.URL, http: &http.Client{Transport: tr, Timeout: 10 * time.Second}, mix: m, namespaces: namespaces, run: run}, nil
 }
 
 // send posts the next request of the mix and checks the answer: status 200,
 // the UID echoed, the decision the kind expects, and for a denial a message
-// that names the pipe.
-func (c *client) send(ctx context.Context) outcome {
+// that names the pipe. It returns the kind and the size of the request.
+func (c *client) send(ctx context.Context) (*kind, int, error) {
 	seq := c.seq.Add(1) - 1
 	uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", c.run, seq)
 	body, k := c.mix.body(seq, c.namespaces, uid)
-	out := outcome{kind: k, size: len(body)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		out.err = err
-		return out
+		return k, len(body), err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		out.err = err
-		return out
+		return k, len(body), err
 	}
 	raw, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	switch {
 	case err != nil:
-		out.err = fmt.Errorf("reading the response: %w", err)
+		return k, len(body), fmt.Errorf("reading the response: %w", err)
 	case resp.StatusCode != http.StatusOK:
-		out.err = fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, raw)
-	default:
-		out.err = check(raw, uid, k.name, k.allowed || c.allowAll)
+		return k, len(body), fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, raw)
 	}
-	return out
+	return k, len(body), check(raw, uid, k.name, k.allowed || c.allowAll)
 }
 
+// check checks an AdmissionReview's answer.
 func check(raw []byte, uid, kind string, allowed bool) error {
-	var rr struct {
-		Response *struct {
-			UID     string `json:"uid"`
-			Allowed bool   `json:"allowed"`
-			Status  *struct {
-				Message string `json:"message"`
-			} `json:"status"`
-		} `json:"response"`
-	}
+	var rr admissionv1.AdmissionReview
 	if err := json.Unmarshal(raw, &rr); err != nil {
 		return fmt.Errorf("decoding the AdmissionReview: %w", err)
 	}
-	r := rr.Response
+	r, msg := rr.Response, ""
+	if r != nil && r.Result != nil {
+		msg = r.Result.Message
+	}
 	switch {
 	case r == nil:
 		return errors.New("AdmissionReview has no response")
-	case r.UID != uid:
+	case string(r.UID) != uid:
 		return fmt.Errorf("response UID %q, want %q", r.UID, uid)
 	case r.Allowed != allowed:
-		msg := ""
-		if r.Status != nil {
-			msg = r.Status.Message
-		}
 		return fmt.Errorf("%s: allowed=%v, want %v (%.200s)", kind, r.Allowed, allowed, msg)
-	case !r.Allowed && (r.Status == nil || !strings.Contains(r.Status.Message, "csi-proxy-")):
+	case !r.Allowed && !strings.Contains(msg, "csi-proxy-"):
 		return fmt.Errorf("%s: denied without a message naming the pipe", kind)
 	}
 	return nil
 }
 
-// tally collects outcomes and latencies of one run: every request sent,
-// the latencies of the correct answers.
+// tally collects what one run sent and the latencies of the correct
+// answers.
 type tally struct {
-	mu        sync.Mutex
-	latencies []time.Duration
-	sent      int
-	bytes     int
-	firstErr  string
-}
-
-func (t *tally) record(o outcome, latency time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.sent++
-	t.bytes += o.size
-	switch {
-	case o.err == nil:
-		t.latencies = append(t.latencies, latency)
-	case t.firstErr == "":
-		t.firstErr = o.err.Error()
-	}
+	mu          sync.Mutex
+	latencies   []time.Duration
+	sent, bytes int
+	firstErr    string
 }
 
 // closedLoop runs workers that each send a request as soon as the previous
@@ -246,8 +240,16 @@ func closedLoop(ctx context.Context, c *client, d time.Duration) (*tally, time.D
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				begin := time.Now()
-				o := c.send(context.WithoutCancel(ctx))
-				t.record(o, time.Since(begin))
+				_, size, err := c.send(context.WithoutCancel(ctx))
+				latency := time.Since(begin)
+				t.mu.Lock()
+				t.sent, t.bytes = t.sent+1, t.bytes+size
+				if err == nil {
+					t.latencies = append(t.latencies, latency)
+				} else if t.firstErr == "" {
+					t.firstErr = err.Error()
+				}
+				t.mu.Unlock()
 			}
 		})
 	}

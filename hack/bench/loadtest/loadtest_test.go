@@ -36,11 +36,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// Every served target answers every request of the mix, over the real
+// Every served target answers every request of each mix, over the real
 // server in a process of its own, with the decision its kind expects (the
-// floor allows everything): send counts any other answer as an error.
-// Timing is not asserted. The gatekeeper target has
-// TestGatekeeperDecidesTheMix.
+// floor allows everything). Timing is not asserted.
 func TestTargetsDecideTheMix(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	for _, tg := range targets {
@@ -48,36 +46,32 @@ func TestTargetsDecideTheMix(t *testing.T) {
 			if tg.peer || tg.deployedOnly && mix != MixDeployed {
 				continue
 			}
-			t.Run(tg.name+"/"+mix, func(t *testing.T) { runDecidesTheMix(t, tg.name, mix) })
+			t.Run(tg.name+"/"+mix, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				r, err := Run(ctx, Options{Target: tg.name, Mix: mix, Duration: 300 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Sent < 20 || r.Errors != 0 || r.Mix != mix {
+					t.Fatalf("%s mix: sent %d, errors %d, mix %q; want the whole mix answered without errors; first error: %s", mix, r.Sent, r.Errors, r.Mix, r.FirstError)
+				}
+				if _, err := os.Stat("/proc/self/status"); err == nil && r.PeakRSSBytes <= 0 {
+					t.Errorf("peak RSS %d; want the serving process's", r.PeakRSSBytes)
+				}
+			})
 		}
 	}
 }
 
-func runDecidesTheMix(t *testing.T, target, mix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, err := Run(ctx, Options{Target: target, Mix: mix, Duration: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Sent < 20 || r.Errors != 0 {
-		t.Fatalf("sent %d, errors %d; want the whole mix answered without errors; first error: %s", r.Sent, r.Errors, r.FirstError)
-	}
-	if _, err := os.Stat("/proc/self/status"); err == nil && r.PeakRSSBytes <= 0 {
-		t.Errorf("peak RSS %d; want the serving process's", r.PeakRSSBytes)
-	}
-	if r.Mix != mix {
-		t.Errorf("result of the %s mix says %q", mix, r.Mix)
-	}
-}
-
-// In the pipes and denials mixes no two reviews share a ServiceAccount or
-// a pipe volume's name, so no decision can be remembered from another
-// review; each pod still names only volumes it has, and the names stay
-// valid Kubernetes names.
-func TestUniqueMixesDefeatTheDecisionCache(t *testing.T) {
+// The reviews are as large as those kube-apiserver sends: pods with
+// managedFields and defaults are 4.5 to 7.2 KB. In the pipes and denials
+// mixes no two reviews share a ServiceAccount or a pipe volume's name, so no
+// decision can be remembered from another review; each pod still names only
+// volumes it has, and the names stay valid Kubernetes names.
+func TestMixes(t *testing.T) {
 	name := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	for _, mixName := range []string{MixPipes, MixDenials} {
+	for _, mixName := range mixes {
 		m, err := newMix(mixName)
 		if err != nil {
 			t.Fatal(err)
@@ -85,34 +79,45 @@ func TestUniqueMixesDefeatTheDecisionCache(t *testing.T) {
 		seen := map[string]uint64{}
 		for seq := range uint64(5 * len(m.slots)) {
 			body, k := m.body(seq, smallNamespaces, uidPlaceholder)
+			if n := len(k.body); n < 4500 || n > 7400 {
+				t.Errorf("%s %s: %d bytes, want 4.5 to 7.2 KB", mixName, k.name, n)
+			}
 			var review struct {
-				Request struct{ Object json.RawMessage } `json:"request"`
+				Request struct {
+					Object struct {
+						Spec struct {
+							corev1.PodSpec
+							Template struct{ Spec corev1.PodSpec } `json:"template"`
+						} `json:"spec"`
+					} `json:"object"`
+				} `json:"request"`
 			}
 			if err := json.Unmarshal(body, &review); err != nil {
 				t.Fatalf("%s %s: %v", mixName, k.name, err)
 			}
-			var obj struct {
-				Spec struct {
-					corev1.PodSpec
-					Template struct{ Spec corev1.PodSpec } `json:"template"`
-				} `json:"spec"`
+			spec := review.Request.Object.Spec.PodSpec
+			if len(spec.Containers) == 0 {
+				spec = review.Request.Object.Spec.Template.Spec
 			}
-			if err := json.Unmarshal(review.Request.Object, &obj); err != nil {
-				t.Fatal(err)
-			}
-			spec := obj.Spec.PodSpec
-			if k.name == "deployment-csi-denied" {
-				spec = obj.Spec.Template.Spec
-			}
-			volumes := map[string]bool{}
-			var facts []string
+			volumes, facts := map[string]bool{}, []string{"serviceAccount " + spec.ServiceAccountName}
 			for _, v := range spec.Volumes {
-				volumes[v.Name] = true
-				if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, `\\.\pipe\`) {
+				if volumes[v.Name] = true; v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, `\\.\pipe\`) {
 					facts = append(facts, "volume "+v.Name)
 				}
 			}
-			facts = append(facts, "serviceAccount "+spec.ServiceAccountName)
+			for _, c := range spec.Containers {
+				for _, vm := range c.VolumeMounts {
+					if !volumes[vm.Name] {
+						t.Errorf("%s %s: container %s mounts volume %s, which the pod lacks", mixName, k.name, c.Name, vm.Name)
+					}
+				}
+			}
+			if mixName == MixDeployed {
+				continue
+			}
+			if len(facts) < 5 {
+				t.Errorf("%s %s: %d pipe volumes, want the CSI node pod's four", mixName, k.name, len(facts)-1)
+			}
 			for _, f := range facts {
 				if !name.MatchString(strings.Fields(f)[1]) || len(f) > 63+len("serviceAccount ") {
 					t.Errorf("%s %s: %s is not a valid name", mixName, k.name, f)
@@ -122,48 +127,26 @@ func TestUniqueMixesDefeatTheDecisionCache(t *testing.T) {
 				}
 				seen[f] = seq
 			}
-			for _, c := range spec.Containers {
-				for _, vm := range c.VolumeMounts {
-					if !volumes[vm.Name] {
-						t.Errorf("%s %s: container %s mounts volume %s, which the pod lacks", mixName, k.name, c.Name, vm.Name)
-					}
-				}
-			}
-			if len(facts) < 5 {
-				t.Errorf("%s %s: %d pipe volumes, want the CSI node pod's four", mixName, k.name, len(facts)-1)
-			}
-		}
-	}
-}
-
-// The reviews are as large as those kube-apiserver sends: pods with
-// managedFields and defaults are 4.5 to 7.2 KB.
-func TestReviewsHaveTheSizeOfRealOnes(t *testing.T) {
-	m, err := newMix(MixDeployed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range m.kinds {
-		if n := len(k.body); n < 4500 || n > 7400 {
-			t.Errorf("%s: %d bytes, want 4.5 to 7.2 KB", k.name, n)
 		}
 	}
 }
 
 func TestParseFlags(t *testing.T) {
 	cfg, err := parseFlags([]string{"--targets", "pipeguard,gatekeeper", "--gatekeeper", "/opt/gatekeeper"})
-	if err != nil || !slices.Equal(cfg.targets, []string{"pipeguard", "gatekeeper"}) {
+	if err != nil || !slices.Equal(cfg.targets, []string{"pipeguard", "gatekeeper"}) || cfg.gatekeeperBin != "/opt/gatekeeper" {
 		t.Fatalf("%v, %+v", err, cfg)
 	}
 	if cfg, err := parseFlags(nil); err != nil || !slices.Equal(cfg.targets, allTargets) || !slices.Equal(cfg.mixes, mixes) || cfg.rounds != 10 {
 		t.Fatalf("defaults: %v, %+v", err, cfg)
 	}
-	if _, err := parseFlags([]string{"--mixes", "pipes,cached"}); err == nil || err.Error() != `--mixes: "cached" is unknown; use deployed, pipes, denials` {
-		t.Errorf("unknown mix: %v", err)
-	}
-	for _, args := range [][]string{{"--targets", "opa"}, {"--mixes", ""}, {"--rounds", "0"}, {"--duration", "0s"}, {"now"}, {"--workers", "8"}} {
-		if _, err := parseFlags(args); err == nil {
-			t.Errorf("%q: no error", args)
+	for args, want := range map[string]string{
+		"--mixes pipes,cached": `--mixes: "cached" is unknown; use deployed, pipes, denials`, "--mixes=": `--mixes: "" is unknown; use deployed, pipes, denials`,
+		"--targets opa": `--targets: "opa" is unknown; use floor, pipeguard, pipeguard-scale, gatekeeper, gatekeeper-gogc400`,
+		"--rounds 0":    "--rounds 0 is out of range; use 1 to 100", "--duration 0s": "--duration 0s is out of range; use up to 10m",
+		"now": `unexpected arguments ["now"]; every setting is a flag`, "--workers 8": "flag provided but not defined: -workers",
+	} {
+		if _, err := parseFlags(strings.Fields(args)); err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %q", args, err, want)
 		}
 	}
 }
@@ -183,28 +166,34 @@ func TestServeRejectsBadFlags(t *testing.T) {
 	}
 }
 
+// e2e refuses a bad command line with exit code 2, and a missing Gatekeeper
+// executable with exit code 1 and what to do, before it starts anything.
+func TestEndToEndCommandLine(t *testing.T) {
+	const usage = "--rounds must be positive, --targets a list of none, floor, pipeguard, validatingadmissionpolicy, gatekeeper with none among them, each once, and every setting is a flag"
+	const missing = "the gatekeeper target runs Gatekeeper's executable /nonexistent/gatekeeper, which does not exist: build it with `make bench-gatekeeper` (or pass --gatekeeper), or leave gatekeeper out of --targets"
+	for args, code := range map[string]int{"--targets floor,pipeguard": 2, "--targets none,opa": 2, "--targets none,none": 2, "--rounds 0": 2, "now": 2,
+		"--targets none,gatekeeper --gatekeeper /nonexistent/gatekeeper": 1} {
+		want := map[int]string{1: missing, 2: usage}[code]
+		var out, errOut strings.Builder
+		if got := e2eMain(strings.Fields(args), &out, &errOut); got != code || out.Len() > 0 || errOut.String() != "loadtest e2e: "+want+"\n" {
+			t.Errorf("%s: exit code %d, stdout %q, stderr %q; want %d and %q", args, got, out.String(), errOut.String(), code, want)
+		}
+	}
+}
+
 // The server processes collect garbage as pipeguard-webhook does when
 // deployed with config/default.
 func TestServerGOGCMatchesTheDeployment(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "manager", "manager.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`- name: GOGC\s+value: "(\d+)"`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("config/manager/manager.yaml sets no GOGC")
-	}
-	if string(m[1]) != serverGOGC {
-		t.Errorf("config/manager sets GOGC %s, the load tool's servers run with %s", m[1], serverGOGC)
+	if m := regexp.MustCompile(`- name: GOGC\s+value: "(\d+)"`).FindSubmatch(b); err != nil || m == nil || string(m[1]) != serverGOGC {
+		t.Errorf("config/manager/manager.yaml (%v) sets GOGC %q; the load tool's servers run with %s", err, m, serverGOGC)
 	}
 }
 
-// Through a real kube-apiserver, every checking target (pipeguard, the
-// ValidatingAdmissionPolicy, Gatekeeper) denies each pod mounting a CSI
-// Proxy pipe without an allowance with a 403 and its own message, and every
-// target admits the other pods: endToEnd fails otherwise, before and while
-// measuring. Gatekeeper is left out only when its executable is absent.
-// Timing is not asserted.
+// Through a real kube-apiserver, every checking target denies each pod
+// mounting a CSI Proxy pipe without an allowance with a 403 and its own
+// message, and every target admits the other pods: endToEnd fails
+// otherwise. Gatekeeper is left out only when its executable is absent.
 func TestEndToEnd(t *testing.T) {
 	if _, err := testenv.AssetsDir(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -216,13 +205,10 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	targets := e2eTargets
-	mod, err := repoFile("go.mod")
-	gatekeeper := filepath.Join(filepath.Dir(mod), "bin", "tools", "gatekeeper")
-	if _, err = os.Stat(gatekeeper); err != nil {
+	gatekeeper, err := gatekeeperForTest()
+	if err != nil {
 		targets = slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return t == TargetGatekeeper })
-		t.Run(TargetGatekeeper, func(t *testing.T) {
-			t.Skipf("Gatekeeper's executable is absent (%v); make bench-gatekeeper builds it", err)
-		})
+		t.Run(TargetGatekeeper, func(t *testing.T) { t.Skip(err) })
 	}
 	var log strings.Builder
 	runs, err := endToEnd(ctx, targets, gatekeeper, 1, 2, &log)
@@ -238,11 +224,11 @@ func TestEndToEnd(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {
-		k := r.Target + " " + r.Kind
-		if seen[k] || r.Pods != 2 || r.P50 <= 0 {
+		if k := r.Target + " " + r.Kind; seen[k] || r.Pods != 2 || r.P50 <= 0 {
 			t.Errorf("%+v: want one result of 2 pods for each target and kind", r)
+		} else {
+			seen[k] = true
 		}
-		seen[k] = true
 	}
 	if got, want := len(seen), len(targets)*len(e2eKinds); got != want {
 		t.Errorf("%d targets and kinds measured, want %d (every target, every kind of pod)", got, want)
@@ -280,21 +266,6 @@ func TestEndToEndChecksEveryAnswer(t *testing.T) {
 	}
 }
 
-// e2e refuses a bad command line with exit code 2, and a missing Gatekeeper
-// executable with exit code 1 and what to do, before it starts anything.
-func TestEndToEndCommandLine(t *testing.T) {
-	const usage = "--rounds must be positive, --targets a list of none, floor, pipeguard, validatingadmissionpolicy, gatekeeper with none among them, each once, and every setting is a flag"
-	const missing = "the gatekeeper target runs Gatekeeper's executable /nonexistent/gatekeeper, which does not exist: build it with `make bench-gatekeeper` (or pass --gatekeeper), or leave gatekeeper out of --targets"
-	for args, code := range map[string]int{"--targets floor,pipeguard": 2, "--targets none,opa": 2, "--targets none,none": 2, "--rounds 0": 2, "now": 2,
-		"--targets none,gatekeeper --gatekeeper /nonexistent/gatekeeper": 1} {
-		want := map[int]string{1: missing, 2: usage}[code]
-		var out, errOut strings.Builder
-		if got := e2eMain(strings.Fields(args), &out, &errOut); got != code || out.Len() > 0 || errOut.String() != "loadtest e2e: "+want+"\n" {
-			t.Errorf("%s: exit code %d, stdout %q, stderr %q; want %d and %q", args, got, out.String(), errOut.String(), code, want)
-		}
-	}
-}
-
 // pipeguard's and Gatekeeper's webhooks are registered with the
 // matchConditions of the pods webhook in config/webhook/manifests.yaml, the
 // prefilter included; the floor's with none.
@@ -307,7 +278,7 @@ func TestEndToEndRegistersTheShippedConditions(t *testing.T) {
 		t.Errorf("matchConditions %+v lack may-name-a-pipe", conds)
 	}
 	for target, want := range map[string][]admissionregistrationv1.MatchCondition{TargetPipeguard: conds, TargetGatekeeper: conds, TargetFloor: nil} {
-		if got := webhookConfig(target, "https://127.0.0.1", nil, conds).Webhooks[0].MatchConditions; !slices.Equal(got, want) {
+		if got := webhookConfig(target, serving{URL: "https://127.0.0.1"}, conds).Webhooks[0].MatchConditions; !slices.Equal(got, want) {
 			t.Errorf("%s's registration has matchConditions %+v, want %+v", target, got, want)
 		}
 	}

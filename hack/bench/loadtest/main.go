@@ -1,38 +1,10 @@
 // Command loadtest measures pipeguard's admission webhook at saturation over
-// HTTPS on loopback, side by side with the floor: a webhook that allows
-// everything, served by the same controller-runtime webhook server, TLS,
-// HTTP and AdmissionReview codec that pipeguard-webhook uses. The reviews
-// are shaped as kube-apiserver sends them, in three mixes (mix.go): as
-// deployed, the pipe mounts alone with every review unique so that rego
-// decides each one, and the denials alone. Each round sends every mix to
-// every target in turn, each in a process of its own started afresh (this
-// executable, re-run with a hidden serve subcommand), so the CPU time and
-// RSS reported are the server's alone; the order rotates from round to
-// round. Targets are compared by the median over rounds of their ratio to
-// the floor in the same round and mix, which a busy machine disturbs far
-// less than absolute numbers.
-//
-// The gatekeeper targets are OPA Gatekeeper deciding pipeguard's default
-// rule as a ConstraintTemplate (gatekeeper_rule.go): its executable (built
-// by make bench-gatekeeper from hack/tools/gatekeeper), webhook operation
-// only, on a kube-apiserver and etcd started from KUBEBUILDER_ASSETS once
-// for all rounds, with Gatekeeper's CRDs taken from its module's
-// deploy/gatekeeper.yaml; gatekeeper runs at Go's default GOGC, as its
-// deployment does, and gatekeeper-gogc400 at pipeguard-webhook's. Each run
-// starts a Gatekeeper process afresh, waits until it decides every kind of
-// review of the mix as pipeguard does and then loads its /v1/admit as the
-// other targets are loaded.
+// HTTPS on loopback beside the floor (an allow-all webhook served the same
+// way), pipeguard-scale and OPA Gatekeeper deciding the same rule, with the
+// three mixes of reviews of mix.go; the e2e subcommand measures pod creation
+// through kube-apiserver (e2e.go). docs/benchmarks/method.md says how.
 //
 //	go run ./hack/bench/loadtest --targets floor,pipeguard --mixes pipes --rounds 3 --duration 3s --json results.json
-//	KUBEBUILDER_ASSETS="$(hack/control-plane.sh | tail -n 1)" go run ./hack/bench/loadtest --targets floor,pipeguard,gatekeeper
-//
-// The e2e subcommand measures, through kube-apiserver and etcd started from
-// KUBEBUILDER_ASSETS (see hack/control-plane.sh), how much each admission
-// check adds to creating a pod: the floor, pipeguard and Gatekeeper as
-// webhooks, and pipeguard's default rule as a ValidatingAdmissionPolicy,
-// each over namespaces of its own, against a namespace that none covers,
-// for pods each check admits and for pods it must deny (e2e.go).
-//
 //	KUBEBUILDER_ASSETS="$(hack/control-plane.sh | tail -n 1)" go run ./hack/bench/loadtest e2e --json e2e.json
 package main
 
@@ -59,11 +31,10 @@ import (
 
 // config is the command line.
 type config struct {
-	targets  []string
-	mixes    []string
-	rounds   int
-	duration time.Duration
-	jsonPath string
+	targets, mixes []string
+	rounds         int
+	duration       time.Duration
+	jsonPath       string
 	// The gatekeeper target's executable and where to describe it as JSON
 	// for the report.
 	gatekeeperBin, gatekeeperJSON string
@@ -88,7 +59,6 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-
 	fmt.Printf("GOMAXPROCS %d, %s, %s/%s; load average before: %s\n",
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, sysinfo.LoadAverage())
 	var gk *gatekeeperEnv
@@ -131,13 +101,8 @@ func run() int {
 		fmt.Printf("%s mix:\n", mix)
 		printSummary(os.Stdout, results.InMix(runs, mix), cfg.targets)
 	}
-	if cfg.jsonPath != "" && !writeJSON(cfg.jsonPath, runs) {
+	if cfg.jsonPath != "" && !writeJSON(cfg.jsonPath, runs) || slices.ContainsFunc(runs, func(r *Result) bool { return r.Errors > 0 }) {
 		return 1
-	}
-	for _, r := range runs {
-		if r.Errors > 0 {
-			return 1
-		}
 	}
 	return 0
 }
@@ -154,30 +119,24 @@ func writeJSON(path string, v any) bool {
 
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	targets := fs.String("targets", strings.Join(allTargets, ","), "comma-separated targets, each run once per round: "+strings.Join(allTargets, ", "))
 	cfg := &config{}
+	targets := fs.String("targets", strings.Join(allTargets, ","), "comma-separated targets, each run once per round: "+strings.Join(allTargets, ", "))
 	mixNames := fs.String("mixes", strings.Join(mixes, ","), "comma-separated mixes of reviews, each sent to every target once per round: "+strings.Join(mixes, ", "))
 	fs.IntVar(&cfg.rounds, "rounds", 10, "rounds; each runs every target once with every mix")
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "measured time of each run")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&cfg.gatekeeperBin, "gatekeeper", filepath.Join("bin", "tools", "gatekeeper"), "Gatekeeper's executable, for the "+TargetGatekeeper+" target")
 	fs.StringVar(&cfg.gatekeeperJSON, "gatekeeper-json", "", "also write Gatekeeper's version, rule and command line as JSON to this file, when the "+TargetGatekeeper+" target runs")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	err := fs.Parse(args)
+	if err == nil {
+		cfg.targets, err = known("--targets", *targets, allTargets)
 	}
-	for _, t := range strings.Split(*targets, ",") {
-		if targetOf(t) == nil {
-			return nil, fmt.Errorf("--targets: %q is unknown; use %s", t, strings.Join(allTargets, ", "))
-		}
-		cfg.targets = append(cfg.targets, t)
-	}
-	for _, m := range strings.Split(*mixNames, ",") {
-		if !slices.Contains(mixes, m) {
-			return nil, fmt.Errorf("--mixes: %q is unknown; use %s", m, strings.Join(mixes, ", "))
-		}
-		cfg.mixes = append(cfg.mixes, m)
+	if err == nil {
+		cfg.mixes, err = known("--mixes", *mixNames, mixes)
 	}
 	switch {
+	case err != nil:
+		return nil, err
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected arguments %q; every setting is a flag", fs.Args())
 	case cfg.rounds < 1 || cfg.rounds > 100:
@@ -188,20 +147,33 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, nil
 }
 
+// known splits the comma-separated list of flag and refuses a name not in all.
+func known(flag, list string, all []string) ([]string, error) {
+	names := strings.Split(list, ",")
+	for _, n := range names {
+		if !slices.Contains(all, n) {
+			return nil, fmt.Errorf("%s: %q is unknown; use %s", flag, n, strings.Join(all, ", "))
+		}
+	}
+	return names, nil
+}
+
 // printSummary writes each target's reviews/s and CPU time per review as
 // the medians of their per-round ratios to the floor's, and to Gatekeeper's.
 func printSummary(w io.Writer, runs []*Result, names []string) {
 	rps := func(r *Result) float64 { return r.ReviewsPerSecond }
 	cpu := func(r *Result) float64 { return r.CPUPerReviewMs }
+	ratio := func(t, ref string, m func(*Result) float64) float64 {
+		return results.Median(results.RoundRatios(runs, t, ref, m))
+	}
 	for _, name := range names {
 		fmt.Fprintf(w, "%-19s reviews/s %.2f× the floor's, CPU per review %.2f× (medians over %d rounds)\n", name,
-			results.Median(results.RoundRatios(runs, name, TargetFloor, rps)), results.Median(results.RoundRatios(runs, name, TargetFloor, cpu)),
-			len(results.Of(runs, name, rps)))
+			ratio(name, TargetFloor, rps), ratio(name, TargetFloor, cpu), len(results.Of(runs, name, rps)))
 	}
 	for _, gk := range []string{TargetGatekeeper, TargetGatekeeperGOGC} {
 		if slices.Contains(names, gk) && slices.Contains(names, TargetPipeguard) {
 			fmt.Fprintf(w, "pipeguard ÷ %s: reviews/s %.2f×, its CPU per review %.2f× pipeguard's (medians of the per-round ratios)\n", gk,
-				results.Median(results.RoundRatios(runs, TargetPipeguard, gk, rps)), results.Median(results.RoundRatios(runs, gk, TargetPipeguard, cpu)))
+				ratio(TargetPipeguard, gk, rps), ratio(gk, TargetPipeguard, cpu))
 		}
 	}
 	for _, r := range runs {

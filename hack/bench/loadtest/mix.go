@@ -20,10 +20,8 @@ import (
 	"github.com/pipeguard/pipeguard/internal/samplepods"
 )
 
-// Placeholders in a request template, overwritten per request. Each has the
-// width of what replaces it, so a body is a copy with bytes patched in.
-// tokenPlaceholder ends the ServiceAccount and pipe volume names of a mix
-// whose reviews are each unique.
+// Placeholders in a request template, each as wide as what overwrites it
+// per request; tokenPlaceholder makes the reviews of a unique mix unique.
 const (
 	uidPlaceholder   = "????????-????-????-????-????????????"
 	nsPlaceholder    = "ns-#####"
@@ -44,41 +42,25 @@ const (
 // kind is one sort of AdmissionReview in the mix, with the decision both
 // targets must reach.
 type kind struct {
-	name      string
-	weight    int // out of the weights' sum
-	namespace nsChoice
-	allowed   bool
-	body      []byte // AdmissionReview JSON with placeholders
-	uidAt     []int
-	nsAt      []int
-	tokenAt   []int
+	name                 string
+	weight               int // out of the weights' sum
+	namespace            nsChoice
+	allowed              bool
+	body                 []byte // AdmissionReview JSON with placeholders
+	uidAt, nsAt, tokenAt []int
 }
 
-// The mixes of reviews.
-const (
-	// MixDeployed is what a cluster sends: mostly pods and Deployments
-	// without a host path (answered without rego), then CSI node pods
-	// allowed as HostProcess or by their namespace's label, pods with an
-	// ordinary host directory, and pods and Deployments that must be
-	// denied. A DaemonSet's pods differ only in name, so the decision
-	// cache answers most of its reviews with a pipe.
-	MixDeployed = "deployed"
-	// MixPipes has only the reviews with a pipe mount, in the deployed
-	// mix's proportions, each with a ServiceAccount and pipe volume names
-	// of its own: no decision is remembered from another review, so rego
-	// decides every one.
-	MixPipes = "pipes"
-	// MixDenials has only the pods and Deployments that must be denied,
-	// each unique as in MixPipes.
-	MixDenials = "denials"
-)
+// The mixes of reviews, in the order a round runs them (method.md says
+// what each holds): MixDeployed is what a cluster sends; MixPipes only the
+// reviews with a pipe mount, each unique, so that rego decides every one;
+// MixDenials only the pods and Deployments that must be denied, each
+// unique.
+const MixDeployed, MixPipes, MixDenials = "deployed", "pipes", "denials"
 
-// mixes lists the mixes in the order a round runs them.
 var mixes = []string{MixDeployed, MixPipes, MixDenials}
 
 // mix is a request mix.
 type mix struct {
-	name  string
 	kinds []*kind
 	slots []*kind // weighted round robin: request i is slots[i%len(slots)]
 }
@@ -86,10 +68,15 @@ type mix struct {
 func newMix(name string) (*mix, error) {
 	denied := samplepods.CSINode()
 	denied.Spec.Containers[2].SecurityContext = nil
+	// In a unique mix, each review has a ServiceAccount and pipe volume
+	// names of its own: each request overwrites tokenPlaceholder.
 	unique := name != MixDeployed
 	pipe := func(p *corev1.Pod) *corev1.Pod {
 		if unique {
-			uniqueNames(p)
+			p.Spec.ServiceAccountName += "-" + tokenPlaceholder
+			renameVolumes(p, "-"+tokenPlaceholder, func(v corev1.Volume) bool {
+				return v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, `\\.\pipe\`)
+			})
 		}
 		return p
 	}
@@ -102,17 +89,11 @@ func newMix(name string) (*mix, error) {
 		{name: "pod-csi-denied", weight: 2, namespace: unlabelledNamespace, body: review("Pod", pipe(denied.DeepCopy()))},
 		{name: "deployment-csi-denied", weight: 1, namespace: unlabelledNamespace, body: review("Deployment", deployment(pipe(denied.DeepCopy())))},
 	}
-	m := &mix{name: name}
-	switch name {
-	case MixDeployed:
-		m.kinds = all
-	case MixPipes:
-		m.kinds = all[3:]
-	case MixDenials:
-		m.kinds = all[5:]
-	default:
+	from, ok := map[string]int{MixDeployed: 0, MixPipes: 3, MixDenials: 5}[name]
+	if !ok {
 		return nil, fmt.Errorf("mix %q is unknown; use %s", name, strings.Join(mixes, ", "))
 	}
+	m := &mix{kinds: all[from:]}
 	for _, k := range m.kinds {
 		k.uidAt = offsets(k.body, uidPlaceholder)
 		k.nsAt = offsets(k.body, nsPlaceholder)
@@ -127,21 +108,19 @@ func newMix(name string) (*mix, error) {
 	return m, nil
 }
 
-// uniqueNames ends p's ServiceAccount and the names of its pipe volumes
-// with tokenPlaceholder, which each request overwrites with its own token.
-func uniqueNames(p *corev1.Pod) {
-	p.Spec.ServiceAccountName += "-" + tokenPlaceholder
-	renamed := map[string]string{}
+// renameVolumes appends suffix to the names of p's volumes that match, and
+// to their mounts.
+func renameVolumes(p *corev1.Pod, suffix string, match func(corev1.Volume) bool) {
+	renamed := map[string]bool{}
 	for i, v := range p.Spec.Volumes {
-		if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, `\\.\pipe\`) {
-			renamed[v.Name] = v.Name + "-" + tokenPlaceholder
-			p.Spec.Volumes[i].Name = renamed[v.Name]
+		if renamed[v.Name] = match(v); renamed[v.Name] {
+			p.Spec.Volumes[i].Name += suffix
 		}
 	}
-	for i := range p.Spec.Containers {
-		for j, vm := range p.Spec.Containers[i].VolumeMounts {
-			if n, ok := renamed[vm.Name]; ok {
-				p.Spec.Containers[i].VolumeMounts[j].Name = n
+	for _, c := range p.Spec.Containers {
+		for j, vm := range c.VolumeMounts {
+			if renamed[vm.Name] {
+				c.VolumeMounts[j].Name += suffix
 			}
 		}
 	}
@@ -197,16 +176,13 @@ func review(kindName string, obj runtime.Object) []byte {
 		panic(err) // a pod or a Deployment always encodes
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
-	resource := map[string]string{"Pod": "pods", "Deployment": "deployments"}[kindName]
+	k := metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+	r := metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: map[string]string{"Pod": "pods", "Deployment": "deployments"}[kindName]}
 	ar := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
-			UID:             types.UID(uidPlaceholder),
-			Kind:            metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
-			Resource:        metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
-			RequestKind:     &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
-			RequestResource: &metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
-			Namespace:       nsPlaceholder, Name: meta.GetName(), Operation: admissionv1.Create,
+			UID: types.UID(uidPlaceholder), Kind: k, Resource: r, RequestKind: &k, RequestResource: &r,
+			Namespace: nsPlaceholder, Name: meta.GetName(), Operation: admissionv1.Create,
 			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:replicaset-controller",
 				UID:    "3b7c1f0e-8f7a-4a51-9d0c-2c3e4f5a6b7c",
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}},
@@ -222,10 +198,8 @@ func review(kindName string, obj runtime.Object) []byte {
 }
 
 // apiServerShape gives obj what kube-apiserver has added by the time it
-// asks a webhook about a CREATE: an owner, a UID, a creation time,
-// managedFields, the defaulted fields, the ServiceAccount token volume of a
-// pod and its initial status. The reviews are then 4.5 to 7 KB, as real
-// ones are, and decoding them costs what it costs in a cluster.
+// asks a webhook about a CREATE (an owner, a UID, managedFields, defaults,
+// the token volume, a status), so that decoding costs what it does there.
 func apiServerShape(obj runtime.Object) {
 	created := metav1.NewTime(time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC))
 	yes, grace, mode, expiry, tolerate := true, int64(30), int32(420), int64(3607), int64(300)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,7 +20,6 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -59,6 +59,13 @@ const (
 	// TargetScale is pipeguard with 10,000 namespaces in its lookup and
 	// 50 PipeAccessPolicies.
 	TargetScale = "pipeguard-scale"
+	// TargetGatekeeper is OPA Gatekeeper's validating webhook deciding
+	// pipeguard's default rule as a ConstraintTemplate (gatekeeperRego),
+	// run as in a cluster: its own executable, webhook operation only, on
+	// a local kube-apiserver (gatekeeperEnv).
+	TargetGatekeeper = "gatekeeper"
+	// TargetGatekeeperGOGC is the same run with pipeguard-webhook's GOGC.
+	TargetGatekeeperGOGC = "gatekeeper-gogc" + serverGOGC
 )
 
 var targets = []*target{
@@ -69,40 +76,27 @@ var targets = []*target{
 	{name: TargetGatekeeperGOGC, namespaces: smallNamespaces, peer: true, gogc: serverGOGC},
 }
 
-// allTargets names the targets, in the order a round runs them. The
-// gatekeeper target needs Gatekeeper's executable (make bench-gatekeeper)
-// and a control plane (KUBEBUILDER_ASSETS).
-var allTargets = func() (out []string) {
-	for _, t := range targets {
-		out = append(out, t.name)
-	}
-	return out
-}()
+// allTargets names the targets, in the order a round runs them.
+var allTargets = []string{TargetFloor, TargetPipeguard, TargetScale, TargetGatekeeper, TargetGatekeeperGOGC}
 
 // smallNamespaces is the namespace count of every target but the scale one.
 const smallNamespaces = 20
 
 func targetOf(name string) *target {
-	for _, t := range targets {
-		if t.name == name {
-			return t
-		}
+	i := slices.IndexFunc(targets, func(t *target) bool { return t.name == name })
+	if i < 0 {
+		return nil
 	}
-	return nil
+	return targets[i]
 }
 
-// serveCommand is the name of the hidden subcommand that serves one target
-// in a process of its own: loadtest re-executes itself with it, so that the
-// load generator's timers and garbage collection stay out of the server's
-// process and the RSS and CPU time measured are the server's alone.
-const serveCommand = "serve"
+// serveCommand is the hidden subcommand that serves one target in a
+// process of its own, so that the load generator stays out of the RSS and
+// CPU time measured; serverGOGC is its GOGC, as config/manager sets for
+// pipeguard-webhook (TestServerGOGCMatchesTheDeployment).
+const serveCommand, serverGOGC = "serve", "400"
 
-// serverGOGC is the GOGC of a server process: what config/manager sets
-// for pipeguard-webhook (TestServerGOGCMatchesTheDeployment).
-const serverGOGC = "400"
-
-// serving is what a server process prints, as one JSON line on stdout,
-// once it listens.
+// serving is where a server process listens, the JSON line it prints.
 type serving struct {
 	URL   string `json:"url"`
 	CAPEM []byte `json:"caPEM"`
@@ -110,8 +104,7 @@ type serving struct {
 
 // serveMain runs a server process: it serves the target on a free
 // loopback port, prints where (a serving line) and serves until stdin is
-// closed, which the parent does to stop it and which also happens when
-// the parent dies.
+// closed (childproc).
 func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadtest "+serveCommand, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -132,22 +125,20 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	h, err := newHandler(ctx, t)
+	var srv *server
+	if err == nil {
+		srv, err = startServer(ctx, h)
+	}
+	if err == nil {
+		if err = childproc.Serving(serving{URL: srv.url, CAPEM: srv.caPEM}, stdin, stdout, stop); err == nil {
+			<-ctx.Done()
+		}
+		if stopErr := srv.stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping: %w", stopErr))
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "loadtest serve:", err)
-		return 1
-	}
-	srv, err := startServer(ctx, h)
-	if err != nil {
-		fmt.Fprintln(stderr, "loadtest serve: starting the webhook server:", err)
-		return 1
-	}
-	if err := childproc.Serving(serving{URL: srv.url, CAPEM: srv.caPEM}, stdin, stdout, stop); err != nil {
-		srv.stop()
-		return 1
-	}
-	<-ctx.Done()
-	if err := srv.stop(); err != nil {
-		fmt.Fprintln(stderr, "loadtest serve: stopping:", err)
 		return 1
 	}
 	return 0
@@ -159,9 +150,8 @@ type child struct {
 	serving
 }
 
-// startChild starts a server process for target: this executable, re-run
-// with the serve subcommand. It may take a minute to compile its policies
-// and start listening.
+// startChild starts a server process for target, allowing a minute to
+// compile its policies and start listening.
 func startChild(ctx context.Context, target string) (*child, error) {
 	c := &child{}
 	p, err := childproc.Start(ctx, "server process", []string{serveCommand, "--target", target}, []string{"GOGC=" + serverGOGC},
@@ -175,11 +165,10 @@ func startChild(ctx context.Context, target string) (*child, error) {
 
 // server is a running controller-runtime webhook server on loopback.
 type server struct {
-	url    string
-	caPEM  []byte
-	dir    string
-	cancel context.CancelFunc
-	done   chan error
+	url, dir string
+	caPEM    []byte
+	cancel   context.CancelFunc
+	done     chan error
 }
 
 // newHandler builds the admission handler of a target, with the same
@@ -214,13 +203,13 @@ func newHandler(ctx context.Context, t *target) (admission.Handler, error) {
 // loopback port with a fresh self-signed certificate.
 func startServer(ctx context.Context, h admission.Handler) (*server, error) {
 	dir, err := os.MkdirTemp("", "pipeguard-loadtest-")
-	if err != nil {
-		return nil, err
+	var caPEM []byte
+	if err == nil {
+		caPEM, err = writeCert(dir)
 	}
-	caPEM, err := writeCert(dir)
 	// The port is found free, released, then bound by the server: another
 	// process may take it in between, so binding is retried.
-	for attempt := 1; err == nil && attempt <= 5; attempt++ {
+	for attempt := 1; caPEM != nil && attempt <= 5; attempt++ {
 		var port int
 		if port, err = freePort(); err != nil {
 			break
@@ -232,29 +221,24 @@ func startServer(ctx context.Context, h admission.Handler) (*server, error) {
 		sctx, cancel := context.WithCancel(ctx)
 		s := &server{url: fmt.Sprintf("https://127.0.0.1:%d%s", port, app.Path), caPEM: caPEM, dir: dir, cancel: cancel, done: make(chan error, 1)}
 		go func() { s.done <- ws.Start(sctx) }()
-		if err = awaitStarted(ws.StartedChecker(), s.done); err == nil {
+		// Up to 10s until it has started, unless it ends first.
+		for deadline := time.Now().Add(10 * time.Second); err == nil && ws.StartedChecker()(nil) != nil; {
+			select {
+			case err = <-s.done:
+				err = cmp.Or(err, errors.New("webhook server stopped while starting"))
+			case <-time.After(5 * time.Millisecond):
+				if time.Now().After(deadline) {
+					err = errors.New("webhook server did not start within 10s")
+				}
+			}
+		}
+		if err == nil {
 			return s, nil
 		}
 		cancel()
 	}
 	os.RemoveAll(dir)
-	return nil, err
-}
-
-// awaitStarted waits up to 10 s until started passes, unless the server
-// ends first, with its error on done.
-func awaitStarted(started healthz.Checker, done <-chan error) error {
-	for deadline := time.Now().Add(10 * time.Second); started(nil) != nil; {
-		if time.Now().After(deadline) {
-			return errors.New("webhook server did not start within 10s")
-		}
-		select {
-		case err := <-done:
-			return cmp.Or(err, errors.New("webhook server stopped while starting"))
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return nil
+	return nil, fmt.Errorf("starting the webhook server: %w", err)
 }
 
 // stop shuts the server down and removes its certificate.
@@ -275,17 +259,16 @@ func freePort() (int, error) {
 }
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and localhost
-// to dir/tls.crt and dir/tls.key and returns the certificate PEM, its CA's
-// included.
+// to dir/tls.crt and dir/tls.key and returns its PEM, or nil and an error.
 func writeCert(dir string) ([]byte, error) {
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err == nil {
+		err = errors.Join(os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600), os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600))
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
-		return nil, err
-	}
-	return certPEM, os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600)
+	return certPEM, nil
 }
 
 // namespaces returns n namespaces ns-00000… with the labels a cluster
@@ -312,10 +295,9 @@ func namespaces(n int) webhook.StaticNamespaces {
 }
 
 // accessPolicies returns n PipeAccessPolicies: the default policy, then
-// policies for vendor agent pipes with distinct patterns. A few select
-// namespaces by label or name, one warns, one is a dryrun, and two also
-// protect CSI Proxy pipes, so that some mounts are protected by several
-// policies. None changes a decision of the request mix.
+// policies for vendor agent pipes, a few selecting namespaces, one warning,
+// one a dryrun and two also protecting CSI Proxy pipes. None changes a
+// decision of the request mix.
 func accessPolicies(n int) []v1alpha1.PipeAccessPolicy {
 	csiProxy := policy.DefaultPolicy()
 	csiProxy.Name = "csi-proxy"

@@ -1,9 +1,6 @@
-// Command report writes the benchmark report, docs/benchmarks/README.md,
-// from the results that make bench collects in one directory: machine.json
-// (report machine), webhook.json (hack/bench/loadtest --json),
-// gatekeeper.json (hack/bench/loadtest --gatekeeper-json), e2e.json
-// (hack/bench/loadtest e2e --json), agent.json (hack/bench/agentload --json)
-// and gobench.txt (go test -bench). The same input gives the same report.
+// Command report writes docs/benchmarks/README.md from the results make
+// bench collects in one directory (readInput names the files); the same
+// input gives the same report.
 //
 //	go run ./hack/bench/report machine > bin/bench/machine.json
 //	go run ./hack/bench/report --in bin/bench --out docs/benchmarks --elapsed 312s
@@ -72,23 +69,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 // Review is one run of hack/bench/loadtest, as its --json writes it.
 type Review = results.Review
 
-// Input is everything a report is made from.
+// Input is everything a report is made from. Gatekeeper is nil when
+// gatekeeper.json is absent; GoBench holds the lines of the Go benchmarks'
+// output worth showing: package headers and results.
 type Input struct {
-	Machine sysinfo.Machine
-	Webhook []*Review
-	// Gatekeeper describes the gatekeeper target; nil when gatekeeper.json
-	// is absent.
+	Machine    sysinfo.Machine
+	Webhook    []*Review
 	Gatekeeper *results.GatekeeperPeer
 	E2E        []*results.Pods
 	VAPRule    string
 	Agent      *results.AgentResults
-	// GoBench holds the lines of the Go benchmarks' output worth showing:
-	// package headers and results.
-	GoBench []string
+	GoBench    []string
 }
 
-// readInput reads the files of dir. The machine description and the
-// webhook runs are required; the others are optional.
+// readInput reads the files of dir: machine.json (report machine),
+// webhook.json (hack/bench/loadtest --json), gatekeeper.json (its
+// --gatekeeper-json), e2e.json (hack/bench/loadtest e2e --json), agent.json
+// (hack/bench/agentload --json) and gobench.txt (go test -bench). The
+// machine description and the webhook runs are required.
 func readInput(dir string) (*Input, error) {
 	in := &Input{}
 	var e2e results.EndToEnd
@@ -133,14 +131,13 @@ func readInput(dir string) (*Input, error) {
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "gobench.txt"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
 	for line := range strings.Lines(string(b)) {
-		line = strings.TrimRight(line, " \t\r\n")
-		if strings.HasPrefix(line, "pkg: ") || strings.HasPrefix(line, "Benchmark") || strings.HasPrefix(line, "FAIL") {
+		if line = strings.TrimRight(line, " \t\r\n"); strings.HasPrefix(line, "pkg: ") || strings.HasPrefix(line, "Benchmark") || strings.HasPrefix(line, "FAIL") {
 			in.GoBench = append(in.GoBench, line)
 		}
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	return in, nil
 }

@@ -55,36 +55,26 @@ func machine(w writer, in *Input, elapsed time.Duration) {
 
 // mixTitles say what each mix of reviews is, for the webhook section.
 var mixTitles = map[string]string{
-	"deployed": "as deployed: pods and Deployments without a host path, a log shipper mounting a host directory, CSI node pods allowed as HostProcess or by their namespace's label, and pods and Deployments that must be denied. A DaemonSet's pods differ only in name, so pipeguard's decision cache answers most of the reviews with a pipe",
-	"pipes":    "the reviews with a pipe mount alone, in the deployed mix's proportions, each with a ServiceAccount and pipe volume names of its own: no decision is remembered from another review, so rego decides every one",
-	"denials":  "the pods and Deployments that must be denied alone, each unique as in the pipes mix",
+	"deployed": "As deployed: mostly pods and Deployments without a host path, then CSI node pods allowed or denied, and a log shipper; pipeguard's decision cache answers most reviews with a pipe",
+	"pipes":    "The reviews with a pipe mount alone, each unique, so rego decides every one",
+	"denials":  "The pods and Deployments that must be denied alone, each unique",
 }
 
 func webhook(w writer, in *Input) {
 	if len(in.Webhook) == 0 {
 		return
 	}
-	first := in.Webhook[0]
-	w("## Webhook\n\n")
-	w("`hack/bench/loadtest` sends AdmissionReviews shaped as kube-apiserver sends them (pods and Deployments with\n")
-	w("managedFields, defaults and the ServiceAccount token volume; %s bytes on average) over HTTPS on loopback, from %d\n", thousands(float64(first.ReviewBytes)), first.Workers)
-	w("workers that each send the next review as soon as the last is answered; every answer is checked. Each server runs in\n")
-	w("a process of its own, started afresh for each run, with the controller-runtime webhook server pipeguard-webhook uses.\n")
-	w("`floor` allows every review without reading it; `pipeguard` runs as deployed, with its decision cache;\n")
-	w("`pipeguard-scale` has 10,000 namespaces in its lookup and 50 PipeAccessPolicies.\n")
+	w("## Webhook\n\n[How it is measured](method.md#the-webhook): %d workers, reviews of %s bytes on average. `floor` allows every\n", in.Webhook[0].Workers, thousands(float64(in.Webhook[0].ReviewBytes)))
+	w("review without reading it; `pipeguard` runs as deployed; `pipeguard-scale` has 10,000 namespaces and 50 policies.\n")
 	if len(results.Of(in.Webhook, "gatekeeper", rps)) > 0 {
-		w("`gatekeeper` is OPA Gatekeeper's own executable deciding pipeguard's default rule, written as a ConstraintTemplate\n")
-		w("(below), on a local kube-apiserver, at Go's default GOGC as its deployment runs it; `gatekeeper-gogc400` is the same\n")
-		w("at GOGC=400, as pipeguard-webhook runs.\n")
+		w("`gatekeeper` is OPA Gatekeeper deciding the same rule (below) at Go's default GOGC; `gatekeeper-gogc400` at GOGC=400.\n")
 	}
-	w("Each round sends every mix to every target once, in an order that rotates from round to round. CPU time per\n")
-	w("review, the serving process's own, is the headline: unlike reviews/s it hardly depends on what else the machine runs.\n\n")
 	for _, mix := range []string{"deployed", "pipes", "denials"} {
 		runs := results.InMix(in.Webhook, mix)
 		if len(runs) == 0 {
 			continue
 		}
-		w("### The %s mix\n\n%s.\n\n", mix, strings.ToUpper(mixTitles[mix][:1])+mixTitles[mix][1:])
+		w("\n### The %s mix\n\n%s.\n\n", mix, mixTitles[mix])
 		w("| target | rounds | server CPU µs/review | CPU ÷ floor | reviews/s | reviews/s ÷ floor | p50 ms | p99 ms | peak RSS MiB | errors |\n")
 		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		var seen []string
@@ -103,9 +93,8 @@ func webhook(w writer, in *Input) {
 			w("| %s | %d | %.1f | %.2f× | %s | %.2f× | %.3f | %.3f | %.1f | %d |\n", cell(t), len(results.Of(runs, t, rps)),
 				1000*median(cpu), toFloor(cpu), thousands(median(rps)), toFloor(rps), median(p50), median(p99), median(rss)/(1<<20), int(errs))
 		}
-		w("\n")
 	}
-	w("Medians over the rounds; the ratios are the medians of each round's ratio to the floor of the same round and mix.\n\n")
+	w("\nMedians over the rounds; the ratios are the medians of each round's ratio to the floor of the same round and mix.\n\n")
 }
 
 // gatekeeperRule shows the rule Gatekeeper decided beside pipeguard's.
@@ -119,17 +108,9 @@ func gatekeeperRule(w writer, in *Input) {
 		w("The results hold gatekeeper runs but not what they ran (gatekeeper.json, from `hack/bench/loadtest --gatekeeper-json`).\n\n")
 		return
 	}
-	w("`gatekeeper` runs OPA Gatekeeper %s (built from its Go module by `make bench-gatekeeper`) with its deployment's\n", gk.Version)
-	w("webhook arguments, webhook operation only, on kube-apiserver and etcd holding its CRDs, the ConstraintTemplate below, the\n")
-	w("namespaces of the mix with their labels and a Constraint matching\n%s.\n", strings.Join(gk.Kinds, ", "))
-	w("Each round starts it afresh and measures it only once it decides every kind of review of the mix as pipeguard does.\n")
-	w("Its command line:\n\n")
-	w("```\ngatekeeper %s\n```\n\n", strings.Join(gk.Args, " "))
-	w("pipeguard decides with its shipped rules, `rego/admission.rego`, and the built-in default PipeAccessPolicy\n")
-	w("(`policy/defaults.go`: CSI Proxy's pipes, allowing privileged and HostProcess containers and namespaces labelled\n")
-	w("`pipeguard.io/allow-csi-proxy=true`). Gatekeeper decides the same rule as this ConstraintTemplate's rego, which reads the\n")
-	w("namespace's labels from `input.review.namespaceObject`, filled by Gatekeeper from its cache of Namespaces. It knows\n")
-	w("the canonical spelling of a pipe path, in any case and with either slash; pipeguard also normalizes the others:\n\n")
+	w("OPA Gatekeeper %s, run as [the Gatekeeper peer](method.md#the-gatekeeper-peer) says, with a Constraint matching\n", gk.Version)
+	w("%s, this command line\n\n```\ngatekeeper %s\n```\n\n", strings.Join(gk.Kinds, ", "), strings.Join(gk.Args, " "))
+	w("and pipeguard's default rule (`rego/admission.rego` and `policy/defaults.go`) as this ConstraintTemplate's rego:\n\n")
 	w("```rego\n%s\n```\n\n", strings.TrimRight(gk.Rego, "\n"))
 }
 
@@ -145,17 +126,9 @@ func endToEndRuns(w writer, in *Input) {
 	if len(in.E2E) == 0 {
 		return
 	}
-	w("## End to end\n\n")
-	w("`hack/bench/loadtest e2e` starts kube-apiserver and etcd, serves the floor, pipeguard and OPA Gatekeeper as webhooks\n")
-	w("and pipeguard's default rule as a ValidatingAdmissionPolicy, each over namespaces of its own, and creates pods one\n")
-	w("after another, the namespaces taking turns pod by pod, the order rotating: CSI node pods whose containers mount\n")
-	w("csi-proxy pipes through hostPath volumes, in a namespace labelled with the allowance; pods without a host path; log\n")
-	w("shippers whose hostPath volumes are ordinary directories (`/var/log`, `/var/lib/docker/containers`, `C:\\var\\log`); and\n")
-	w("the same CSI node pods in a namespace without the allowance, which every check but the floor denies (their p50 is\n")
-	w("the time to the denial). Each pod's volume names are its own, so no decision is remembered from another pod.\n")
-	w("pipeguard and Gatekeeper are registered with the matchConditions of `config/webhook/manifests.yaml`, so the API\n")
-	w("server calls them only for pods that could name a pipe; the floor is called for every pod. Added p50: the median\n")
-	w("over rounds of the difference to the namespace no admission check covers.\n\n")
+	w("## End to end\n\n[Pods created through kube-apiserver](method.md#end-to-end) in each admission check's namespaces; added p50:\n")
+	w("the median over rounds of the difference to the namespace no admission check covers. Denied pipe pods are refused\n")
+	w("by every check but the floor (their p50 is the time to the denial).\n\n")
 	kinds := append(slices.Clone(results.PodKinds), results.KindDenied)
 	w("| admission check |")
 	for _, kind := range kinds {
@@ -179,9 +152,7 @@ func endToEndRuns(w writer, in *Input) {
 		}
 		w(" |\n")
 	}
-	w("\npipeguard decides with its shipped rules, `rego/admission.rego`, and the built-in default PipeAccessPolicy, and\n")
-	w("Gatekeeper with the ConstraintTemplate above. The ValidatingAdmissionPolicy's rule, in CEL (it knows only the\n")
-	w("canonical spelling of a pipe path):\n\n```cel\n%s\n```\n\n", in.VAPRule)
+	w("\nThe ValidatingAdmissionPolicy's rule, in CEL:\n\n```cel\n%s\n```\n\n", in.VAPRule)
 }
 
 func agent(w writer, in *Input) {
@@ -195,8 +166,8 @@ func agent(w writer, in *Input) {
 	w("gates and audits every request as pipeguard-agent does (the shipped rules, Metadata level, default durability: a\n")
 	w("mutating call's write-ahead record is synced before it runs), with its audit log on %s, and one with neither.\n", cell(a.AuditFilesystem))
 	w("The load alternates between them every %s ms, so all see the same machine. For Mkdir, each round also loads a\n", strconv.FormatFloat(a.SliceMs, 'f', -1, 64))
-	w("third agent, fsync-only, which neither gates nor audits but appends and fsyncs a 1 KB record before each call, and\n")
-	w("appends and fsyncs 1 KB records beside the audit log for a slice, one after another (the fsync floor).\n\n")
+	w("third agent, fsync-only, which neither attributes nor gates a call but writes a record through the same audit log\n")
+	w("writer and waits for its fsync before each call, so its records commit in groups as the gated agent's do.\n\n")
 	w("| op | clients | agent | calls/s | p50 ms | p99 ms | errors | agent CPU ms/call | peak RSS MiB |\n")
 	w("|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range a.Cases {
@@ -212,8 +183,8 @@ func agent(w writer, in *Input) {
 		}
 	}
 	w("\nThe targets above take, for each round, the gated agent's calls/s over the ungated agent's, and for Mkdir the\n")
-	w("gated (or fsync-only) p50 minus the ungated p50 minus the fsync floor's p50, all of the same round, and judge their\n")
-	w("medians; this table is the whole run.\n\n")
+	w("gated p50 less, and over, the fsync-only agent's, all of the same round, and judge their medians; this table is the\n")
+	w("whole run.\n\n")
 }
 
 func goBench(w writer, in *Input) {
@@ -221,8 +192,7 @@ func goBench(w writer, in *Input) {
 		return
 	}
 	w("## Go benchmarks\n\n")
-	w("`make bench-go`: the admission path, the rego engine, the handler of each target for each kind of request, and the\n")
-	w("agent (BenchmarkGuardOverhead compares gated and ungated agents in one process), on one core.\n\n")
+	w("`make bench-go`, on one core ([what each measures](method.md#what-runs)).\n\n")
 	w("<details><summary>go test -bench output</summary>\n\n```text\n%s\n```\n\n</details>\n", strings.Join(in.GoBench, "\n"))
 }
 

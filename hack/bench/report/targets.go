@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,31 +42,26 @@ var (
 func targets(w writer, in *Input) {
 	w("## Targets\n\n| target | measured | met |\n|---|---|---|\n")
 	deployed, pipes := results.InMix(in.Webhook, "deployed"), results.InMix(in.Webhook, "pipes")
-	judge(w, fmt.Sprintf("deployed mix: pipeguard's CPU time per review ≤ %.1f× the floor's", cpuTarget),
-		results.RoundRatios(deployed, "pipeguard", "floor", cpu), cpuTarget, false, true)
-	judge(w, fmt.Sprintf("deployed mix: pipeguard's saturated throughput ≥ %.1f× the floor's", throughputTarget),
-		results.RoundRatios(deployed, "pipeguard", "floor", rps), throughputTarget, true, true)
-	judge(w, fmt.Sprintf("rego on every review (pipes mix): pipeguard's CPU time per review ≤ %.1f× the floor's", regoCPUTarget),
-		results.RoundRatios(pipes, "pipeguard", "floor", cpu), regoCPUTarget, false, true)
-	judge(w, fmt.Sprintf("rego on every review (pipes mix): pipeguard's saturated throughput ≥ %.1f× the floor's", regoThroughputTarget),
-		results.RoundRatios(pipes, "pipeguard", "floor", rps), regoThroughputTarget, true, true)
+	ratios := results.RoundRatios
+	judge(w, "deployed mix: pipeguard's CPU time per review ≤ %.1f× the floor's", cpuTarget, ratios(deployed, "pipeguard", "floor", cpu), true)
+	judge(w, "deployed mix: pipeguard's saturated throughput ≥ %.1f× the floor's", throughputTarget, ratios(deployed, "pipeguard", "floor", rps), true)
+	judge(w, "rego on every review (pipes mix): pipeguard's CPU time per review ≤ %.1f× the floor's", regoCPUTarget, ratios(pipes, "pipeguard", "floor", cpu), true)
+	judge(w, "rego on every review (pipes mix): pipeguard's saturated throughput ≥ %.1f× the floor's", regoThroughputTarget, ratios(pipes, "pipeguard", "floor", rps), true)
 	gatekeeperRow(w, pipes, "rego on every review (pipes mix)")
 	gatekeeperRow(w, deployed, "deployed mix")
-	judge(w, fmt.Sprintf("pipes mix, every review a decision of its own, so the decision cache is full: pipeguard's peak RSS ≤ %.1f× the floor's", rssTarget),
-		results.RoundRatios(pipes, "pipeguard", "floor", rss), rssTarget, false, true)
-	judge(w, fmt.Sprintf("10,000 namespaces and 50 policies: p50 latency ≤ %.1f× the default policy's", scaleTarget),
-		results.RoundRatios(deployed, "pipeguard-scale", "pipeguard", p50), scaleTarget, false, false)
-	judge(w, fmt.Sprintf("10,000 namespaces and 50 policies: peak RSS ≤ %.1f× the default policy's", scaleTarget),
-		results.RoundRatios(deployed, "pipeguard-scale", "pipeguard", rss), scaleTarget, false, false)
+	judge(w, "pipes mix, every review a decision of its own, so the decision cache is full: pipeguard's peak RSS ≤ %.1f× the floor's", rssTarget, ratios(pipes, "pipeguard", "floor", rss), true)
+	judge(w, "10,000 namespaces and 50 policies: p50 latency ≤ %.1f× the default policy's", scaleTarget, ratios(deployed, "pipeguard-scale", "pipeguard", p50), false)
+	judge(w, "10,000 namespaces and 50 policies: peak RSS ≤ %.1f× the default policy's", scaleTarget, ratios(deployed, "pipeguard-scale", "pipeguard", rss), false)
 	endToEnd(w, in)
 	agentRows(w, in)
 	w("\n")
 }
 
-// judge writes the row of a target met by the median of the per-round
-// ratios rs: at least limit when atLeast, else at most limit. listed shows
-// every round's ratio.
-func judge(w writer, label string, rs []float64, limit float64, atLeast, listed bool) {
+// judge writes the row of the target label, formatted with limit: met by
+// the median of the per-round ratios rs when it is at least limit (label
+// says ≥) or at most limit. listed shows every round's ratio.
+func judge(w writer, label string, limit float64, rs []float64, listed bool) {
+	label = fmt.Sprintf(label, limit)
 	if len(rs) == 0 {
 		w("| %s | not measured | – |\n", label)
 		return
@@ -75,7 +71,7 @@ func judge(w writer, label string, rs []float64, limit float64, atLeast, listed 
 		rounds = ": " + list(rs)
 	}
 	ok := v <= limit
-	if atLeast {
+	if strings.Contains(label, "≥") {
 		ok = v >= limit
 	}
 	w("| %s | %.2f× (median of %d rounds%s) | %s |\n", label, v, len(rs), rounds, met(ok))
@@ -93,7 +89,7 @@ func agentRows(w writer, in *Input) {
 		if clients > 1 {
 			limit = fmt.Sprintf("at most %.2f×", agentMutatingRatio)
 		}
-		return fmt.Sprintf("agent mutating calls (Mkdir, %d client%s): gated p50 %s the fsync-only agent's (no gate or audit log; it fsyncs a 1 KB record before each call, in groups)", clients, plural(clients), limit)
+		return fmt.Sprintf("agent mutating calls (Mkdir, %d client%s): gated p50 %s the fsync-only agent's (no attribution or gate; each call's record written and fsynced first, by the same audit log writer)", clients, plural(clients), limit)
 	}
 	if in.Agent == nil {
 		w("| %s | not measured | – |\n| %s | not measured | – |\n", readLabel(1), mutLabel(1))
@@ -128,14 +124,9 @@ func agentRows(w writer, in *Input) {
 func goBenchNs(lines []string, name string) (float64, bool) {
 	for _, l := range lines {
 		f := strings.Fields(l)
-		if len(f) < 4 || !benchNamed(f[0], name) {
-			continue
-		}
-		for i := 2; i+1 < len(f); i++ {
-			if f[i+1] == "ns/op" {
-				v, err := strconv.ParseFloat(f[i], 64)
-				return v, err == nil
-			}
+		if i := slices.Index(f, "ns/op"); i >= 3 && benchNamed(f[0], name) {
+			v, err := strconv.ParseFloat(f[i-1], 64)
+			return v, err == nil
 		}
 	}
 	return 0, false
@@ -145,11 +136,8 @@ func goBenchNs(lines []string, name string) (float64, bool) {
 // -GOMAXPROCS suffix go test adds.
 func benchNamed(field, name string) bool {
 	procs, ok := strings.CutPrefix(field, name+"-")
-	if !ok {
-		return field == name
-	}
 	_, err := strconv.Atoi(procs)
-	return err == nil
+	return field == name || ok && err == nil
 }
 
 func plural(n int) string {

@@ -1,9 +1,7 @@
 // Package childproc runs a server under measurement in a process of its
-// own: the running executable, re-run with a subcommand, which prints one
-// JSON line on stdout once it serves and stops when its stdin is closed
-// (as it is when the parent dies). The benchmark tools use it so that the
-// load generator stays out of the measured process, and the CPU time and
-// memory they report are the server's alone.
+// own, so that the load generator stays out of the CPU time and memory
+// measured: the running executable, re-run with a subcommand, which prints
+// one JSON line once it serves and stops when its stdin closes.
 package childproc
 
 import (
@@ -30,33 +28,28 @@ type Process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *bytes.Buffer
-	pid    int
 }
 
-// Start runs this executable with args, and env added to its environment,
-// and waits up to timeout for the first line it prints, which it decodes
-// into ready; valid reports whether the decoded line says the process
-// serves. what names the process in errors.
+// Start runs this executable with args and env added to its environment,
+// and waits up to timeout for the first line it prints, decoded into ready;
+// valid says whether it serves. what names the process in errors.
 func Start(ctx context.Context, what string, args, env []string, timeout time.Duration, ready any, valid func() bool) (*Process, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this executable to run the %s: %w", what, err)
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), env...)
-	p := &Process{what: what, cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = p.stderr
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
+	p := &Process{what: what, cmd: exec.Command(exe, args...), stderr: &bytes.Buffer{}}
+	p.cmd.Env, p.cmd.Stderr = append(os.Environ(), env...), p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err == nil {
+		p.stdin, err = p.cmd.StdinPipe()
 	}
-	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = p.cmd.Start()
+	}
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the %s: %w", what, err)
 	}
-	p.pid = cmd.Process.Pid
 	line := make(chan []byte, 1)
 	go func() {
 		b, _ := bufio.NewReader(out).ReadBytes('\n')
@@ -65,11 +58,11 @@ func Start(ctx context.Context, what string, args, env []string, timeout time.Du
 	}()
 	select {
 	case b := <-line:
-		if err := json.Unmarshal(b, ready); err != nil || !valid() {
-			p.kill()
-			return nil, fmt.Errorf("%s did not start: %s", what, strings.TrimSpace(p.stderr.String()))
+		if json.Unmarshal(b, ready) == nil && valid() {
+			return p, nil
 		}
-		return p, nil
+		p.kill()
+		return nil, fmt.Errorf("%s did not start: %s", what, strings.TrimSpace(p.stderr.String()))
 	case <-time.After(timeout):
 		p.kill()
 		return nil, fmt.Errorf("%s did not start serving within %v", what, timeout)
@@ -80,8 +73,7 @@ func Start(ctx context.Context, what string, args, env []string, timeout time.Du
 }
 
 // Serving is the child's side of Start: it prints ready as the JSON line
-// Start waits for, then calls stop once stdin is closed, as it is when the
-// parent stops the process or dies.
+// Start waits for, then calls stop once stdin is closed.
 func Serving(ready any, stdin io.Reader, stdout io.Writer, stop func()) error {
 	line, _ := json.Marshal(ready)
 	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
@@ -95,10 +87,10 @@ func Serving(ready any, stdin io.Reader, stdout io.Writer, stop func()) error {
 }
 
 // CPU is the process's user and system CPU time so far.
-func (p *Process) CPU() time.Duration { return sysinfo.CPUTime(p.pid) }
+func (p *Process) CPU() time.Duration { return sysinfo.CPUTime(p.cmd.Process.Pid) }
 
 // PeakRSS is the process's VmHWM since it started.
-func (p *Process) PeakRSS() int64 { return sysinfo.PeakRSS(p.pid) }
+func (p *Process) PeakRSS() int64 { return sysinfo.PeakRSS(p.cmd.Process.Pid) }
 
 // Stop closes the process's stdin, which makes it shut down, and waits for
 // it; one that does not exit in time is killed.

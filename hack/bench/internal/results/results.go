@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// Review is one measured run of hack/bench/loadtest: one target in one
-// round, closed loop. Latencies are in milliseconds.
+// Review is one measured run of hack/bench/loadtest: one target with one
+// mix of reviews (deployed, pipes or denials) in one round, closed loop.
+// Latencies are in milliseconds.
 type Review struct {
-	Target string `json:"target"`
-	// Mix is the mix of reviews sent: deployed, pipes or denials.
+	Target     string `json:"target"`
 	Mix        string `json:"mix"`
 	Round      int    `json:"round"`
 	Workers    int    `json:"workers"`
@@ -66,32 +66,32 @@ func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // InMix returns the runs of mix.
 func InMix(runs []*Review, mix string) []*Review {
-	var out []*Review
-	for _, r := range runs {
-		if r.Mix == mix {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(runs), func(r *Review) bool { return r.Mix != mix })
 }
 
 // RoundRatios returns, for every round and mix in which both target and
 // ref were measured, metric(target's run) / metric(ref's run).
 func RoundRatios(runs []*Review, target, ref string, metric func(*Review) float64) []float64 {
-	type at struct {
-		round int
-		mix   string
-	}
-	byRound := map[at]*Review{}
+	return paired(runs, target, ref, func(r *Review) (string, [2]any) { return r.Target, [2]any{r.Round, r.Mix} },
+		func(r, b *Review) (float64, bool) { return metric(r) / metric(b), metric(b) > 0 })
+}
+
+// paired returns f(r, b) for every run r of target and b of ref that have
+// the same key, where f says so; id gives a run's target and key.
+func paired[R any, K comparable](runs []R, target, ref string, id func(R) (string, K), f func(r, b R) (float64, bool)) []float64 {
+	byKey := map[K]R{}
 	for _, r := range runs {
-		if r.Target == ref {
-			byRound[at{r.Round, r.Mix}] = r
+		if name, k := id(r); name == ref {
+			byKey[k] = r
 		}
 	}
 	var out []float64
 	for _, r := range runs {
-		if b := byRound[at{r.Round, r.Mix}]; r.Target == target && b != nil && metric(b) > 0 {
-			out = append(out, metric(r)/metric(b))
+		name, k := id(r)
+		if b, ok := byKey[k]; ok && name == target {
+			if v, ok := f(r, b); ok {
+				out = append(out, v)
+			}
 		}
 	}
 	return out
@@ -116,53 +116,35 @@ type EndToEnd struct {
 	Runs    []*Pods `json:"runs"`
 }
 
-// Pods is one target's share of one round of hack/bench/loadtest e2e: pods
-// of one kind created through kube-apiserver, one after another, in the
-// target's namespace.
+// Pods is one target's share of one round of hack/bench/loadtest e2e: Pods
+// pods of Kind (one of PodKinds or KindDenied) created through
+// kube-apiserver, one after another, in the namespace of Target's admission
+// check (none, floor, pipeguard, validatingadmissionpolicy or gatekeeper).
 type Pods struct {
-	// Target is the admission check of the namespace: none, floor,
-	// pipeguard, validatingadmissionpolicy or gatekeeper.
-	Target string `json:"target"`
-	Round  int    `json:"round"`
-	// Kind is one of PodKinds or KindDenied.
-	Kind string `json:"kind"`
-	// Pods is how many of them the round measured.
-	Pods int     `json:"pods"`
-	P50  float64 `json:"p50Ms"`
+	Target string  `json:"target"`
+	Round  int     `json:"round"`
+	Kind   string  `json:"kind"`
+	Pods   int     `json:"pods"`
+	P50    float64 `json:"p50Ms"`
 }
 
 // PodKinds are the kinds of pods e2e creates that every target admits:
 // hostpath (CSI node pods with pipe mounts, in a namespace with the
-// allowance), no-hostpath, and ordinary-hostpath (log shippers whose
-// hostPath volumes cannot name a pipe).
+// allowance), no-hostpath, and KindOrdinaryHostPath.
 var PodKinds = []string{"hostpath", "no-hostpath", KindOrdinaryHostPath}
 
 // KindOrdinaryHostPath is the kind of pods whose hostPath volumes are
 // ordinary host directories, for which the API server does not call
-// pipeguard's webhook.
-const KindOrdinaryHostPath = "ordinary-hostpath"
-
-// KindDenied is the kind of pods that mount a CSI Proxy pipe without an
-// allowance: every checking target denies them, and their p50 is the time
-// to the denial; the floor and no check admit them.
-const KindDenied = "denied"
+// pipeguard's webhook. KindDenied is the kind of pods that mount a CSI
+// Proxy pipe without an allowance: every checking target denies them, and
+// their p50 is the time to the denial; the floor and no check admit them.
+const KindOrdinaryHostPath, KindDenied = "ordinary-hostpath", "denied"
 
 // AddedP50 returns, for every round in which both were measured, the p50
 // of target's pods of kind minus that of ref's.
 func AddedP50(runs []*Pods, target, ref, kind string) []float64 {
-	byRound := map[int]*Pods{}
-	for _, r := range runs {
-		if r.Target == ref && r.Kind == kind {
-			byRound[r.Round] = r
-		}
-	}
-	var out []float64
-	for _, r := range runs {
-		if b := byRound[r.Round]; r.Target == target && r.Kind == kind && b != nil {
-			out = append(out, r.P50-b.P50)
-		}
-	}
-	return out
+	return paired(runs, target, ref, func(r *Pods) (string, [2]any) { return r.Target, [2]any{r.Round, r.Kind} },
+		func(r, b *Pods) (float64, bool) { return r.P50 - b.P50, r.Kind == kind })
 }
 
 // AgentStats is one agent's share of an AgentCase. Latencies are in milliseconds.
@@ -196,9 +178,10 @@ type AgentCase struct {
 	// Ratio is the median over the rounds of the gated agent's calls/s
 	// over the ungated agent's in the same round.
 	Ratio float64 `json:"ratio"`
-	// FsyncOnly, for a mutating op, is an agent that neither gates nor
-	// audits but appends a 1 KB record to a file and fsyncs it before each
-	// call, committing in groups as the audit log does. OverFsyncOnly (ms)
+	// FsyncOnly, for a mutating op, is an agent that neither attributes nor
+	// gates a call but writes a record through the same audit log writer
+	// and waits for its fsync before each call, committing in groups as the
+	// gated agent's records do. OverFsyncOnly (ms)
 	// and FsyncOnlyRatio are the medians over the rounds of the gated p50
 	// minus, and over, the fsync-only p50 of the same round.
 	FsyncOnly      *AgentStats `json:"fsyncOnly,omitempty"`
@@ -216,15 +199,12 @@ type AgentResults struct {
 }
 
 // GatekeeperPeer describes the OPA Gatekeeper that hack/bench/loadtest
-// measured (its --gatekeeper-json), for the report.
+// measured (its --gatekeeper-json), for the report: Version is the Gatekeeper module version the executable was built from,
+// Rego the ConstraintTemplate's rego, Kinds what the Constraint matches and
+// Args Gatekeeper's command line, without the executable.
 type GatekeeperPeer struct {
-	// Version is the Gatekeeper module version the executable was built
-	// from.
-	Version string `json:"version"`
-	// Rego is the ConstraintTemplate's rego; Kinds what the Constraint
-	// matches.
-	Rego  string   `json:"rego"`
-	Kinds []string `json:"kinds"`
-	// Args is Gatekeeper's command line, without the executable.
-	Args []string `json:"args"`
+	Version string   `json:"version"`
+	Rego    string   `json:"rego"`
+	Kinds   []string `json:"kinds"`
+	Args    []string `json:"args"`
 }

@@ -16,17 +16,14 @@ import (
 
 // Machine describes where benchmarks ran.
 type Machine struct {
-	Cores      int    `json:"cores"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	CPUModel   string `json:"cpuModel"`
-	GoVersion  string `json:"goVersion"`
-	OS         string `json:"os"`
-	Arch       string `json:"arch"`
-	// LoadAverage is the 1, 5 and 15 minute load average when the
-	// description was taken.
-	LoadAverage string `json:"loadAverage"`
-	// Date is when, in UTC, RFC 3339.
-	Date string `json:"date"`
+	Cores       int    `json:"cores"`
+	GOMAXPROCS  int    `json:"gomaxprocs"`
+	CPUModel    string `json:"cpuModel"`
+	GoVersion   string `json:"goVersion"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	LoadAverage string `json:"loadAverage"` // 1, 5 and 15 minutes, when described
+	Date        string `json:"date"`        // when, in UTC, RFC 3339
 }
 
 // Describe describes this machine now.
@@ -40,10 +37,7 @@ func Describe() Machine {
 
 // CPUModel is the first "model name" of /proc/cpuinfo, or "unknown".
 func CPUModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
+	b, _ := os.ReadFile("/proc/cpuinfo")
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
 			return strings.TrimSpace(value)
@@ -54,44 +48,34 @@ func CPUModel() string {
 
 // LoadAverage is the 1, 5 and 15 minute load average, or "unknown".
 func LoadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
+	b, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); len(f) >= 3 {
+		return strings.Join(f[:3], " ")
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
+	return "unknown"
 }
 
 // PeakRSS reads VmHWM (peak RSS) of process pid from /proc/<pid>/status;
 // it returns zero where there is no such file.
 func PeakRSS(pid int) int64 {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return 0
+	if p, err := procfs.NewProc(pid); err == nil {
+		if s, err := p.NewStatus(); err == nil {
+			return int64(s.VmHWM)
+		}
 	}
-	s, err := p.NewStatus()
-	if err != nil {
-		return 0
-	}
-	return int64(s.VmHWM)
+	return 0
 }
 
 // CPUTime is the user and system CPU time of process pid so far, from
 // /proc/<pid>/stat, or zero where there is no such file.
 func CPUTime(pid int) time.Duration {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return 0
+	if p, err := procfs.NewProc(pid); err == nil {
+		if s, err := p.Stat(); err == nil {
+			// utime and stime are in ticks of 1/100 s (USER_HZ).
+			return time.Duration(s.UTime+s.STime) * 10 * time.Millisecond
+		}
 	}
-	s, err := p.Stat()
-	if err != nil {
-		return 0
-	}
-	// utime and stime are in ticks of 1/100 s (USER_HZ).
-	return time.Duration(s.UTime+s.STime) * 10 * time.Millisecond
+	return 0
 }
 
 // Filesystem is the type of the file system holding path (ext4, tmpfs…),
@@ -104,10 +88,7 @@ func Filesystem(path string) string {
 	if p, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = p
 	}
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return "unknown"
-	}
+	b, _ := os.ReadFile("/proc/self/mounts")
 	return filesystemOf(abs, string(b))
 }
 
