@@ -132,7 +132,7 @@ fuzz: ## Fuzz the pipe path normalizer, the object reader, the matchConditions p
 # 50 policies, and OPA Gatekeeper with the same rule at its own GOGC and at
 # pipeguard's) for BENCH_DURATION each, interleaved, then as many rounds of
 # pod creations through kube-apiserver; the report takes the medians of the
-# per-round ratios and differences. make bench takes about 20 minutes on 2
+# per-round ratios and differences. make bench takes about 12 minutes on 2
 # cores.
 BENCH_OUT      ?= $(BIN)/bench
 BENCH_ROUNDS   ?= 10
@@ -146,7 +146,7 @@ GATEKEEPER        := $(BIN)/tools/gatekeeper
 GATEKEEPER_MODULE := github.com/open-policy-agent/gatekeeper/v3
 
 .PHONY: bench
-bench: ## Run every benchmark but bench-windows and write the report docs/benchmarks/README.md (about 20 minutes on 2 cores).
+bench: ## Run every benchmark but bench-windows and write the report docs/benchmarks/README.md (about 12 minutes on 2 cores).
 	@start=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory bench-load bench-go || status=$$?; \
 	$(GO) run ./hack/bench/report --in $(BENCH_OUT) --out docs/benchmarks --elapsed $$(( $$(date +%s) - start ))s || status=1; \

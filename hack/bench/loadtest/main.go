@@ -167,8 +167,10 @@ func printSummary(w io.Writer, runs []*Result, names []string) {
 		return results.Median(results.RoundRatios(runs, t, ref, m))
 	}
 	for _, name := range names {
-		fmt.Fprintf(w, "%-19s reviews/s %.2f× the floor's, CPU per review %.2f× (medians over %d rounds)\n", name,
-			ratio(name, TargetFloor, rps), ratio(name, TargetFloor, cpu), len(results.Of(runs, name, rps)))
+		if n := len(results.Of(runs, name, rps)); n > 0 {
+			fmt.Fprintf(w, "%-19s reviews/s %.2f× the floor's, CPU per review %.2f× (medians over %d rounds)\n", name,
+				ratio(name, TargetFloor, rps), ratio(name, TargetFloor, cpu), n)
+		}
 	}
 	for _, gk := range []string{TargetGatekeeper, TargetGatekeeperGOGC} {
 		if slices.Contains(names, gk) && slices.Contains(names, TargetPipeguard) {
