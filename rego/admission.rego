@@ -48,7 +48,7 @@ violation contains v if {
 	not allowed_by_any(names, privileged, host_process, m.containerKind)
 	text := violation_text(m, names)
 	v := {
-		"rule": rule_id(m.containerKind, m.pathClass),
+		"rule": rule_id(m.containerKind, object.get(m, "pathClass", "")),
 		"msg": text.msg,
 		"subject": text.subject,
 		"target": text.target,

@@ -246,3 +246,11 @@ test_every_denied_mount_of_a_container_is_reported if {
 	vs := admission.deny with input as pod_input(ms, [default_policy])
 	{v.volume | some v in vs} == {"pipe-1", "pipe-2", "pipe-3"}
 }
+
+# A PersistentVolume's mount fact written without a path class is still
+# the PersistentVolume rule's violation.
+test_pv_without_path_class_is_denied if {
+	m := object.remove(object.union(pipe_mount, {"containerKind": "persistentVolume", "protectedBy": ["pipeguard-default"]}), ["pathClass"])
+	some v in admission.deny with input as pod_input([m], [default_policy])
+	v.rule == "protected-pipe-pv"
+}
