@@ -22,6 +22,47 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// cliCase is one run of the CLI and what it must give: the exit code;
+// stdout exactly, or, when stdoutHas is set, each of stdoutHas and none of
+// stdoutHasNot; stderr exactly, or, when stderrHas is set, each of those.
+type cliCase struct {
+	args                    []string
+	wantCode                int
+	wantStdout              string
+	stdoutHas, stdoutHasNot []string
+	wantStderr              string
+	stderrHas               []string
+}
+
+func (tc cliCase) check(t *testing.T) {
+	t.Helper()
+	code, out, errOut := runCLI(t, "", tc.args...)
+	if code != tc.wantCode {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+	}
+	if tc.stdoutHas == nil && out != tc.wantStdout {
+		t.Errorf("stdout:\n%s\nwant:\n%s", out, tc.wantStdout)
+	}
+	for _, want := range tc.stdoutHas {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout:\n%s\nwant it to contain:\n%s", out, want)
+		}
+	}
+	for _, not := range tc.stdoutHasNot {
+		if strings.Contains(out, not) {
+			t.Errorf("stdout:\n%s\nwant it not to contain %q", out, not)
+		}
+	}
+	if tc.stderrHas == nil && errOut != tc.wantStderr {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, tc.wantStderr)
+	}
+	for _, want := range tc.stderrHas {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr:\n%s\nwant it to contain:\n%s", errOut, want)
+		}
+	}
+}
+
 func TestPolicyEval(t *testing.T) {
 	mixed, err := os.ReadFile("testdata/mixed.yaml")
 	if err != nil {

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,36 +59,30 @@ func TestPolicyEvalClusterFlags(t *testing.T) {
 		denyPV  = "DENY PersistentVolume pipe-pv\n"
 		pvWords = `    [protected-pipe-pv] PersistentVolume "pipe-pv" points at \\.\pipe\csi-proxy-disk-v1 (hostPath)`
 	)
-	for name, tc := range map[string]struct {
-		args        []string
-		wantCode    int
-		wantStdout  string   // exact, unless has is set
-		has, hasNot []string // in stdout
-		wantStderr  string   // substring
-	}{
+	for name, tc := range map[string]cliCase{
 		"-n csi: that namespace only, no PersistentVolume": {
 			args: []string{"-n", "csi"}, wantCode: 0,
 			wantStdout: allowC + "\nSummary: 0 denied, 0 warned, 1 allowed, 0 skipped\n",
 		},
 		"--namespace team-a": {
 			args: []string{"--namespace", "team-a"}, wantCode: 1,
-			has: []string{denyA, "\nSummary: 1 denied, 0 warned, 0 allowed, 0 skipped\n"}, hasNot: []string{"csi/", "PersistentVolume"},
+			stdoutHas: []string{denyA, "\nSummary: 1 denied, 0 warned, 0 allowed, 0 skipped\n"}, stdoutHasNot: []string{"csi/", "PersistentVolume"},
 		},
 		"-A: every namespace and the PersistentVolumes": {
 			args: []string{"-A"}, wantCode: 1,
-			has: []string{denyA, allowC, denyPV + pvWords, "\nSummary: 2 denied, 0 warned, 1 allowed, 0 skipped\n"},
+			stdoutHas: []string{denyA, allowC, denyPV + pvWords, "\nSummary: 2 denied, 0 warned, 1 allowed, 0 skipped\n"},
 		},
 		"no -n: the same": {
 			args: nil, wantCode: 1,
-			has: []string{denyA, allowC, denyPV, "\nSummary: 2 denied, 0 warned, 1 allowed, 0 skipped\n"},
+			stdoutHas: []string{denyA, allowC, denyPV, "\nSummary: 2 denied, 0 warned, 1 allowed, 0 skipped\n"},
 		},
 		"-n and -o json": {
 			args: []string{"-n", "csi", "-o", "json"}, wantCode: 0,
-			has: []string{`"decision": "allow"`, `"source": "cluster"`, "\"summary\": {\n    \"denied\": 0,\n    \"warned\": 0,\n    \"allowed\": 1,\n    \"skipped\": 0\n  }"},
+			stdoutHas: []string{`"decision": "allow"`, `"source": "cluster"`, "\"summary\": {\n    \"denied\": 0,\n    \"warned\": 0,\n    \"allowed\": 1,\n    \"skipped\": 0\n  }"},
 		},
 		"--as a user without rights": {
 			args: []string{"--as", "nobody"}, wantCode: 2,
-			wantStderr: `is forbidden: User "nobody" cannot list resource`,
+			stderrHas: []string{`is forbidden: User "nobody" cannot list resource`},
 		},
 		"--as a user in system:masters": {
 			args: []string{"--as", "admin2", "--as-group", "system:masters", "-n", "csi"}, wantCode: 0,
@@ -96,11 +90,11 @@ func TestPolicyEvalClusterFlags(t *testing.T) {
 		},
 		"--kubeconfig-cluster picks another cluster of the kubeconfig": {
 			args: []string{"--kubeconfig", twoContexts, "--context", good, "--kubeconfig-cluster", "nowhere"}, wantCode: 2,
-			wantStderr: "127.0.0.1:1",
+			stderrHas: []string{"127.0.0.1:1"},
 		},
 		"a current context that points nowhere": {
 			args: []string{"--kubeconfig", twoContexts}, wantCode: 2,
-			wantStderr: "127.0.0.1:1",
+			stderrHas: []string{"127.0.0.1:1"},
 		},
 		"--context picks the good one": {
 			args: []string{"--kubeconfig", twoContexts, "--context", good, "-n", "csi"}, wantCode: 0,
@@ -108,38 +102,20 @@ func TestPolicyEvalClusterFlags(t *testing.T) {
 		},
 		"--context that does not exist": {
 			args: []string{"--kubeconfig", twoContexts, "--context", "nope"}, wantCode: 2,
-			wantStderr: `pipeguard policy eval: reading the kubeconfig: context "nope" does not exist`,
+			stderrHas: []string{`pipeguard policy eval: reading the kubeconfig: context "nope" does not exist`},
 		},
 		"a kubeconfig that names no cluster": {
 			args: []string{"--kubeconfig", empty}, wantCode: 2,
-			wantStderr: "pipeguard policy eval: no cluster to read: set --kubeconfig, $KUBECONFIG, or run in a pod with a service account (in-cluster configuration); " + empty + " names no cluster\n",
+			stderrHas: []string{"pipeguard policy eval: no cluster to read: set --kubeconfig, $KUBECONFIG, or run in a pod with a service account (in-cluster configuration); " + empty + " names no cluster\n"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{"policy", "eval", "--cluster"}, tc.args...)
-			if !strings.Contains(strings.Join(tc.args, " "), "--kubeconfig ") {
+			if !slices.Contains(tc.args, "--kubeconfig") {
 				args = append(args, "--kubeconfig", kubeconfig)
 			}
-			code, out, errOut := runCLI(t, "", args...)
-			if code != tc.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
-			}
-			if tc.has == nil && out != tc.wantStdout {
-				t.Errorf("stdout:\n%s\nwant:\n%s", out, tc.wantStdout)
-			}
-			for _, want := range tc.has {
-				if !strings.Contains(out, want) {
-					t.Errorf("stdout:\n%s\nwant it to contain:\n%s", out, want)
-				}
-			}
-			for _, not := range tc.hasNot {
-				if strings.Contains(out, not) {
-					t.Errorf("stdout:\n%s\nwant it not to contain %q", out, not)
-				}
-			}
-			if !strings.Contains(errOut, tc.wantStderr) {
-				t.Errorf("stderr:\n%s\nwant it to contain:\n%s", errOut, tc.wantStderr)
-			}
+			tc.args = args
+			tc.check(t)
 		})
 	}
 }

@@ -51,17 +51,17 @@ func TestPolicyEvalClusterFlagsNeedCluster(t *testing.T) {
 		if name == "A" {
 			name = "all-namespaces"
 		}
-		evalCase{
+		cliCase{
 			args: append([]string{"policy", "eval", "-f", "testdata/csi-node.yaml"}, flag...), wantCode: 2,
 			wantStderr: "pipeguard policy eval: --" + name + " is for --cluster\nSee 'pipeguard policy eval --help' for usage.\n",
 		}.check(t)
 	}
-	evalCase{
+	cliCase{
 		args: []string{"policy", "eval", "--cluster", "-A", "-n", "csi"}, wantCode: 2,
 		wantStderr: "pipeguard policy eval: -A (--all-namespaces) and -n csi contradict each other: give one of them\nSee 'pipeguard policy eval --help' for usage.\n",
 	}.check(t)
 	// kubectl's --cluster NAME is --kubeconfig-cluster here: --cluster stays a switch.
-	evalCase{
+	cliCase{
 		args: []string{"policy", "eval", "--cluster=prod"}, wantCode: 2,
 		stderrHas: []string{`invalid argument "prod" for "--cluster" flag`},
 	}.check(t)

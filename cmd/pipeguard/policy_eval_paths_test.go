@@ -19,34 +19,6 @@ const (
 	nsSkipped = "SKIP Namespace csi-smb\n    not reviewed: a Namespace mounts no pipe; its labels apply to the objects evaluated in it\n"
 )
 
-// evalCase is one run of the CLI with the exact output expected.
-type evalCase struct {
-	args       []string
-	wantCode   int
-	wantStdout string // exact
-	wantStderr string // exact, unless stderrHas is set
-	stderrHas  []string
-}
-
-func (tc evalCase) check(t *testing.T) {
-	t.Helper()
-	code, out, errOut := runCLI(t, "", tc.args...)
-	if code != tc.wantCode {
-		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
-	}
-	if out != tc.wantStdout {
-		t.Errorf("stdout:\n%s\nwant:\n%s", out, tc.wantStdout)
-	}
-	if tc.stderrHas == nil && errOut != tc.wantStderr {
-		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, tc.wantStderr)
-	}
-	for _, want := range tc.stderrHas {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("stderr:\n%s\nwant it to contain:\n%s", errOut, want)
-		}
-	}
-}
-
 // TestPolicyEvalRecursive: a -f directory is read without its
 // subdirectories, as kubectl reads it, but never silently: a warning names
 // the subdirectories that hold manifests and says that -R reads them; with
@@ -67,7 +39,7 @@ func TestPolicyEvalRecursive(t *testing.T) {
 		copyFile(t, "testdata/tree/web.yaml", filepath.Join(d, "web.yaml"))
 	}
 	const summary1 = "\nSummary: 0 denied, 0 warned, 1 allowed, 0 skipped\n"
-	for name, tc := range map[string]evalCase{
+	for name, tc := range map[string]cliCase{
 		"without -R: the subdirectory is named, exit 0 as before": {
 			args: []string{"policy", "eval", "-f", "testdata/tree"}, wantCode: 0,
 			wantStdout: webAllowed + summary1,
@@ -114,7 +86,7 @@ func TestPolicyEvalRecursiveLoop(t *testing.T) {
 	if err := os.Symlink("..", filepath.Join(dir, "sub", "up.yaml")); err != nil {
 		t.Skipf("no symbolic links here: %v", err)
 	}
-	evalCase{
+	cliCase{
 		args: []string{"policy", "eval", "-R", "-f", dir}, wantCode: 0,
 		wantStdout: webAllowed + "\nSummary: 0 denied, 0 warned, 1 allowed, 0 skipped\n",
 		wantStderr: "pipeguard policy eval: warning: " + filepath.Join(dir, "sub", "up.yaml") + ": a symbolic link to a directory is not followed; give its target with -f\n",
@@ -133,7 +105,7 @@ func TestPolicyEvalKustomize(t *testing.T) {
 		}
 		writeFile(t, filepath.Join(cycle, d, "kustomization.yaml"), "resources: [../"+other+"]\n")
 	}
-	for name, tc := range map[string]evalCase{
+	for name, tc := range map[string]cliCase{
 		"a base: the object in the default namespace": {
 			args: []string{"policy", "eval", "-k", "testdata/kustomize/base"}, wantCode: 1,
 			wantStdout: csiNodeDenied + "\nSummary: 1 denied, 0 warned, 0 allowed, 0 skipped\n",
@@ -186,7 +158,7 @@ func TestPolicyEvalPolicyFolder(t *testing.T) {
 	regoBeside := t.TempDir()
 	copyFile(t, "../../config/samples/allow-csi-driver-namespace.yaml", filepath.Join(regoBeside, "policy.yaml"))
 	writeFile(t, filepath.Join(regoBeside, "rules.rego"), "package x\n")
-	for name, tc := range map[string]evalCase{
+	for name, tc := range map[string]cliCase{
 		"config/samples/ with its kustomization.yaml": {
 			args: []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/"}, wantCode: 0,
 			wantStdout: "ALLOW DaemonSet csi-smb/csi-smb-node-win\n\nSummary: 0 denied, 0 warned, 1 allowed, 0 skipped\n",

@@ -110,7 +110,7 @@ func TestPolicyEvalPolicyReport(t *testing.T) {
 		t.Errorf("warn policy: exit %d\n%s", code, out)
 	}
 
-	for name, tc := range map[string]evalCase{
+	for name, tc := range map[string]cliCase{
 		"a directory as the file": {
 			args: []string{"policy", "eval", "-f", "testdata/mixed.yaml", "--policy-report", "testdata"}, wantCode: 2,
 			wantStderr: "pipeguard policy eval: --policy-report testdata: cannot write the report: open testdata: is a directory\n",

@@ -13,22 +13,15 @@ import (
 func TestPolicyTestRun(t *testing.T) {
 	const suiteFile = "../../docs/examples/policy-test-suite.yaml"
 	line := strings.Repeat("-", 80) + "\n"
-	for name, tc := range map[string]struct {
-		args       []string
-		wantCode   int
-		wantStdout string // exact, unless has is set
-		has        []string
-		hasNot     []string
-		wantStderr string // exact
-	}{
+	for name, tc := range map[string]cliCase{
 		"one rego test by a part of its name": {
 			args: []string{"testdata/regotests/pass", "--run", "driver"}, wantCode: 0,
 			wantStdout: "PASS: 1/1\n",
 		},
 		"rego tests by full name, anchored": {
 			args: []string{"testdata/regotests/pass", "-v", "--run", `^data\.pipeguard\.admission\.smbonly_test\.test_other`}, wantCode: 0,
-			has:    []string{"data.pipeguard.admission.smbonly_test.test_other_service_account_is_reported: PASS", "PASS: 1/1\n"},
-			hasNot: []string{"test_driver_service_account_passes"},
+			stdoutHas:    []string{"data.pipeguard.admission.smbonly_test.test_other_service_account_is_reported: PASS", "PASS: 1/1\n"},
+			stdoutHasNot: []string{"test_driver_service_account_passes"},
 		},
 		"an empty match selects no test": {
 			args: []string{"testdata/regotests/fail", "--run", "^$"}, wantCode: 2,
@@ -40,15 +33,15 @@ func TestPolicyTestRun(t *testing.T) {
 		},
 		"a suite test by SUITE/TEST": {
 			args: []string{suiteFile, "--run", "^csi-proxy-pipes/namespace labels"}, wantCode: 0,
-			has: []string{"  namespace labels given by the suite\n", "PASS: 1/1\n"}, hasNot: []string{"built-in default policy"},
+			stdoutHas: []string{"  namespace labels given by the suite\n", "PASS: 1/1\n"}, stdoutHasNot: []string{"built-in default policy"},
 		},
 		"the failing suite, its failing test not selected": {
 			args: []string{"testdata/suites/failing.yaml", suiteFile, "--run", "namespace labels"}, wantCode: 0,
-			has: []string{"PASS: 1/1\n"}, hasNot: []string{"wrong-expectations", "FAIL"},
+			stdoutHas: []string{"PASS: 1/1\n"}, stdoutHasNot: []string{"wrong-expectations", "FAIL"},
 		},
 		"the failing suite selected still fails": {
 			args: []string{"testdata/suites/failing.yaml", "--run", "default policy"}, wantCode: 1,
-			has: []string{"FAIL: 4/5\n"},
+			stdoutHas: []string{"FAIL: 4/5\n"},
 		},
 		"the shipped rules' tests": {
 			args: []string{"--run", "no-test-is-named-like-this"}, wantCode: 2,
@@ -59,28 +52,8 @@ func TestPolicyTestRun(t *testing.T) {
 			wantStderr: "pipeguard policy test: --run \"(csi\" is not a regular expression: error parsing regexp: missing closing ): `(csi`\nSee 'pipeguard policy test --help' for usage.\n",
 		},
 	} {
-		t.Run(name, func(t *testing.T) {
-			code, out, errOut := runCLI(t, "", append([]string{"policy", "test"}, tc.args...)...)
-			if code != tc.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
-			}
-			if tc.has == nil && out != tc.wantStdout {
-				t.Errorf("stdout:\n%s\nwant:\n%s", out, tc.wantStdout)
-			}
-			for _, want := range tc.has {
-				if !strings.Contains(out, want) {
-					t.Errorf("stdout:\n%s\nwant it to contain %q", out, want)
-				}
-			}
-			for _, not := range tc.hasNot {
-				if strings.Contains(out, not) {
-					t.Errorf("stdout:\n%s\nwant it not to contain %q", out, not)
-				}
-			}
-			if errOut != tc.wantStderr {
-				t.Errorf("stderr:\n%s\nwant:\n%s", errOut, tc.wantStderr)
-			}
-		})
+		tc.args = append([]string{"policy", "test"}, tc.args...)
+		t.Run(name, tc.check)
 	}
 
 	// -o json lists only what ran, and counts only that.
