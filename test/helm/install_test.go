@@ -3,7 +3,6 @@ package helm_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -97,18 +96,8 @@ func TestInstallOnAPIServer(t *testing.T) {
 	if got := string(rel.Info.Status); got != "deployed" {
 		t.Fatalf("release status %q, want deployed: %s", got, rel.Info.Description)
 	}
-	objs, err := render.Parse([]byte(rel.Manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.kubectlRun(t, rel.Manifest, "get", "-f", "-", "-o", "name")
-	if err != nil {
-		t.Fatalf("kubectl get -f the release's manifest: %v\n%s", err, out)
-	}
-	if n := len(strings.Fields(out)); n != len(objs) {
-		t.Fatalf("the API server holds %d of the release's %d objects:\n%s", n, len(objs), out)
-	}
-	t.Logf("helm install put the %d objects of config/default on the API server in %s", len(objs), time.Since(start).Round(time.Millisecond))
+	out := c.releaseObjects(t, rel)
+	t.Logf("helm install put the %d objects of config/default on the API server in %s", len(strings.Fields(out)), time.Since(start).Round(time.Millisecond))
 	labels, err := c.kubectlRun(t, "", "get", "namespace", "pipeguard-system", "-o", "jsonpath={.metadata.labels}")
 	if err != nil || !strings.Contains(labels, `"pod-security.kubernetes.io/enforce":"restricted"`) {
 		t.Errorf("namespace pipeguard-system (made by --create-namespace, then the chart) lacks Pod Security restricted: %s %v", labels, err)
@@ -179,22 +168,12 @@ func TestInstallEveryPartOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm install with the operator's CRDs: %v", err)
 	}
-	objs, err := render.Parse([]byte(rel.Manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.kubectlRun(t, rel.Manifest, "get", "-f", "-", "-o", "name")
-	if err != nil {
-		t.Fatalf("kubectl get -f the release's manifest: %v\n%s", err, out)
-	}
+	out := c.releaseObjects(t, rel)
 	for _, want := range []string{"podmonitor.monitoring.coreos.com/pipeguard-agent", "servicemonitor.monitoring.coreos.com/pipeguard-webhook",
 		"prometheusrule.monitoring.coreos.com/pipeguard", "daemonset.apps/pipeguard-agent", "customresourcedefinition.apiextensions.k8s.io/policyreports.wgpolicyk8s.io"} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("the API server has no %s:\n%s", want, out)
 		}
-	}
-	if n := len(strings.Fields(out)); n != len(objs) {
-		t.Fatalf("the API server holds %d of the release's %d objects:\n%s", n, len(objs), out)
 	}
 }
 
@@ -208,10 +187,7 @@ func TestMonitoringWithoutAgentOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm install --set prometheus.enabled=true without the agent: %v", err)
 	}
-	out, err := c.kubectlRun(t, rel.Manifest, "get", "-f", "-", "-o", "name")
-	if err != nil {
-		t.Fatalf("kubectl get -f the release's manifest: %v\n%s", err, out)
-	}
+	out := c.releaseObjects(t, rel)
 	for _, want := range []string{"servicemonitor.monitoring.coreos.com/pipeguard-webhook", "prometheusrule.monitoring.coreos.com/pipeguard",
 		"service/pipeguard-webhook-metrics", "configmap/pipeguard-grafana-dashboard"} {
 		if !strings.Contains(out, want+"\n") {
@@ -228,7 +204,7 @@ func TestMonitoringWithoutAgentOnAPIServer(t *testing.T) {
 func (c cluster) stubCRDs(t *testing.T, crds ...[2]string) {
 	t.Helper()
 	for _, crd := range crds {
-		if out, err := c.kubectlRun(t, stubCRD("monitoring.coreos.com", crd[0], crd[1]), "apply", "--server-side", "-f", "-"); err != nil {
+		if out, err := c.kubectlRun(t, testenv.StubCRD("monitoring.coreos.com", crd[0], crd[1]), "apply", "--server-side", "-f", "-"); err != nil {
 			t.Fatalf("installing the %s stand-in: %v\n%s", crd[1], err, out)
 		}
 		if out, err := c.kubectlRun(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd[0]+".monitoring.coreos.com"); err != nil {
@@ -237,22 +213,20 @@ func (c cluster) stubCRDs(t *testing.T, crds ...[2]string) {
 	}
 }
 
-// stubCRD is a CRD that accepts any object of that kind, standing in for
-// another project's.
-func stubCRD(group, plural, kind string) string {
-	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[2]s.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: %[2]s, singular: %[4]s, kind: %[3]s, listKind: %[3]sList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`, group, plural, kind, strings.ToLower(kind))
+// releaseObjects returns the names (kubectl -o name) of the release's
+// objects on the API server, and fails t unless it holds every one.
+func (c cluster) releaseObjects(t *testing.T, rel *release.Release) string {
+	t.Helper()
+	objs, err := render.Parse([]byte(rel.Manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.kubectlRun(t, rel.Manifest, "get", "-f", "-", "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl get -f the release's manifest: %v\n%s", err, out)
+	}
+	if n := len(strings.Fields(out)); n != len(objs) {
+		t.Fatalf("the API server holds %d of the release's %d objects:\n%s", n, len(objs), out)
+	}
+	return out
 }

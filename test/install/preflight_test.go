@@ -3,13 +3,14 @@ package install_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipeguard/pipeguard/internal/testenv"
 )
 
 // TestDeployPreflight runs `make deploy` for the overlays that need other
@@ -83,7 +84,7 @@ func TestDeployPreflight(t *testing.T) {
 		}
 	})
 	t.Run("some CRDs are still missing", func(t *testing.T) {
-		k.must(t, []byte(minimalCRD("monitoring.coreos.com", "servicemonitors", "ServiceMonitor")), "apply", "--server-side", "-f", "-")
+		k.must(t, []byte(testenv.StubCRD("monitoring.coreos.com", "servicemonitors", "ServiceMonitor")), "apply", "--server-side", "-f", "-")
 		k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
 		out, code := deploy(t, "prometheus")
 		if code != 2 {
@@ -104,7 +105,7 @@ func TestDeployPreflight(t *testing.T) {
 		// The operator installs its CRDs together, PrometheusRule (the
 		// alerts) among them.
 		for _, c := range [][2]string{{"podmonitors", "PodMonitor"}, {"prometheusrules", "PrometheusRule"}} {
-			k.must(t, []byte(minimalCRD("monitoring.coreos.com", c[0], c[1])), "apply", "--server-side", "-f", "-")
+			k.must(t, []byte(testenv.StubCRD("monitoring.coreos.com", c[0], c[1])), "apply", "--server-side", "-f", "-")
 			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+c[0]+".monitoring.coreos.com")
 		}
 		// config/default and config/agent come first and make the namespaces.
@@ -120,7 +121,7 @@ func TestDeployPreflight(t *testing.T) {
 	})
 	t.Run("config/cert-manager with cert-manager's CRDs passes the preflight", func(t *testing.T) {
 		for _, c := range [][2]string{{"certificates", "Certificate"}, {"issuers", "Issuer"}} {
-			k.must(t, []byte(minimalCRD("cert-manager.io", c[0], c[1])), "apply", "--server-side", "-f", "-")
+			k.must(t, []byte(testenv.StubCRD("cert-manager.io", c[0], c[1])), "apply", "--server-side", "-f", "-")
 			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+c[0]+".cert-manager.io")
 		}
 		dir := t.TempDir()
@@ -154,31 +155,4 @@ func runCommand(t *testing.T, env []string, name string, args ...string) (string
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		return "", -1
 	}
-}
-
-// minimalCRD is a CRD of that name that accepts any object, standing in
-// for the Prometheus Operator's and cert-manager's, whose schemas the
-// preflight does not look at.
-func minimalCRD(group, plural, kind string) string {
-	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[2]s.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names:
-    plural: %[2]s
-    singular: %[4]s
-    kind: %[3]s
-    listKind: %[3]sList
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, group, plural, kind, strings.ToLower(kind))
 }
