@@ -254,3 +254,18 @@ test_pv_without_path_class_is_denied if {
 	some v in admission.deny with input as pod_input([m], [default_policy])
 	v.rule == "protected-pipe-pv"
 }
+
+# The allowances are remembered per container facts and protecting
+# policies, never per container alone: a mount of the same container
+# whose pipe another policy protects is decided on its own, whichever
+# mount comes first.
+test_allowance_of_one_mount_does_not_cover_another if {
+	strict := object.union(default_policy, {"name": "strict", "pipes": ["csi-proxy-smb-*"]})
+	smb := object.union(default_policy, {"name": "smb-driver", "pipes": ["csi-proxy-disk-*"], "namespaceMatch": true})
+	allowed := object.union(pipe_mount, {"volume": "disk", "protectedBy": ["smb-driver"]})
+	denied := object.union(pipe_mount, {"volume": "smb", "path": `\\.\pipe\csi-proxy-smb-v1`, "rawPath": `\\.\pipe\csi-proxy-smb-v1`, "pipe": "csi-proxy-smb-v1", "protectedBy": ["strict"]})
+	first := admission.deny with input as pod_input([allowed, denied], [strict, smb])
+	{v.volume | some v in first} == {"smb"}
+	second := admission.deny with input as pod_input([denied, allowed], [strict, smb])
+	{v.volume | some v in second} == {"smb"}
+}
