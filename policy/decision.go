@@ -153,18 +153,25 @@ func (d *Decision) with(admin []Violation) *Decision {
 	out.Cached = false
 	out.Evaluated = true
 	for _, v := range admin {
-		dst := &out.Deny
-		switch v.Action {
-		case Warn:
-			dst = &out.Warn
-		case DryRun:
-			dst = &out.DryRun
-		}
+		dst := out.setOf(v.Action)
 		if !slices.ContainsFunc(*dst, v.equal) {
 			*dst = append(slices.Clip(*dst), v)
 		}
 	}
 	return &out
+}
+
+// setOf is the set of d that violations with action a go to: Warn,
+// DryRun, or Deny for any other action, so that an action no rule should
+// produce fails closed.
+func (d *Decision) setOf(a Verdict) *[]Violation {
+	switch a {
+	case Warn:
+		return &d.Warn
+	case DryRun:
+		return &d.DryRun
+	}
+	return &d.Deny
 }
 
 func (v Violation) equal(o Violation) bool {
@@ -185,15 +192,11 @@ func decisionOf(rs rego.ResultSet, generation int64) (*Decision, error) {
 	}
 	d := &Decision{Generation: generation, Evaluated: true}
 	for _, v := range vs {
-		switch v.Action {
-		case Warn:
-			d.Warn = append(d.Warn, v)
-		case DryRun:
-			d.DryRun = append(d.DryRun, v)
-		default:
+		dst := d.setOf(v.Action)
+		if dst == &d.Deny {
 			v.Action = Deny
-			d.Deny = append(d.Deny, v)
 		}
+		*dst = append(*dst, v)
 	}
 	return d, nil
 }
