@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -280,7 +281,7 @@ func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAcces
 		if o.err == nil {
 			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonEnforced
 			msg := fmt.Sprintf("generation %d of this policy is in force (policy set generation %d); %s", p.Generation, gen.Number, gen.Default)
-			if w := policy.SelectorWarning(&p.Spec); w != "" {
+			for _, w := range slices.Backward(c.warnings(ctx, p)) {
 				msg = "warning: " + w + "; " + msg
 			}
 			cond.Message = limits.Cut(msg, limits.ConditionMessage)

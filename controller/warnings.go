@@ -1,0 +1,18 @@
+package controller
+
+import (
+	"context"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/policy"
+)
+
+// warnings lists what a policy in force grants beyond what its spec seems
+// to say, each a clause for the start of its Ready message.
+func (c *Controller) warnings(_ context.Context, p *v1alpha1.PipeAccessPolicy) []string {
+	var ws []string
+	if w := policy.SelectorWarning(&p.Spec); w != "" {
+		ws = append(ws, w)
+	}
+	return ws
+}
