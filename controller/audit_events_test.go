@@ -72,10 +72,10 @@ func TestViolationEvents(t *testing.T) {
 		got = append(got, e)
 	}
 
-	const why = `, but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, add "team-a" to spec.allow.namespaces of PipeAccessPolicy "csi", or run the container as privileged or HostProcess`
+	const why = `, but it is not HostProcess and namespace "team-a" is not allowed; to allow it, add "team-a" to spec.allow.namespaces of PipeAccessPolicy "csi", or run the container as HostProcess`
 	want := []string{
-		`Warning PipeAccessViolation Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(11) + why +
-			`; … and 139 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`,
+		`Warning PipeAccessViolation Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(12) + why +
+			`; … and 138 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`,
 		`Warning PipeAccessViolation Pod one: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(1) + why,
 	}
 	if len(got) != len(want) {
@@ -89,8 +89,8 @@ func TestViolationEvents(t *testing.T) {
 			t.Errorf("event %d: note of %d bytes, over the API server's %d", i, len(note), limits.EventNote)
 		}
 	}
-	// Eleven targets and the count fill the note: a twelfth would not fit.
-	if n := len(strings.TrimPrefix(want[0], "Warning PipeAccessViolation ")); n+len(`, \\.\pipe\csi-proxy-disk-v1 through volume "pipe-011"`) <= limits.EventNote {
+	// Twelve targets and the count fill the note: a thirteenth would not fit.
+	if n := len(strings.TrimPrefix(want[0], "Warning PipeAccessViolation ")); n+len(`, \\.\pipe\csi-proxy-disk-v1 through volume "pipe-012"`) <= limits.EventNote {
 		t.Errorf("the note of %d bytes has room for another violation", n)
 	}
 }

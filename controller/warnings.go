@@ -11,8 +11,10 @@ import (
 // to say, each a clause for the start of its Ready message.
 func (c *Controller) warnings(_ context.Context, p *v1alpha1.PipeAccessPolicy) []string {
 	var ws []string
-	if w := policy.SelectorWarning(&p.Spec); w != "" {
-		ws = append(ws, w)
+	for _, w := range []string{policy.PrivilegedWarning(&p.Spec), policy.SelectorWarning(&p.Spec)} {
+		if w != "" {
+			ws = append(ws, w)
+		}
 	}
 	return ws
 }

@@ -160,10 +160,10 @@ func TestDecisionCacheBytesKeepsOrdinaryDecisions(t *testing.T) {
 	allowed := cacheTestInput("team-a")
 	allowed.Mounts = slices.Clone(in.Mounts)
 	for i := range allowed.Mounts {
-		allowed.Mounts[i].Privileged = true
+		allowed.Mounts[i].HostProcess = true
 	}
 	if d := evaluate(t, e, allowed); d.Verdict() != Allow {
-		t.Fatalf("the privileged DaemonSet's pod got %+v, want an allow", d)
+		t.Fatalf("the HostProcess DaemonSet's pod got %+v, want an allow", d)
 	}
 	key = string(decisionKey(nil, allowed, e.Current().namespaceMatches(allowed.Namespace), true))
 	if size := entryBytes(key, decisionBytes(evaluate(t, e, allowed))); size > 1<<10 {

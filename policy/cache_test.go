@@ -69,7 +69,7 @@ func TestDecisionCache(t *testing.T) {
 		"namespace match": {func(in *Input) { in.Namespace.Labels = map[string]string{AllowLabel: "true"} }, ""},
 		"container name":  {func(in *Input) { in.Mounts[0].Container = "other" }, `container "other" mounts`},
 		"volume name":     {func(in *Input) { in.Mounts[0].Volume = "p2" }, `through volume "p2"`},
-		"privileged":      {func(in *Input) { in.Mounts[0].Privileged = true }, ""},
+		"privileged":      {func(in *Input) { in.Mounts[0].Privileged = true }, "securityContext.privileged has no effect on Windows"},
 		"host process":    {func(in *Input) { in.Mounts[0].HostProcess = true }, ""},
 		"pipe":            {func(in *Input) { in.Mounts[0].Pipe = "not-protected" }, ""},
 		"path": {func(in *Input) {

@@ -101,7 +101,7 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 			Name:              p.Name,
 			EnforcementAction: string(spec.EnforcementAction),
 			Allow: AllowFacts{
-				Privileged:      boolOr(spec.Allow.Privileged, true),
+				Privileged:      boolOr(spec.Allow.Privileged, false),
 				HostProcess:     boolOr(spec.Allow.HostProcess, true),
 				Namespaces:      nonNil(spec.Allow.Namespaces),
 				ServiceAccounts: nonNil(spec.Allow.ServiceAccounts),

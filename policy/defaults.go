@@ -38,22 +38,23 @@ var csiProxyPipes = []string{
 // cover it, so the default keeps protecting what comes next.
 const futureCSIProxyPipe = "csi-proxy-disk-v2"
 
-// DefaultPolicy protects every CSI Proxy pipe, allows privileged and
-// HostProcess containers and namespaces labelled
-// pipeguard.io/allow-csi-proxy=true, and denies everything else. No
-// namespace is allowed implicitly.
+// DefaultPolicy protects every CSI Proxy pipe, allows HostProcess
+// containers and namespaces labelled pipeguard.io/allow-csi-proxy=true, and
+// denies everything else. No namespace is allowed implicitly, and
+// securityContext.privileged allows nothing: Windows ignores it, so any pod
+// creator could set it.
 //
 // It is in force alone while no PipeAccessPolicy exists, and beside the
 // admin's policies for every csi-proxy pipe none of them protects: a policy
 // about other pipes never lifts the protection of CSI Proxy's.
 func DefaultPolicy() v1alpha1.PipeAccessPolicy {
-	yes := true
+	yes, no := true, false
 	return v1alpha1.PipeAccessPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: DefaultPolicyName},
 		Spec: v1alpha1.PipeAccessPolicySpec{
 			Pipes: []string{"csi-proxy*"},
 			Allow: v1alpha1.Allowances{
-				Privileged:  &yes,
+				Privileged:  &no,
 				HostProcess: &yes,
 				NamespaceSelector: &metav1.LabelSelector{
 					MatchLabels: map[string]string{AllowLabel: "true"},
@@ -138,4 +139,19 @@ func (d DefaultProtection) String() string {
 		return "the built-in default " + DefaultPolicyName + " still protects csi-proxy pipes of future API versions (such as " + futureCSIProxyPipe + "): the policies list today's pipes only"
 	}
 	return fmt.Sprintf("the built-in default %s still protects the CSI Proxy pipes no policy covers: %s", DefaultPolicyName, strings.Join(d.Pipes, ", "))
+}
+
+// HostProcessWithheldBy names, sorted, the policies in force that withhold
+// the HostProcess allowance. While there are any, a HostProcess container is
+// decided as reaching their pipes, mounted or not, and so every HostProcess
+// object must be reviewed; while there are none, no HostProcess object needs
+// the webhook for being HostProcess.
+func (g *Generation) HostProcessWithheldBy() []string {
+	var out []string
+	for _, p := range g.policies {
+		if !p.facts.Allow.HostProcess {
+			out = append(out, p.facts.Name)
+		}
+	}
+	return out
 }

@@ -128,7 +128,8 @@ func TestDefaultProtectionIsNotLostByAccident(t *testing.T) {
 
 // TestBuiltinDefaultAndAmbiguousPaths: a path that cannot be resolved is
 // protected by every policy, the built-in default among them while it is in
-// force, so a policy about another pipe cannot open it.
+// force, and it could name any of their pipes: a policy about another pipe
+// cannot open it, only an allowance that every policy grants can.
 func TestBuiltinDefaultAndAmbiguousPaths(t *testing.T) {
 	e := newEngine(t)
 	docker := pap("docker", func(s *v1alpha1.PipeAccessPolicySpec) {
@@ -140,17 +141,34 @@ func TestBuiltinDefaultAndAmbiguousPaths(t *testing.T) {
 	}
 	m := diskPipeMount()
 	m.PathClass, m.Pipe, m.RawPath, m.AmbiguousReason = "ambiguous", "", `\\.\pipe\`, "path names the pipe namespace itself, which holds every pipe"
-	// docker allows team-a and so allows the path; the default does not
-	// need to, since any protecting policy's allowance is enough.
-	if action, _ := decide(t, e, m); action != "allow" {
-		t.Errorf("ambiguous path in team-a: %s, want allow by docker's allowance", action)
+	cases := map[string]struct {
+		namespace string
+		labels    map[string]string
+		refusing  []string // empty: allowed
+	}{
+		// docker allows team-a, but the path may name a CSI Proxy pipe,
+		// which only the default protects, and the default does not.
+		"allowed for docker_engine only":       {"team-a", nil, []string{policy.DefaultPolicyName}},
+		"allowed by neither":                   {"team-b", nil, []string{"docker", policy.DefaultPolicyName}},
+		"allowed for the CSI Proxy pipes only": {"team-b", map[string]string{policy.AllowLabel: "true"}, []string{"docker"}},
+		"allowed by both":                      {"team-a", map[string]string{policy.AllowLabel: "true"}, nil},
 	}
-	d, err := e.Evaluate(context.Background(), podInput("team-b", nil, m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d.Deny) != 1 || !slices.Equal(d.Deny[0].Policies, []string{"docker", policy.DefaultPolicyName}) {
-		t.Fatalf("ambiguous path in team-b: deny %+v, want one violation reported by docker and pipeguard-default", d.Deny)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, err := e.Evaluate(context.Background(), podInput(tc.namespace, tc.labels, m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.refusing) == 0 {
+				if d.Denied() {
+					t.Fatalf("denied: %q", policy.Messages(d.Deny))
+				}
+				return
+			}
+			if len(d.Deny) != 1 || !slices.Equal(d.Deny[0].Policies, tc.refusing) {
+				t.Fatalf("deny %+v, want one violation of %q", d.Deny, tc.refusing)
+			}
+		})
 	}
 }
 

@@ -55,7 +55,7 @@ func TestDefaultPolicy(t *testing.T) {
 	}{
 		"unlabelled namespace is denied": {
 			in:       podInput("team-a", nil, diskPipeMount()),
-			wantDeny: `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`,
+			wantDeny: `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`,
 		},
 		"allow label is honoured": {
 			in: podInput("csi", map[string]string{policy.AllowLabel: "true"}, diskPipeMount()),
@@ -68,8 +68,9 @@ func TestDefaultPolicy(t *testing.T) {
 			in:       podInput("kube-system", nil, diskPipeMount()),
 			wantDeny: `namespace "kube-system" is not allowed`,
 		},
-		"privileged container is allowed": {
-			in: podInput("team-a", nil, privileged),
+		"a privileged container is not allowed: Windows ignores the flag": {
+			in:       podInput("team-a", nil, privileged),
+			wantDeny: `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess (securityContext.privileged has no effect on Windows) and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`,
 		},
 	}
 	for name, tc := range cases {

@@ -117,3 +117,17 @@ func dedupe(sorted []string) []string {
 	}
 	return out
 }
+
+// PrivilegedWarning says what allow.privileged grants when a policy sets
+// it, or "" when it does not. Windows ignores securityContext.privileged, so
+// the flag is an allowance only where the cluster's own admission decides
+// who may set it.
+func PrivilegedWarning(spec *v1alpha1.PipeAccessPolicySpec) string {
+	if spec.Allow.Privileged == nil || !*spec.Allow.Privileged {
+		return ""
+	}
+	return "spec.allow.privileged is true, but Windows ignores securityContext.privileged (the kubelet passes it to no Windows container, " +
+		"and the API server refuses it only on pods that declare spec.os.name: windows), so anyone who may create a pod can set it and get this allowance; " +
+		"keep it only where your own admission decides who may set securityContext.privileged (Pod Security baseline or restricted forbids it), " +
+		"or set it to false and allow HostProcess containers or namespaces instead"
+}

@@ -30,7 +30,10 @@ dryrun contains v if {
 	v.action == "dryrun"
 }
 
-# A mount that reaches a protected pipe and that no protecting policy allows.
+# A mount that reaches a protected pipe and that no protecting policy allows,
+# or a path that could name more than one pipe (an ambiguous path, or a
+# HostProcess container, which reaches every host pipe without a mount) and
+# that some policy in force does not allow.
 #
 # What decides whether a mount is allowed is passed to the functions below as
 # plain values (its container's security facts and kind, the names of the
@@ -43,12 +46,11 @@ violation contains v if {
 	privileged := object.get(m, "privileged", false)
 	host_process := object.get(m, "hostProcess", false)
 	not allowed_everywhere(privileged, host_process, m.containerKind)
-	names := protecting(m)
+	names := refusing(m, protecting(m), privileged, host_process)
 	count(names) > 0
-	not allowed_by_any(names, privileged, host_process, m.containerKind)
-	text := violation_text(m, names)
+	text := violation_text(m, names, privileged)
 	v := {
-		"rule": rule_id(m.containerKind, object.get(m, "pathClass", "")),
+		"rule": rule_id(m.containerKind, object.get(m, "pathClass", ""), object.get(m, "volumeSource", "")),
 		"msg": text.msg,
 		"subject": text.subject,
 		"target": text.target,
@@ -63,6 +65,18 @@ violation contains v if {
 		"policies": names,
 	}
 }
+
+# The policies, sorted, whose protection a mount violates. A mount of one
+# pipe is allowed when any policy protecting that pipe allows it, so it
+# violates all of them or none. An ambiguous path could name any protected
+# pipe, so it is allowed only by an allowance that holds for every one of
+# them: every policy that does not allow it is violated.
+refusing(m, names, privileged, host_process) := [] if {
+	m.pathClass == "pipe"
+	allowed_by_any(names, privileged, host_process, m.containerKind)
+} else := names if {
+	m.pathClass == "pipe"
+} else := [n | some n in names; not allowed_by(policy_named[n], privileged, host_process, m.containerKind)]
 
 # The names of the policies that protect the pipe a mount reaches, sorted. A
 # path that looks like a pipe but cannot be resolved is protected by every
@@ -173,14 +187,20 @@ strictest(names) := action if {
 	rank == top
 }
 
-rule_id(kind, _) := "protected-pipe-pv" if kind == "persistentVolume"
+rule_id(kind, _, _) := "protected-pipe-pv" if kind == "persistentVolume"
 
-rule_id(kind, class) := "ambiguous-pipe-path" if {
+rule_id(kind, _, source) := "hostprocess-pipe-access" if {
 	kind != "persistentVolume"
+	source == "hostProcess"
+}
+
+rule_id(kind, class, source) := "ambiguous-pipe-path" if {
+	kind != "persistentVolume"
+	source != "hostProcess"
 	class == "ambiguous"
 }
 
-rule_id(kind, class) := "protected-pipe-mount" if {
+rule_id(kind, class, _) := "protected-pipe-mount" if {
 	kind != "persistentVolume"
 	class == "pipe"
 }
@@ -192,14 +212,22 @@ rule_id(kind, class) := "protected-pipe-mount" if {
 # violation never depends on its message being buildable: if a fact the
 # message needs is missing, a plainer message without parts is used.
 
-violation_text(m, names) := {
+violation_text(m, names, privileged) := {
 	"msg": sprintf(
-		"PersistentVolume %q points at %s (%s); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead",
+		"PersistentVolume %q points at %s (%s); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a HostProcess container instead",
 		[m.volume, target(m), m.volumeSource],
 	),
 	"subject": "", "target": "", "reason": "", "remedy": "",
 } if {
 	m.containerKind == "persistentVolume"
+} else := {
+	"msg": sprintf(
+		"%s is a HostProcess container, which reaches every host pipe by its path without any mount, but %s; to allow it, %s",
+		[container_ref(m.container, m.containerKind), host_process_reason(names), host_process_remedy(names)],
+	),
+	"subject": "", "target": "", "reason": "", "remedy": "",
+} if {
+	m.volumeSource == "hostProcess"
 } else := {
 	"msg": sprintf("%s mounts %s, but %s; to allow it, %s", [subject, tgt, why, how]),
 	"subject": subject, "target": tgt, "reason": why, "remedy": how,
@@ -207,8 +235,8 @@ violation_text(m, names) := {
 	m.containerKind != "persistentVolume"
 	subject := container_ref(m.container, m.containerKind)
 	tgt := mount_target(m)
-	why := reason(names)
-	how := remedy(names)
+	why := reason(names, privileged)
+	how := remedy(names, privileged)
 } else := {
 	"msg": sprintf("volume %q reaches %s, a protected pipe, and no allowance covers it", [object.get(m, "volume", ""), display_path(object.get(m, "rawPath", ""), object.get(m, "path", ""))]),
 	"subject": "", "target": "", "reason": "", "remedy": "",
@@ -216,9 +244,24 @@ violation_text(m, names) := {
 
 namespace_name := object.get(input, ["namespace", "name"], "")
 
-reason(names) := concat(" and ", missing(names))
+reason(names, privileged) := concat(" and ", missing(names, privileged))
 
-remedy(names) := concat(", or ", remedies(names))
+remedy(names, privileged) := concat(", or ", remedies(names, privileged))
+
+# A HostProcess container is refused by the policies that withhold the
+# HostProcess allowance and do not allow its namespace either.
+host_process_reason(names) := sprintf("%s withholds the HostProcess allowance and %s", [policy_list(names), missing_namespace(names)[0]]) if {
+	count(names) == 1
+} else := sprintf("%s withhold the HostProcess allowance and %s", [policy_list(names), missing_namespace(names)[0]])
+
+host_process_remedy(names) := concat(", or ", array.concat(
+	sort({r | some n in names; p := policy_named[n]; some r in namespace_remedies(p)}),
+	[sprintf("set spec.allow.hostProcess: true in %s", [policy_list(names)])],
+))
+
+policy_list(names) := sprintf("PipeAccessPolicy %q", [names[0]]) if {
+	count(names) == 1
+} else := sprintf("PipeAccessPolicies %s", [concat(" and ", sort({sprintf("%q", [n]) | some n in names}))])
 
 mount_target(m) := sprintf("%s through volume %q", [m.path, m.volume]) if m.pathClass == "pipe"
 else := sprintf(
@@ -244,9 +287,11 @@ target(m) := sprintf("%s, a path that looks like a named pipe but cannot be reso
 	m.pathClass == "ambiguous"
 }
 
-missing(names) := array.concat(missing_security(names), missing_namespace(names))
+missing(names, privileged) := array.concat(missing_security(names, privileged), missing_namespace(names))
 
-missing_security(names) := ["it is not privileged or HostProcess"] if {
+# Windows ignores securityContext.privileged: a container that sets it and
+# is refused is told so, since the flag is what it may have relied on.
+missing_security(names, privileged) := ["it is not privileged or HostProcess"] if {
 	some n in names
 	p := policy_named[n]
 	p.allow.privileged
@@ -257,10 +302,17 @@ missing_security(names) := ["it is not privileged or HostProcess"] if {
 	some n in names
 	p := policy_named[n]
 	p.allow.privileged
+} else := ["it is not HostProcess (securityContext.privileged has no effect on Windows)"] if {
+	privileged
+	some n in names
+	p := policy_named[n]
+	p.allow.hostProcess
 } else := ["it is not HostProcess"] if {
 	some n in names
 	p := policy_named[n]
 	p.allow.hostProcess
+} else := ["securityContext.privileged has no effect on Windows"] if {
+	privileged
 } else := []
 
 missing_namespace(names) := [sprintf("namespace %q allows only ServiceAccounts %s and the pod runs as %q", [namespace_name, service_accounts(names), pod_service_account])] if {
@@ -273,10 +325,10 @@ service_accounts(names) := concat(", ", sort({sprintf("%q", [sa]) | some n in na
 
 pod_service_account := object.get(input, ["pod", "serviceAccountName"], "default")
 
-remedies(names) := rs if {
+remedies(names, privileged) := rs if {
 	rs := array.concat(
 		sort({r | some n in names; p := policy_named[n]; some r in namespace_remedies(p)}),
-		security_remedies(names),
+		security_remedies(names, privileged),
 	)
 	count(rs) > 0
 } else := [sprintf("add an allowance to PipeAccessPolicy %s", [concat(" or ", sort({sprintf("%q", [p.name]) | some n in names; p := policy_named[n]}))])]
@@ -300,9 +352,10 @@ security_remedy := {
 	"it is not privileged or HostProcess": "run the container as privileged or HostProcess",
 	"it is not privileged": "run the container as privileged",
 	"it is not HostProcess": "run the container as HostProcess",
+	"it is not HostProcess (securityContext.privileged has no effect on Windows)": "run the container as HostProcess",
 }
 
-security_remedies(names) := [security_remedy[s] | some s in missing_security(names)]
+security_remedies(names, privileged) := [security_remedy[s] | some s in missing_security(names, privileged); security_remedy[s]]
 
 # Violations from admin-written modules (PipeAccessPolicy spec.rego) reach
 # the sets above through custom_violation, which adds the policy's name and

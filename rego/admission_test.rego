@@ -9,7 +9,7 @@ default_policy := {
 	"pipes": ["csi-proxy*"],
 	"enforcementAction": "deny",
 	"allow": {
-		"privileged": true,
+		"privileged": false,
 		"hostProcess": true,
 		"namespaces": [],
 		"namespaceSelector": {"matchLabels": {"pipeguard.io/allow-csi-proxy": "true"}, "matchExpressions": []},
@@ -44,13 +44,34 @@ pod_input(mounts, policies) := {
 test_unprivileged_mount_is_denied_with_remedy if {
 	some v in admission.deny with input as pod_input([pipe_mount], [default_policy])
 	v.rule == "protected-pipe-mount"
-	v.msg == `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
+	v.msg == `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`
 	v.policies == ["pipeguard-default"]
 }
 
-test_privileged_container_is_allowed if {
+# Windows ignores securityContext.privileged, so under the default it is no
+# allowance, and the message says why the flag did not help.
+test_privileged_container_is_denied_and_told_the_flag_does_nothing if {
 	m := object.union(pipe_mount, {"privileged": true})
-	count(admission.violation) == 0 with input as pod_input([m], [default_policy])
+	some v in admission.deny with input as pod_input([m], [default_policy])
+	v.msg == `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess (securityContext.privileged has no effect on Windows) and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`
+}
+
+# An admin may still opt in to the flag, for a cluster whose own admission
+# decides who may set it.
+test_privileged_allowance_is_honoured_where_an_admin_sets_it if {
+	p := object.union(default_policy, {"allow": object.union(default_policy.allow, {"privileged": true})})
+	m := object.union(pipe_mount, {"privileged": true})
+	count(admission.violation) == 0 with input as pod_input([m], [p])
+	some v in admission.deny with input as pod_input([pipe_mount], [p])
+	contains(v.msg, "but it is not privileged or HostProcess and")
+}
+
+test_privileged_container_without_any_security_allowance_is_told if {
+	p := object.union(default_policy, {"name": "locked", "allow": object.union(default_policy.allow, {"hostProcess": false})})
+	m := object.union(pipe_mount, {"privileged": true})
+	some v in admission.deny with input as pod_input([m], [p])
+	v.reason == `securityContext.privileged has no effect on Windows and namespace "team-a" is not allowed`
+	v.remedy == "label the namespace pipeguard.io/allow-csi-proxy=true"
 }
 
 test_host_process_container_is_allowed if {
@@ -78,7 +99,69 @@ test_ambiguous_path_is_protected_by_every_policy if {
 	p := object.union(default_policy, {"pipes": ["something-else"]})
 	some v in admission.deny with input as pod_input([m], [p])
 	v.rule == "ambiguous-pipe-path"
-	startswith(v.msg, `container "driver" mounts \\.\pipe\ through volume "pipe" (a path that looks like a named pipe but cannot be resolved: path names the pipe namespace itself; it is treated as protected), but it is not privileged or HostProcess`)
+	startswith(v.msg, `container "driver" mounts \\.\pipe\ through volume "pipe" (a path that looks like a named pipe but cannot be resolved: path names the pipe namespace itself; it is treated as protected), but it is not HostProcess`)
+}
+
+ambiguous_mount := object.union(pipe_mount, {"pipe": "", "pathClass": "ambiguous", "rawPath": `\\.\pipe\\\csi-proxy-disk-v1`, "path": "", "ambiguousReason": "doubled separator"})
+
+# An ambiguous path could name any protected pipe: one policy's allowance
+# for its own pipes does not open it, only an allowance every policy grants.
+test_ambiguous_path_needs_every_policy_to_allow_it if {
+	smb := object.union(default_policy, {"name": "smb", "pipes": ["csi-proxy-smb-*"], "namespaceMatch": true})
+	vs := admission.deny with input as pod_input([ambiguous_mount], [smb, builtin_policy])
+	{v.policies | some v in vs} == {["pipeguard-default"]}
+	runtime := object.union(docker_policy, {"name": "container-runtime-pipes", "pipes": ["docker_engine*", "containerd-*"]})
+	vs2 := admission.deny with input as pod_input([ambiguous_mount], [runtime, builtin_policy])
+	{v.policies | some v in vs2} == {["pipeguard-default"]}
+	both := object.union(builtin_policy, {"namespaceMatch": true})
+	count(admission.violation) == 0 with input as pod_input([ambiguous_mount], [smb, both])
+}
+
+# The action of an ambiguous path's violation is the strictest among the
+# policies that refuse it, not among those that allow it.
+test_ambiguous_path_takes_the_action_of_the_refusing_policies if {
+	allows := object.union(default_policy, {"name": "allows", "pipes": ["csi-proxy-smb-*"], "namespaceMatch": true, "enforcementAction": "deny"})
+	warns := object.union(default_policy, {"name": "warns", "pipes": ["csi-proxy-disk-*"], "enforcementAction": "warn"})
+	count(admission.deny) == 0 with input as pod_input([ambiguous_mount], [allows, warns])
+	some v in admission.warn with input as pod_input([ambiguous_mount], [allows, warns])
+	v.policies == ["warns"]
+}
+
+host_process_fact := {
+	"container": "node",
+	"containerKind": "container",
+	"volume": "",
+	"volumeSource": "hostProcess",
+	"rawPath": "",
+	"path": "",
+	"pathClass": "ambiguous",
+	"pipe": "",
+	"ambiguousReason": "a HostProcess container reaches every host pipe by its path, without a mount",
+	"readOnly": false,
+	"privileged": false,
+	"hostProcess": true,
+}
+
+smb_only := object.union(default_policy, {
+	"name": "smb",
+	"pipes": ["csi-proxy-smb-*"],
+	"allow": object.union(default_policy.allow, {"hostProcess": false, "namespaces": ["csi-smb"], "namespaceSelector": null}),
+})
+
+# A HostProcess container reaches every host pipe without a mount: a policy
+# that withholds the HostProcess allowance refuses it wherever it does not
+# allow the namespace.
+test_host_process_container_is_refused_where_a_policy_withholds_the_allowance if {
+	some v in admission.deny with input as pod_input([host_process_fact], [smb_only, builtin_policy])
+	v.rule == "hostprocess-pipe-access"
+	v.policies == ["smb"]
+	v.msg == `container "node" is a HostProcess container, which reaches every host pipe by its path without any mount, but PipeAccessPolicy "smb" withholds the HostProcess allowance and namespace "team-a" is not allowed; to allow it, add "team-a" to spec.allow.namespaces of PipeAccessPolicy "smb", or set spec.allow.hostProcess: true in PipeAccessPolicy "smb"`
+}
+
+test_host_process_container_is_allowed_where_every_policy_allows_it if {
+	count(admission.violation) == 0 with input as pod_input([host_process_fact], [default_policy])
+	inp := object.union(pod_input([host_process_fact], [object.union(smb_only, {"namespaceMatch": true}), builtin_policy]), {"namespace": {"name": "csi-smb", "labels": {}}})
+	count(admission.violation) == 0 with input as inp
 }
 
 test_ambiguous_path_with_a_line_break_is_shown_as_rendered if {
@@ -92,8 +175,8 @@ test_message_parts_rebuild_the_message if {
 	some v in admission.deny with input as pod_input([pipe_mount], [default_policy])
 	v.subject == `container "driver"`
 	v.target == `\\.\pipe\csi-proxy-disk-v1 through volume "pipe"`
-	v.reason == `it is not privileged or HostProcess and namespace "team-a" is not allowed`
-	v.remedy == "label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess"
+	v.reason == `it is not HostProcess and namespace "team-a" is not allowed`
+	v.remedy == "label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess"
 	v.msg == sprintf("%s mounts %s, but %s; to allow it, %s", [v.subject, v.target, v.reason, v.remedy])
 }
 
@@ -121,7 +204,7 @@ test_init_container_kind_is_named if {
 }
 
 test_only_the_unallowed_container_is_reported if {
-	ok := object.union(pipe_mount, {"container": "node-driver", "privileged": true})
+	ok := object.union(pipe_mount, {"container": "node-driver", "hostProcess": true})
 	bad := object.union(pipe_mount, {"container": "sidecar"})
 	vs := admission.deny with input as pod_input([ok, bad], [default_policy])
 	{v.container | some v in vs} == {"sidecar"}

@@ -115,7 +115,7 @@ func (h *Handler) Decide(ctx context.Context, req Request) (out Outcome, err err
 	if isNamespace {
 		return h.reviewNamespace(ctx, log, req)
 	}
-	if !mayHaveHostPath(req.Object) {
+	if !mayReachAPipe(req.Object) {
 		return allowed, nil
 	}
 	in, err := h.input(ctx, gk, req) // the object's facts (facts.go)
@@ -144,13 +144,15 @@ func outcome(log reviewLog, d *policy.Decision) Outcome {
 	return out
 }
 
-// mayHaveHostPath is a fast, conservative pre-check on the raw object: an
-// object in which neither "hostPath" nor "local" appears, and no \u escape
-// could spell them, has no host path volume. Decoding is case-sensitive, so
-// these byte searches cannot miss a field the decoder would see.
-func mayHaveHostPath(raw []byte) bool {
+// mayReachAPipe is a fast, conservative pre-check on the raw object: an
+// object in which neither "hostPath", "local" nor "hostProcess" appears,
+// and no \u escape could spell them, has no host path volume and no
+// HostProcess container. Decoding is case-sensitive, so these byte searches
+// cannot miss a field the decoder would see.
+func mayReachAPipe(raw []byte) bool {
 	return bytes.Contains(raw, []byte(`"hostPath"`)) ||
 		bytes.Contains(raw, []byte(`"local"`)) ||
+		bytes.Contains(raw, []byte(`"hostProcess"`)) ||
 		bytes.Contains(raw, []byte(`\u`))
 }
 

@@ -59,6 +59,7 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (
 		in.Mounts = pvFacts(subj.pv)
 	case subj.spec != nil:
 		in.Pod, in.Mounts = podFacts(subj.spec)
+		in.Mounts = append(in.Mounts, hostProcessFacts(subj.spec, in.Pod)...)
 		if gk.Kind == "Pod" && req.Operation == admissionv1.Update {
 			in.Mounts, err = newMounts(gk, req.OldObject, in.Mounts)
 			if err != nil {
@@ -95,7 +96,8 @@ func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]pol
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %w", err))
 	}
-	_, oldMounts := podFacts(old.spec)
+	oldPod, oldMounts := podFacts(old.spec)
+	oldMounts = append(oldMounts, hostProcessFacts(old.spec, oldPod)...)
 	fresh := mounts[:0:0]
 	for _, m := range mounts {
 		// The facts of both sides come from podFacts, so equal mounts

@@ -193,7 +193,7 @@ func TestHoles(t *testing.T) {
 	}{
 		"readOnly does not make a pipe mount safe": {
 			pod:  pod(diskPipe, func(p *corev1.Pod) { p.Spec.Containers[0].VolumeMounts[0].ReadOnly = true }),
-			want: denied(`container "app" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`),
+			want: denied(`container "app" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`),
 		},
 		"subPath into the pipe namespace": {
 			pod: pod(`\\.\pipe\`, func(p *corev1.Pod) {
@@ -217,7 +217,7 @@ func TestHoles(t *testing.T) {
 		},
 		"one volume, an allowed and a non-allowed container": {
 			pod: pod(diskPipe, func(p *corev1.Pod) {
-				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: boolPtr(true)}
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: boolPtr(true)}}
 				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", VolumeMounts: p.Spec.Containers[0].VolumeMounts})
 			}),
 			want: denied(`container "sidecar" mounts`),
@@ -254,9 +254,6 @@ func TestHoles(t *testing.T) {
 func TestAllowances(t *testing.T) {
 	h := newHandler(t)
 	cases := map[string]*corev1.Pod{
-		"privileged container": pod(diskPipe, func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: boolPtr(true)}
-		}),
 		"HostProcess container": pod(diskPipe, func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: boolPtr(true)}}
 		}),

@@ -56,7 +56,7 @@ func TestOneMessagePerContainer(t *testing.T) {
 	h := newHandler(t)
 	resp := h.Handle(context.Background(), request(t, admissionv1.Create, daemonSetKind, "team-a", "csi-azuredisk-node-win", azurediskNode()))
 	check(t, resp, denied(""))
-	const why = `, but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
+	const why = `, but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`
 	want := `[protected-pipe-mount] container "azuredisk" mounts ` +
 		`\\.\pipe\csi-proxy-disk-v1 through volume "csi-proxy-disk-pipe-v1", ` +
 		`\\.\pipe\csi-proxy-disk-v1beta2 through volume "csi-proxy-disk-pipe-v1beta2", ` +
@@ -85,7 +85,7 @@ func TestMessagesKeepDifferentReasonsApart(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d messages, want one per rule:\n%s", len(lines), resp.Result.Message)
 	}
-	want := `[ambiguous-pipe-path] container "app" mounts \\.\pipe\ through volume "root" (a path that looks like a named pipe but cannot be resolved: path names the pipe namespace itself, which holds every pipe; it is treated as protected), but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
+	want := `[ambiguous-pipe-path] container "app" mounts \\.\pipe\ through volume "root" (a path that looks like a named pipe but cannot be resolved: path names the pipe namespace itself, which holds every pipe; it is treated as protected), but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`
 	if lines[0] != want {
 		t.Errorf("ambiguous path message\n%s\nwant\n%s", lines[0], want)
 	}

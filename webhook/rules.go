@@ -27,10 +27,16 @@ func Rules() []Rule {
 	return []Rule{
 		{ID: "protected-pipe-mount", DecidedIn: "rego/admission.rego",
 			Denies: "a container, init container or ephemeral container that mounts a protected named pipe through a hostPath volume, " +
-				"when no policy protecting the pipe allows it (as privileged, as HostProcess, or by its namespace and ServiceAccount)"},
+				"when no policy protecting the pipe allows it (as HostProcess, by its namespace and ServiceAccount, or as privileged " +
+				"where a policy opts in to that flag, which Windows ignores)"},
 		{ID: "ambiguous-pipe-path", DecidedIn: "rego/admission.rego",
 			Denies: "a container that mounts a path that looks like a named pipe but cannot be resolved at admission " +
-				"(such as a subPathExpr on a pipe volume), which every policy protects, when no policy allows it"},
+				"(such as a subPathExpr on a pipe volume): it could name any protected pipe, so every policy in force protects it, " +
+				"and it is denied unless every one of them allows it"},
+		{ID: "hostprocess-pipe-access", DecidedIn: "rego/admission.rego",
+			Denies: "a HostProcess container (pod or container level; init and ephemeral containers too), mounted or not: " +
+				"it reaches every host pipe by its path, so it is denied unless every policy in force allows it, " +
+				"which a policy that withholds the HostProcess allowance does only for the namespaces it allows"},
 		{ID: "protected-pipe-pv", DecidedIn: "rego/admission.rego",
 			Denies: "a PersistentVolume whose hostPath or local path reaches a protected named pipe, or may: " +
 				"a PersistentVolume cannot carry an allowance"},

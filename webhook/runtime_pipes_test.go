@@ -65,7 +65,7 @@ func TestContainerRuntimePipes(t *testing.T) {
 			resp := warn.Handle(ctx, podRequest(t, pod(path)))
 			check(t, resp, allowed)
 			if len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], `[protected-pipe-mount] container "app" mounts \\.\pipe\`) ||
-				!strings.HasSuffix(resp.Warnings[0], ` is not allowed; to allow it, label the namespace pipeguard.io/allow-container-runtime=true, or run the container as privileged or HostProcess`) {
+				!strings.HasSuffix(resp.Warnings[0], ` is not allowed; to allow it, label the namespace pipeguard.io/allow-container-runtime=true, or run the container as HostProcess`) {
 				t.Errorf("warn mode: warnings %q, want one naming the pipe and the sample's label", resp.Warnings)
 			}
 			check(t, strict.Handle(ctx, podRequest(t, pod(path))), denied(`[protected-pipe-mount] container "app" mounts \\.\pipe\`))
@@ -81,7 +81,7 @@ func TestContainerRuntimePipes(t *testing.T) {
 	} {
 		check(t, strict.Handle(context.Background(), podRequest(t, pod(path))), w)
 	}
-	const want = `[protected-pipe-mount] container "app" mounts \\.\pipe\docker_engine through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-container-runtime=true, or run the container as privileged or HostProcess`
+	const want = `[protected-pipe-mount] container "app" mounts \\.\pipe\docker_engine through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-container-runtime=true, or run the container as HostProcess`
 	resp := strict.Handle(context.Background(), podRequest(t, pod(`\\.\pipe\docker_engine`)))
 	if resp.Result == nil || resp.Result.Message != want {
 		t.Errorf("denial:\n got %+v\nwant %q", resp.Result, want)

@@ -73,8 +73,11 @@ type PipeAccessPolicySpec struct {
 // protected pipe.
 type Allowances struct {
 	// Privileged allows containers whose securityContext.privileged is true.
-	// Defaults to true, the mitigation of the CSI Windows KEP.
-	// +kubebuilder:default=true
+	// Defaults to false: Windows ignores the flag (a privileged container on
+	// Windows is a HostProcess container), so anyone who may create a pod
+	// can set it. Set it only where the cluster's own admission decides who
+	// may set securityContext.privileged.
+	// +kubebuilder:default=false
 	// +optional
 	Privileged *bool `json:"privileged,omitempty"`
 

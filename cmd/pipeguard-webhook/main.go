@@ -44,7 +44,7 @@ func run() int {
 	fs.StringVar(&rotation.SecretName, "cert-secret-name", "pipeguard-webhook-cert", "Secret holding the CA and serving certificate, with --cert-rotation")
 	fs.StringVar(&rotation.Namespace, "namespace", "", "namespace of the certificate Secret and the webhook Service, with --cert-rotation (the pod's namespace when empty)")
 	fs.StringVar(&rotation.ServiceName, "service-name", "pipeguard-webhook", "Service the API server calls, with --cert-rotation: the certificate is for <service-name>.<namespace>.svc")
-	fs.StringVar(&rotation.WebhookConfigName, "webhook-config-name", "pipeguard", "ValidatingWebhookConfiguration that receives the CA bundle, with --cert-rotation")
+	fs.StringVar(&rotation.WebhookConfigName, "webhook-config-name", "pipeguard", "ValidatingWebhookConfiguration that receives the CA bundle, with --cert-rotation, and whose hostprocess.pipeguard.io entry the leader turns on while a policy in force withholds the HostProcess allowance; empty leaves that entry alone")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -79,6 +79,7 @@ func run() int {
 		return 1
 	}
 	opts.Config = cfg
+	opts.WebhookConfigName = rotation.WebhookConfigName
 	if *certRotation {
 		if rotation.Namespace == "" {
 			if rotation.Namespace, err = podNamespace(); err != nil {

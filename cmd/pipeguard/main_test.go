@@ -12,7 +12,7 @@ import (
 // scripts and CI checks outside the repository.
 
 const deniedSneaky = `DENY Pod default/sneaky
-    [protected-pipe-mount] container "shell" mounts \\.\pipe\csi-proxy-disk-v1 through volume "disk", but it is not privileged or HostProcess and namespace "default" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess
+    [protected-pipe-mount] container "shell" mounts \\.\pipe\csi-proxy-disk-v1 through volume "disk", but it is not HostProcess and namespace "default" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess
 `
 
 func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -86,7 +86,7 @@ func TestPolicyEval(t *testing.T) {
 			wantCode: 1,
 			wantStdout: "SKIP Namespace storage\n    not reviewed: a Namespace mounts no pipe; its labels apply to the objects evaluated in it\n" +
 				"ALLOW Pod storage/driver\n" + deniedSneaky +
-				"DENY PersistentVolume pipe-pv\n    [protected-pipe-pv] PersistentVolume \"pipe-pv\" points at \\\\.\\pipe\\csi-proxy-volume-v1 (local); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead\n" +
+				"DENY PersistentVolume pipe-pv\n    [protected-pipe-pv] PersistentVolume \"pipe-pv\" points at \\\\.\\pipe\\csi-proxy-volume-v1 (local); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a HostProcess container instead\n" +
 				"SKIP ConfigMap storage/settings\n    not reviewed: " + notReviewed + "\n" +
 				"\nSummary: 2 denied, 0 warned, 1 allowed, 2 skipped\n",
 		},
@@ -102,7 +102,7 @@ func TestPolicyEval(t *testing.T) {
 			contains: []string{
 				"DENY DaemonSet csi-smb/csi-smb-node-win\n",
 				// One block per container: every pipe it mounts, the reason and the remedy once.
-				`    [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1" and \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1", but it is not privileged or HostProcess and namespace "csi-smb" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess` + "\n",
+				`    [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1" and \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1", but it is not HostProcess and namespace "csi-smb" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess` + "\n",
 			},
 		},
 		"namespace labels from the command line": {
@@ -118,7 +118,7 @@ func TestPolicyEval(t *testing.T) {
 		"warn policy": {
 			args:     []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "testdata/warn-policy.yaml"},
 			wantCode: 0,
-			contains: []string{"WARN DaemonSet csi-smb/csi-smb-node-win\n", `    warning: [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1" and \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1", but it is not privileged or HostProcess and namespace "csi-smb" is not allowed; to allow it, run the container as privileged or HostProcess` + "\n"},
+			contains: []string{"WARN DaemonSet csi-smb/csi-smb-node-win\n", `    warning: [protected-pipe-mount] container "smb" mounts \\.\pipe\csi-proxy-filesystem-v1 through volume "csi-proxy-fs-pipe-v1" and \\.\pipe\csi-proxy-smb-v1 through volume "csi-proxy-smb-pipe-v1", but it is not HostProcess and namespace "csi-smb" is not allowed; to allow it, run the container as HostProcess` + "\n"},
 		},
 		"sample: allow the CSI driver namespace": {
 			args:       []string{"policy", "eval", "-f", "testdata/csi-node.yaml", "--policy", "../../config/samples/allow-csi-driver-namespace.yaml"},

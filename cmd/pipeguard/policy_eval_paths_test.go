@@ -11,11 +11,11 @@ import (
 const (
 	webAllowed = "ALLOW Pod team-a/web\n"
 	diskDenied = "DENY Pod team-a/disk-tool\n" +
-		`    [protected-pipe-mount] container "tool" mounts \\.\pipe\csi-proxy-disk-v1 through volume "disk", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess` + "\n"
+		`    [protected-pipe-mount] container "tool" mounts \\.\pipe\csi-proxy-disk-v1 through volume "disk", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess` + "\n"
 	pvDenied = "DENY PersistentVolume pipe-pv\n" +
-		`    [protected-pipe-pv] PersistentVolume "pipe-pv" points at \\.\pipe\csi-proxy-volume-v1 (hostPath); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a privileged or HostProcess container instead` + "\n"
+		`    [protected-pipe-pv] PersistentVolume "pipe-pv" points at \\.\pipe\csi-proxy-volume-v1 (hostPath); a PersistentVolume cannot carry an allowance, so any pod bound to it would reach the pipe; mount the pipe through a hostPath volume of a HostProcess container instead` + "\n"
 	csiNodeDenied = "DENY DaemonSet default/csi-node\n" +
-		`    [protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-smb-v1 through volume "smb", but it is not privileged or HostProcess and namespace "default" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess` + "\n"
+		`    [protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-smb-v1 through volume "smb", but it is not HostProcess and namespace "default" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess` + "\n"
 	nsSkipped = "SKIP Namespace csi-smb\n    not reviewed: a Namespace mounts no pipe; its labels apply to the objects evaluated in it\n"
 )
 

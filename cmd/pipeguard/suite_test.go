@@ -17,7 +17,7 @@ func TestExampleSuite(t *testing.T) {
   the built-in default policy
     PASS  Pod team-a/disk-tool: deny as expected, message matches /container "tool" mounts .*csi-proxy-disk-v1 .*namespace "team-a" is not allowed/
     PASS  Pod csi-smb/smb-node: allow as expected
-    PASS  Pod team-a/privileged-node: allow as expected
+    PASS  Pod team-a/privileged-node: deny as expected, message matches /securityContext.privileged has no effect on Windows/
     PASS  DaemonSet team-a/hostprocess-node: allow as expected
     PASS  PersistentVolume pipe-pv: deny as expected, message matches /^\[protected-pipe-pv\]/
     PASS  ConfigMap team-a/settings: skip as expected

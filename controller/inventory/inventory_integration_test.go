@@ -61,6 +61,10 @@ func TestEvaluateCluster(t *testing.T) {
 	create(pipePod("team-a", "bad", false))
 	create(pipePod("team-a", "privileged", true))
 	create(pipePod("csi-smb", "allowed", false))
+	yes := true
+	create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hostprocess"},
+		Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "node", Image: "node"}},
+			SecurityContext: &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: &yes}}}})
 	create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "plain"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
 	create(&corev1.PersistentVolume{
@@ -81,15 +85,16 @@ func TestEvaluateCluster(t *testing.T) {
 		want := []string{
 			"allow Pod csi-smb/allowed",
 			"deny Pod team-a/bad",
+			"allow Pod team-a/hostprocess",
 			"allow Pod team-a/plain",
-			"allow Pod team-a/privileged",
+			"deny Pod team-a/privileged",
 			"deny PersistentVolume pipe-pv",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("results:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		bad := results[1]
-		wantMsg := `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
+		wantMsg := `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`
 		if len(bad.Deny) != 1 || bad.Deny[0].Rule != "protected-pipe-mount" || bad.Deny[0].Message != wantMsg || bad.Deny[0].Container != "driver" || bad.Deny[0].Action != "deny" {
 			t.Errorf("team-a/bad deny = %+v, want one protected-pipe-mount violation %q", bad.Deny, wantMsg)
 		}
@@ -110,13 +115,39 @@ func TestEvaluateCluster(t *testing.T) {
 		want := strings.Join([]string{
 			"warn Pod csi-smb/allowed",
 			"warn Pod team-a/bad",
+			"allow Pod team-a/hostprocess",
 			"allow Pod team-a/plain",
-			"allow Pod team-a/privileged",
+			"warn Pod team-a/privileged",
 			"warn PersistentVolume pipe-pv",
 		}, "\n")
 		if got != want {
 			t.Fatalf("results:\n%s\nwant:\n%s", got, want)
 		}
+	})
+
+	// A HostProcess pod reaches every pipe without a mount: a policy that
+	// withholds the allowance finds it among what already runs.
+	t.Run("a policy withholding the HostProcess allowance", func(t *testing.T) {
+		no := false
+		create(&v1alpha1.PipeAccessPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "smb"},
+			Spec: v1alpha1.PipeAccessPolicySpec{Pipes: []string{"csi-proxy-smb-*"}, EnforcementAction: v1alpha1.Deny,
+				Allow: v1alpha1.Allowances{HostProcess: &no, Namespaces: []string{"csi-smb"}}},
+		})
+		results, err := inventory.EvaluateCluster(ctx, env.Config, inventory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if r.Name != "hostprocess" {
+				continue
+			}
+			if len(r.Deny) != 1 || r.Deny[0].Rule != "hostprocess-pipe-access" || !strings.Contains(r.Deny[0].Message, `PipeAccessPolicy "smb" withholds the HostProcess allowance`) {
+				t.Fatalf("team-a/hostprocess: deny %+v, want one hostprocess-pipe-access violation of policy smb", r.Deny)
+			}
+			return
+		}
+		t.Fatal("team-a/hostprocess is not among the results")
 	})
 
 	t.Run("broken policy keeps its last enforced version", func(t *testing.T) {

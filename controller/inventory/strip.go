@@ -10,8 +10,9 @@ import (
 // Strip returns a copy of obj that keeps only what the admission facts
 // read: name, namespace, UID and resourceVersion; of a pod spec, its host
 // path volumes, each container's name, volume mounts and the
-// privileged and hostProcess settings, the ServiceAccount and the pod's
-// hostProcess setting; of a PersistentVolume, its host path or local path.
+// privileged and hostProcess settings (the containers only where a host path
+// volume or a HostProcess setting makes them matter), the ServiceAccount
+// and the pod's hostProcess setting; of a PersistentVolume, its host path or local path.
 // Everything else (status, annotations, managed fields, images, env,
 // resources) is dropped, so that a cache of every pod in a large cluster
 // stays small. Admission decides the same on the stripped object as on the
@@ -86,8 +87,9 @@ func stripPodSpec(s *corev1.PodSpec) corev1.PodSpec {
 			out.Volumes = append(out.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v.HostPath.Path}}})
 		}
 	}
-	if len(out.Volumes) == 0 {
-		// No host path volume: no mount to decide on.
+	if len(out.Volumes) == 0 && !hostProcess(s) {
+		// No host path volume and no HostProcess container: nothing that
+		// could reach a pipe.
 		return out
 	}
 	for i := range s.InitContainers {
@@ -118,4 +120,29 @@ func stripContainer(name string, mounts []corev1.VolumeMount, sc *corev1.Securit
 		}
 	}
 	return c
+}
+
+// hostProcess reports whether the pod or any of its containers sets
+// windowsOptions.hostProcess to true: such a container reaches every host
+// pipe without a mount.
+func hostProcess(s *corev1.PodSpec) bool {
+	set := func(w *corev1.WindowsSecurityContextOptions) bool {
+		return w != nil && w.HostProcess != nil && *w.HostProcess
+	}
+	if s.SecurityContext != nil && set(s.SecurityContext.WindowsOptions) {
+		return true
+	}
+	for _, list := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range list {
+			if sc := list[i].SecurityContext; sc != nil && set(sc.WindowsOptions) {
+				return true
+			}
+		}
+	}
+	for i := range s.EphemeralContainers {
+		if sc := s.EphemeralContainers[i].SecurityContext; sc != nil && set(sc.WindowsOptions) {
+			return true
+		}
+	}
+	return false
 }

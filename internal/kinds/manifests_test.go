@@ -58,6 +58,13 @@ func manifestProblems(data []byte) []string {
 	}
 	sent := map[string]bool{} // group/version/resource sent on CREATE and UPDATE
 	for _, h := range hooks {
+		if slices.ContainsFunc(h.MatchConditions, func(mc admissionregistrationv1.MatchCondition) bool { return mc.Name == "runs-hostprocess" }) {
+			// It sends HostProcess objects, whatever their paths, and only
+			// while a policy withholds the allowance, so it stands in for no
+			// path prefilter: webhook/prefilter's TestHostProcessRouting
+			// evaluates it on every kind.
+			continue
+		}
 		layouts := map[Layout][]string{}
 		for _, r := range h.Rules {
 			both := slices.Contains(r.Operations, admissionregistrationv1.Create) && slices.Contains(r.Operations, admissionregistrationv1.Update)
@@ -91,6 +98,7 @@ func manifestProblems(data []byte) []string {
 		if len(h.MatchConditions) == 0 {
 			continue // every object goes to the webhook
 		}
+
 		for l, ks := range layouts {
 			if want := prefilterPaths[l]; cond == "" || !strings.HasPrefix(cond, want) {
 				problems = append(problems, fmt.Sprintf("%s: webhook %s sends %s, but its may-name-a-pipe matchCondition does not start from %s: send them through a webhook whose condition reads that path", manifestsFile, h.Name, strings.Join(ks, ", "), want))

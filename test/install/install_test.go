@@ -311,8 +311,8 @@ func runLocal(t *testing.T, k kubectl, kubeconfig, bin string) {
 	port := freePort(t)
 	local := string(k.render(t, "local"))
 	const url = "https://127.0.0.1:9443/validate"
-	if n := strings.Count(local, "url: "+url); n != 6 {
-		t.Fatalf("config/local points %d webhooks at %s, want all 6", n, url)
+	if n := strings.Count(local, "url: "+url); n != 7 {
+		t.Fatalf("config/local points %d webhooks at %s, want all 7", n, url)
 	}
 	if strings.Contains(local, "service:") {
 		t.Fatal("config/local still calls a Service")
@@ -339,7 +339,7 @@ func runLocal(t *testing.T, k kubectl, kubeconfig, bin string) {
 	}
 	for _, want := range []string{
 		`admission webhook "pods.pipeguard.io" denied the request`,
-		`[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`,
+		`[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl apply of the bad pod said:\n%s\nwant it to contain:\n%s", out, want)

@@ -84,6 +84,12 @@ func (f *filter) hookFor(t testing.TB, gvr schema.GroupVersionResource) string {
 // rejects the request even while the webhook is up.
 func (f *filter) sends(t testing.TB, k kind, obj runtime.Object) bool {
 	t.Helper()
+	return f.sendsVia(t, f.hookFor(t, k.gvr), k, obj)
+}
+
+// sendsVia is sends for the webhook named hook.
+func (f *filter) sendsVia(t testing.TB, hook string, k kind, obj runtime.Object) bool {
+	t.Helper()
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +100,11 @@ func (f *filter) sends(t testing.TB, k kind, obj runtime.Object) bool {
 	attr := admission.NewAttributesRecord(uo, nil, k.gvk, uo.GetNamespace(), uo.GetName(), k.gvr, "", admission.Create,
 		&metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "someone"})
 	va := &admission.VersionedAttributes{Attributes: attr, VersionedKind: k.gvk, VersionedObject: admission.NewLazyObject(uo)}
-	r := f.matchers[f.hookFor(t, k.gvr)].Match(context.Background(), va, nil, nil)
+	m, ok := f.matchers[hook]
+	if !ok {
+		t.Fatalf("no webhook %s", hook)
+	}
+	r := m.Match(context.Background(), va, nil, nil)
 	if r.Error != nil {
 		t.Fatalf("%s: matchConditions failed on %s: %v", k.gvk.Kind, short(fmt.Sprint(u)), r.Error)
 	}

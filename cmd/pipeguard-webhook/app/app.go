@@ -87,6 +87,10 @@ type Options struct {
 	// decision cache keeps; 0 means DefaultDecisionCacheBytes. The cache
 	// is off only when DecisionCacheSize is 0.
 	DecisionCacheBytes int64
+	// WebhookConfigName is the ValidatingWebhookConfiguration whose
+	// HostProcess entry the leader keeps in step with the policies in
+	// force (controller.HostProcessRouting); empty leaves it alone.
+	WebhookConfigName string
 	// AuditInterval is how often the leader audits existing objects
 	// against the policies in force; controller.DefaultAuditInterval when
 	// zero.
@@ -216,13 +220,26 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := mgr.Add(auditor); err != nil {
 		return nil, fmt.Errorf("adding the audit: %w", err)
 	}
+	onLoad := auditor.Trigger
+	if opts.WebhookConfigName != "" {
+		// Uncached: the webhook may read one configuration, not watch them all.
+		direct, err := client.New(opts.Config, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, fmt.Errorf("the HostProcess routing's client: %w", err)
+		}
+		routing := controller.NewHostProcessRouting(direct, engine, opts.WebhookConfigName)
+		if err := mgr.Add(routing); err != nil {
+			return nil, fmt.Errorf("adding the HostProcess routing: %w", err)
+		}
+		onLoad = func() { auditor.Trigger(); routing.Trigger() }
+	}
 	a.controller = controller.New(controller.Options{
 		Client:   mgr.GetClient(),
 		Engine:   engine,
 		Recorder: controller.NewEventWriter(mgr.GetClient(), "pipeguard-webhook", controllerMetrics, opts.Logger.WithName("events")),
 		Elected:  elected,
 		Metrics:  controllerMetrics,
-		OnLoad:   auditor.Trigger,
+		OnLoad:   onLoad,
 	})
 	if err := a.controller.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the policy controller: %w", err)

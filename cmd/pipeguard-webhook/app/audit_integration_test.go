@@ -133,9 +133,7 @@ func storagePolicy(action v1alpha1.EnforcementAction) *v1alpha1.PipeAccessPolicy
 // each trigger a pass (the interval is far too long to explain them).
 func TestAuditFindsWhatRuns(t *testing.T) {
 	c, reg := startAudited(t, time.Hour, func(c client.Client) {
-		privileged := true
-		priv := pipePod("privileged", "team-a")
-		priv.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+		priv := hostProcessPipePod("hostprocess", "team-a")
 		mustCreate(t, c,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
 			storagePolicy(v1alpha1.Deny),
@@ -149,7 +147,7 @@ func TestAuditFindsWhatRuns(t *testing.T) {
 	st := auditStatus(t, c, "csi", "start", func(s v1alpha1.PipeAccessPolicyStatus) bool {
 		return s.TotalViolations != nil && *s.TotalViolations == 2
 	})
-	want := `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed`
+	want := `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed`
 	got := []string{}
 	for _, v := range st.Violations {
 		got = append(got, v.Kind+" "+v.Namespace+"/"+v.Name+" "+v.Container+" "+v.Pipe+" "+v.Action)

@@ -60,19 +60,19 @@ func TestViolationEventOfManyMounts(t *testing.T) {
 			samplepods.ManyPipeMounts("one", "team-a", 1),
 		)
 	})
-	const why = `, but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`
+	const why = `, but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`
 
 	many := eventNote(t, c, "team-a", "many", controller.ReasonAuditViolation)
-	want := `Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(11) + why +
-		`; … and 139 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`
+	want := `Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(12) + why +
+		`; … and 138 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`
 	if many != want {
 		t.Errorf("the Event of the pod with 150 mounts says\n%s\nwant\n%s", many, want)
 	}
 	if len(many) > limits.EventNote {
 		t.Errorf("a note of %d bytes; the API server takes %d", len(many), limits.EventNote)
 	}
-	if !strings.HasSuffix(many, "; … and 139 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)") {
-		t.Errorf("the note does not end with the count of the 139 violations it leaves out: %q", many)
+	if !strings.HasSuffix(many, "; … and 138 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)") {
+		t.Errorf("the note does not end with the count of the 138 violations it leaves out: %q", many)
 	}
 
 	one := eventNote(t, c, "team-a", "one", controller.ReasonAuditViolation)

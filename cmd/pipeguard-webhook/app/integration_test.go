@@ -83,6 +83,13 @@ func scheme(t *testing.T) *runtime.Scheme {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
+	return startClusterWith(t, nil)
+}
+
+// startClusterWith is startCluster with the app's options changed by
+// mutate first.
+func startClusterWith(t *testing.T, mutate func(*app.Options)) *cluster {
+	t.Helper()
 	s := scheme(t)
 	ctrllog.SetLogger(testr.New(t))
 	env := testenv.Start(t, testenv.Options{
@@ -93,11 +100,15 @@ func startCluster(t *testing.T) *cluster {
 	ws := env.WebhookServer()
 	ctx, cancel := context.WithCancel(context.Background())
 	registry := prometheus.NewRegistry()
-	a, err := app.New(ctx, app.Options{
+	opts := app.Options{
 		Config: env.Config, Logger: testr.New(t),
 		WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir,
 		MetricsAddr: "0", ProbeAddr: "0", Registry: registry,
-	})
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	a, err := app.New(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -198,6 +209,16 @@ func pipePod(name, ns string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: pipeSpec()}
 }
 
+// hostProcessPipePod is pipePod as a HostProcess pod, which the allowance
+// of every shipped policy lets mount the pipe.
+func hostProcessPipePod(name, ns string) *corev1.Pod {
+	yes := true
+	p := pipePod(name, ns)
+	p.Spec.HostNetwork = true
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: &yes}}
+	return p
+}
+
 func TestWebhookOnControlPlane(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
@@ -206,7 +227,7 @@ func TestWebhookOnControlPlane(t *testing.T) {
 
 	t.Run("pod in an unlabelled namespace is rejected with the actionable message", func(t *testing.T) {
 		err := c.client.Create(ctx, pipePod("driver", "team-a"))
-		denied(t, err, `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as privileged or HostProcess`)
+		denied(t, err, `[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`)
 	})
 
 	t.Run("the same pod in an allowed namespace is created", func(t *testing.T) {
@@ -241,9 +262,10 @@ func TestWebhookOnControlPlane(t *testing.T) {
 	})
 
 	t.Run("ephemeral container mounting the pipe is rejected", func(t *testing.T) {
-		yes := true
+		// The pod has the pipe volume but no container mounts it, so it is
+		// admitted; the ephemeral container then mounts it.
 		p := pipePod("debug-me", "team-a")
-		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
+		p.Spec.Containers[0].VolumeMounts = nil
 		c.mustCreate(t, p)
 		cs := kubernetes.NewForConfigOrDie(c.env.Config)
 		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{
@@ -284,7 +306,7 @@ func TestWebhookOnControlPlane(t *testing.T) {
 		}
 		// docker allows team-a, but only for its own pipe.
 		denied(t, c.client.Create(ctx, pipePod("bare", "team-a"), client.DryRunAll),
-			`[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true`)
+			`[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true`)
 		dockerPod := pipePod("docker", "team-a")
 		dockerPod.Spec.Volumes[0].HostPath.Path = `\\.\pipe\docker_engine`
 		if err := c.client.Create(ctx, dockerPod, client.DryRunAll); err != nil {

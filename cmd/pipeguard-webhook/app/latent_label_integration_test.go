@@ -62,7 +62,7 @@ func latentLabelGrant(t *testing.T, c *cluster) {
 	stillDenied := func(t *testing.T) {
 		t.Helper()
 		denied(t, c.client.Create(ctx, pipePod("latent", "team-a"), client.DryRunAll),
-			`container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed`)
+			`container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed`)
 	}
 	notInForce := func(t *testing.T, name, key string) {
 		t.Helper()

@@ -336,7 +336,7 @@ func namespaceAllowanceGuard(t *testing.T, c *cluster) {
 
 	t.Run("after all that, a pipe pod in team-a is still denied", func(t *testing.T) {
 		denied(t, c.client.Create(ctx, pipePod("after", "team-a"), client.DryRunAll),
-			`[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed`)
+			`[protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed`)
 	})
 }
 

@@ -292,9 +292,7 @@ func touch(c client.Client, ns string) error {
 func TestPolicyReports(t *testing.T) {
 	var badA, badB, pv client.Object
 	e := startReports(t, time.Hour, true, func(c client.Client) {
-		privileged := true
-		priv := pipePod("privileged", "team-a")
-		priv.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+		priv := hostProcessPipePod("hostprocess", "team-a")
 		plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "team-b"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 		badA, badB, pv = pipePod("bad", "team-a"), pipePod("worker", "team-b"), pipePV("pipe-pv", diskPipe)
@@ -308,7 +306,7 @@ func TestPolicyReports(t *testing.T) {
 	c := e.c
 	ctx := context.Background()
 	notAllowed := func(ns string) string {
-		return `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "` + ns + `" is not allowed`
+		return `container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "` + ns + `" is not allowed`
 	}
 	const pvMsg = `PersistentVolume "pipe-pv" points at \\.\pipe\csi-proxy-disk-v1 (hostPath); a PersistentVolume cannot carry an allowance`
 
@@ -692,7 +690,7 @@ func TestAuditEvents(t *testing.T) {
 		t.Fatalf("no event on the violating pod: %v", err)
 	}
 	ev := got[0]
-	wantNote := `Pod bad: admission would reject this object: [protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not privileged or HostProcess and namespace "team-a" is not allowed`
+	wantNote := `Pod bad: admission would reject this object: [protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed`
 	if ev.Type != corev1.EventTypeWarning || ev.Reason != controller.ReasonAuditViolation || ev.Action != "Audit" || !strings.HasPrefix(ev.Note, wantNote) ||
 		ev.Regarding.Kind != "Pod" || ev.Regarding.Name != "bad" || ev.Regarding.Namespace != "team-a" {
 		t.Errorf("event type %q reason %q action %q regarding %+v\nnote %q\nwant Warning PipeAccessViolation Audit on Pod team-a/bad, note starting %q",

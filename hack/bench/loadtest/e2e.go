@@ -51,8 +51,7 @@ var e2eDenials = map[string]string{
 const vapRule = `(has(namespaceObject.metadata.labels) && '` + policy.AllowLabel + `' in namespaceObject.metadata.labels && namespaceObject.metadata.labels['` + policy.AllowLabel + `'] == 'true') ||
 !has(object.spec.volumes) || !object.spec.volumes.exists(v, has(v.hostPath) && v.hostPath.path.lowerAscii().startsWith('\\\\.\\pipe\\csi-proxy') &&
   object.spec.containers.exists(c, has(c.volumeMounts) && c.volumeMounts.exists(m, m.name == v.name) &&
-    !(has(c.securityContext) && ((has(c.securityContext.privileged) && c.securityContext.privileged) ||
-      (has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.hostProcess) && c.securityContext.windowsOptions.hostProcess)))))`
+    !(has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.hostProcess) && c.securityContext.windowsOptions.hostProcess)))`
 
 // e2eMain runs the e2e subcommand (endToEnd).
 func e2eMain(args []string, stdout, stderr io.Writer) int {
@@ -308,7 +307,7 @@ func installVAP(ctx context.Context, c crclient.Client) error {
 				{RuleWithOperations: podCreation},
 			}},
 			Validations: []admissionregistrationv1.Validation{{Expression: vapRule, Reason: ptr.To(metav1.StatusReasonForbidden),
-				Message: "a container mounts a csi-proxy pipe but is not privileged or HostProcess and its namespace is not allowed"}},
+				Message: "a container mounts a csi-proxy pipe but is not HostProcess and its namespace is not allowed"}},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{

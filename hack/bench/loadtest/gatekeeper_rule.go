@@ -22,7 +22,7 @@ const (
 // gatekeeperRego is pipeguard's built-in default rule in Gatekeeper's rego:
 // a container (init and ephemeral containers included) may mount a hostPath
 // volume whose path names a CSI Proxy pipe (\\.\pipe\csi-proxy*) only when
-// it is privileged or HostProcess (its own setting, else the pod's), or
+// it is HostProcess (its own setting, else the pod's), or
 // when its namespace has the label pipeguard.io/allow-csi-proxy=true. It
 // reads the pod spec of Pods, of workloads' pod templates and of CronJobs'
 // job templates, and the namespace's labels from input.review.namespaceObject,
@@ -40,9 +40,8 @@ violation[{"msg": msg}] {
 	v := object.get(spec, "volumes", [])[_]
 	v.name == m.name
 	pipe_path(v.hostPath.path)
-	not privileged(c)
 	not host_process(spec, c)
-	msg := sprintf("container %v mounts the CSI Proxy pipe %v (volume %v) but is neither privileged nor HostProcess, and namespace %v lacks the label ` + policy.AllowLabel + `=true", [c.name, v.hostPath.path, v.name, input.review.namespace])
+	msg := sprintf("container %v mounts the CSI Proxy pipe %v (volume %v) but is not HostProcess, and namespace %v lacks the label ` + policy.AllowLabel + `=true", [c.name, v.hostPath.path, v.name, input.review.namespace])
 }
 
 container_fields := ["containers", "initContainers", "ephemeralContainers"]
@@ -69,10 +68,6 @@ pod_spec = s {
 
 pipe_path(p) {
 	startswith(lower(replace(p, "/", "\\")), "\\\\.\\pipe\\csi-proxy")
-}
-
-privileged(c) {
-	c.securityContext.privileged == true
 }
 
 host_process(_, c) {

@@ -73,7 +73,7 @@ func TestGatekeeperRegoDecidesTheMix(t *testing.T) {
 }
 
 // The rule reads what pipeguard reads beyond the mix: init and ephemeral
-// containers, the pod's HostProcess setting, privileged containers, other
+// containers, the pod's HostProcess setting, privileged containers (no allowance), other
 // spellings of the pipe path, workloads and CronJobs.
 func TestGatekeeperRegoCases(t *testing.T) {
 	const csi, mounted = `\\\\.\\pipe\\csi-proxy-disk-v1`, `{"name":"c","volumeMounts":[{"name":"p","mountPath":"C:\\p"}]`
@@ -87,7 +87,7 @@ func TestGatekeeperRegoCases(t *testing.T) {
 		{"forward slashes", "Pod", `//./PIPE/CSI-Proxy-smb-v1`, `"containers":[` + mounted + `}]`, "", true},
 		{"other pipe", "Pod", `\\\\.\\pipe\\docker_engine`, `"containers":[` + mounted + `}]`, "", false},
 		{"not mounted", "Pod", csi, `"containers":[{"name":"c"}]`, "", false},
-		{"privileged", "Pod", csi, `"containers":[` + mounted + `,"securityContext":{"privileged":true}}]`, "", false},
+		{"privileged, which Windows ignores", "Pod", csi, `"containers":[` + mounted + `,"securityContext":{"privileged":true}}]`, "", true},
 		{"pod HostProcess", "Pod", csi, `"containers":[` + mounted + `}],"securityContext":{"windowsOptions":{"hostProcess":true}}`, "", false},
 		{"labelled namespace", "Pod", csi, `"containers":[` + mounted + `}]`, "true", false},
 		{"label not true", "Pod", csi, `"containers":[` + mounted + `}]`, "yes", true},
