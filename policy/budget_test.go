@@ -162,10 +162,20 @@ func TestAdminRuleBuiltinErrorFailsClosed(t *testing.T) {
 	}
 }
 
+// A negative timeout is refused, naming the option as the engine's caller
+// names it.
 func TestAdminRuleTimeoutOption(t *testing.T) {
-	_, err := policy.NewEngine(context.Background(), policy.Options{AdminRuleTimeout: -time.Second})
-	want := "policy options: Options.AdminRuleTimeout is -1s; want 0 for the default (1s) or a positive duration"
-	if err == nil || err.Error() != want {
-		t.Fatalf("NewEngine with a negative timeout: %v; want %q", err, want)
+	for namer, want := range map[string]string{
+		"":      "policy options: Options.AdminRuleTimeout is -1s; want 0 for the default (1s) or a positive duration",
+		"flags": "policy options: --admin-rule-timeout is -1s; want 0 for the default (1s) or a positive duration",
+	} {
+		opts := policy.Options{AdminRuleTimeout: -time.Second}
+		if namer != "" {
+			opts.Namer = flagNames
+		}
+		_, err := policy.NewEngine(context.Background(), opts)
+		if err == nil || err.Error() != want {
+			t.Errorf("NewEngine with a negative timeout (namer %q): %v; want %q", namer, err, want)
+		}
 	}
 }

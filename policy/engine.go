@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -91,7 +92,7 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 		opts.DecisionCacheBytes = DefaultDecisionCacheBytes
 	}
 	if opts.AdminRuleTimeout < 0 {
-		return nil, option.Errorf("policy options: %s is %s; want 0 for the default (%s) or a positive duration", adminRuleTimeoutOption, opts.AdminRuleTimeout, DefaultAdminRuleTimeout)
+		return nil, errors.New(option.Sprintf("policy options: %s is %s; want 0 for the default (%s) or a positive duration", adminRuleTimeoutOption, opts.AdminRuleTimeout, DefaultAdminRuleTimeout).Render(opts.Namer))
 	}
 	if opts.AdminRuleTimeout == 0 {
 		opts.AdminRuleTimeout = DefaultAdminRuleTimeout

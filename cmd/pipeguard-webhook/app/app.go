@@ -87,6 +87,10 @@ type Options struct {
 	// decision cache keeps; 0 means DefaultDecisionCacheBytes. The cache
 	// is off only when DecisionCacheSize is 0.
 	DecisionCacheBytes int64
+	// AdminRuleTimeout bounds the time the admin-written rules of one
+	// evaluation may take together; policy.DefaultAdminRuleTimeout when
+	// zero.
+	AdminRuleTimeout time.Duration
 	// AuditInterval is how often the leader audits existing objects
 	// against the policies in force; controller.DefaultAuditInterval when
 	// zero.
@@ -178,6 +182,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		MaxConcurrent:      opts.MaxConcurrentEvaluations,
 		DecisionCacheSize:  opts.DecisionCacheSize,
 		DecisionCacheBytes: opts.DecisionCacheBytes,
+		AdminRuleTimeout:   opts.AdminRuleTimeout, Namer: flagName,
 	})
 	if err != nil {
 		return nil, err
