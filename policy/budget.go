@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -29,17 +30,25 @@ const OptionAdminRuleTimeout = "policy.admin-rule-timeout"
 
 var adminRuleTimeoutOption = option.Name{Key: OptionAdminRuleTimeout, Field: "Options.AdminRuleTimeout"}
 
+// ErrHeapBound is why admin rules that ran long were stopped when the
+// heap neared the process's memory limit.
+var ErrHeapBound = errors.New("the heap neared the memory limit while admin rules ran")
+
 // AdminRuleError is the failure of one policy's admin-written rules on one
 // input: they ran out of time (Timeout is set, Err is
-// context.DeadlineExceeded), or OPA stopped them with an error, such as a
-// builtin's under strict builtin errors. No decision was made: callers
+// context.DeadlineExceeded), they ran long while the heap neared the
+// memory limit (Heap is set, Err is ErrHeapBound), or OPA stopped them
+// with an error, such as a builtin's under strict builtin errors. No decision was made: callers
 // must not treat it as an allow.
 type AdminRuleError struct {
 	// Policy names the PipeAccessPolicy whose spec.rego failed.
 	Policy string
 	// Timeout is the budget the rules exceeded; zero for other errors.
 	Timeout time.Duration
-	Err     error
+	// Heap is the size the heap had reached when the rules, running long,
+	// were stopped because it neared MemoryLimit; Err is ErrHeapBound.
+	Heap, MemoryLimit int64
+	Err               error
 	// namer names the options the message names, as the engine's
 	// command does.
 	namer option.Namer
@@ -49,6 +58,10 @@ func (e *AdminRuleError) text() option.Text {
 	if e.Timeout > 0 {
 		return option.Sprintf("the admin rules (spec.rego) of PipeAccessPolicy %q took longer than %s (%s) and were stopped; make them faster, or raise %s",
 			e.Policy, adminRuleTimeoutOption, e.Timeout, adminRuleTimeoutOption)
+	}
+	if e.Heap > 0 {
+		return option.Sprintf("the admin rules (spec.rego) of PipeAccessPolicy %q were stopped: while they ran, pipeguard-webhook's heap reached %d MiB, over three quarters of its memory limit (%d MiB); make them build smaller values, such as iterating with \"some x in\" rather than building arrays",
+			e.Policy, e.Heap>>20, e.MemoryLimit>>20)
 	}
 	return option.Sprintf("the admin rules (spec.rego) of PipeAccessPolicy %q failed: %v; fix the rule the error points at", e.Policy, e.Err)
 }
@@ -206,18 +219,29 @@ func (e *Engine) evaluatePolicy(ctx context.Context, gen *Generation, q *policyR
 		rs, err := q.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalMetrics(noMetrics), asTerm, rego.EvalExternalCancel(cancel))
 		done <- evalResult{rs, err}
 	}()
-	timer := time.NewTimer(time.Until(deadline))
+	timer := time.NewTimer(e.heap.wake(deadline))
 	defer timer.Stop()
 	var r evalResult
-	select {
-	case r = <-done:
-	case <-timer.C:
-		cancel.Cancel()
-		e.timeouts.record(q.policy, q.generation, time.Now())
-		return nil, &AdminRuleError{Policy: q.policy, Timeout: e.adminTimeout, Err: context.DeadlineExceeded, namer: e.namer}
-	case <-ctx.Done():
-		cancel.Cancel()
-		return nil, fmt.Errorf("evaluating the admin rules of PipeAccessPolicy %q: %w", q.policy, ctx.Err())
+wait:
+	for {
+		select {
+		case r = <-done:
+			break wait
+		case <-timer.C:
+			if !time.Now().Before(deadline) {
+				cancel.Cancel()
+				e.timeouts.record(q.policy, q.generation, time.Now())
+				return nil, &AdminRuleError{Policy: q.policy, Timeout: e.adminTimeout, Err: context.DeadlineExceeded, namer: e.namer}
+			}
+			if heap, over := e.heap.exceeded(); over {
+				cancel.Cancel()
+				return nil, &AdminRuleError{Policy: q.policy, Heap: heap, MemoryLimit: e.heap.limit, Err: ErrHeapBound, namer: e.namer}
+			}
+			timer.Reset(e.heap.wake(deadline))
+		case <-ctx.Done():
+			cancel.Cancel()
+			return nil, fmt.Errorf("evaluating the admin rules of PipeAccessPolicy %q: %w", q.policy, ctx.Err())
+		}
 	}
 	if r.err != nil {
 		return nil, &AdminRuleError{Policy: q.policy, Err: r.err, namer: e.namer}

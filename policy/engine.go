@@ -61,6 +61,12 @@ type Options struct {
 	// policy whose rules were running, and AdminRuleTimeouts counts it.
 	// Zero means DefaultAdminRuleTimeout; less is an error.
 	AdminRuleTimeout time.Duration
+	// MemoryLimit is the process's memory limit: admin rules that run long
+	// (over 10 ms) while the heap holds more than three quarters of it are
+	// stopped, the evaluation failing with an *AdminRuleError. Zero means
+	// the Go runtime's limit (GOMEMLIMIT), when one is set; negative turns
+	// the guard off.
+	MemoryLimit int64
 	// Namer names the options that the engine's messages name (see
 	// package option), as the command that sets them does; nil keeps
 	// their Go names (Options.AdminRuleTimeout).
@@ -78,6 +84,7 @@ type Engine struct {
 	adminTimeout time.Duration
 	namer        option.Namer
 	timeouts     *timeouts
+	heap         heapGuard
 }
 
 // NewEngine returns an engine with the default policy in force.
@@ -98,7 +105,7 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 		opts.AdminRuleTimeout = DefaultAdminRuleTimeout
 	}
 	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent), cacheSize: max(opts.DecisionCacheSize, 0), cacheBytes: opts.DecisionCacheBytes,
-		adminTimeout: opts.AdminRuleTimeout, namer: opts.Namer, timeouts: newTimeouts()}
+		adminTimeout: opts.AdminRuleTimeout, namer: opts.Namer, timeouts: newTimeouts(), heap: newHeapGuard(opts.MemoryLimit)}
 	if _, err := e.Load(ctx, nil); err != nil {
 		return nil, fmt.Errorf("internal error: the default policy does not compile: %w", err)
 	}
