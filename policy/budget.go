@@ -209,8 +209,8 @@ func (e *Engine) evaluateAdmin(ctx context.Context, gen *Generation, in *Input, 
 // the review must be answered before that, while the slot keeps the work
 // that outlives its reviews within MaxConcurrent.
 func (e *Engine) evaluatePolicy(ctx context.Context, gen *Generation, q *policyRules, input ast.Value, deadline time.Time) ([]Violation, error) {
-	if err := e.acquire(ctx); err != nil {
-		return nil, err
+	if err := e.acquireBy(ctx, deadline); err != nil {
+		return nil, fmt.Errorf("before evaluating the admin rules of PipeAccessPolicy %q: %w", q.policy, err)
 	}
 	cancel := topdown.NewCancel()
 	done := make(chan evalResult, 1)
@@ -251,4 +251,18 @@ wait:
 		return nil, fmt.Errorf("internal error: PipeAccessPolicy %q: %w", q.policy, err)
 	}
 	return vs, nil
+}
+
+// acquireBy waits for an evaluation slot until deadline at the latest:
+// waiting for a slot, which stopped rules may hold for a while, is not
+// the rules' time, so it must not end as their timeout.
+func (e *Engine) acquireBy(ctx context.Context, deadline time.Time) error {
+	select {
+	case e.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return e.acquire(ctx)
 }
