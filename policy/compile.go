@@ -234,8 +234,9 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 			return nil, err
 		}
 		// Compiling every admin module together finds the conflicts
-		// between policies that each compiles alone; each policy's
-		// violations are then queried on that compiler alone.
+		// between policies that each compile alone; each policy's
+		// violations are then a query of their own on that compiler, so
+		// that each can have its deadline and be named when it fails.
 		var compiler *ast.Compiler
 		if _, err := prepare(ctx, adminQuery, append(adminModules, glue), rego.CompilerHook(func(c *ast.Compiler) { compiler = c })); err != nil {
 			return nil, &CompileError{Policies: []*PolicyError{{Policy: strings.Join(gen.Policies, ","), Err: err}}}

@@ -30,7 +30,9 @@ var adminPackageRoot = ast.MustParseRef("data.pipeguard.admission")
 const decisionQuery = "violation := data.pipeguard.admission.violation"
 
 // adminQuery reads the violations of admin-written modules alone, each
-// with its policy's name and enforcement action.
+// with its policy's name and enforcement action. Compile prepares it to
+// compile every admin module together; evaluation asks each policy's
+// violations in a query of their own (policyQueries).
 const adminQuery = "admin := data.pipeguard.admission.admin_violation"
 
 // glueFile is the name of the generated module that gathers admin
