@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -28,8 +29,12 @@ type AuditReport struct {
 	Generation int64
 	// Objects is how many objects were evaluated.
 	Objects int
-	// Results holds every object with at least one violation, sorted as
-	// the table of package kinds, then namespace and name.
+	// Errors is how many of them could not be evaluated; each is among
+	// Results with the verdict policy.Error.
+	Errors int
+	// Results holds every object with at least one violation or whose
+	// evaluation failed, sorted as the table of package kinds, then
+	// namespace and name.
 	Results []AuditResult
 	// ByPolicy holds each policy's violations, the built-in default's
 	// under policy.DefaultPolicyName, in the order of Results.
@@ -55,7 +60,9 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 		now = time.Now
 	}
 	start := now()
-	rep := &AuditReport{Time: start, Generation: engine.Current().Number, ByPolicy: map[string][]v1alpha1.AuditViolation{}}
+	gen := engine.Current()
+	policies := gen.Policies
+	rep := &AuditReport{Time: start, Generation: gen.Number, ByPolicy: map[string][]v1alpha1.AuditViolation{}}
 	e := inventory.NewEvaluator(engine, namespaces)
 	for _, k := range kinds.All() {
 		list := k.NewList()
@@ -76,7 +83,14 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 			rep.Objects++
 			r, err := e.EvaluateObject(ctx, o)
 			if err != nil {
-				return nil, err
+				// One object that cannot be evaluated must not hide the
+				// others' results: it is reported as an error, unless the
+				// pass itself is being stopped.
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				r = failed(k, o, err, policies)
+				rep.Errors++
 			}
 			if r.Verdict == policy.Allow {
 				continue
@@ -99,6 +113,32 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 	}
 	rep.Duration = now().Sub(start)
 	return rep, nil
+}
+
+// RuleEvaluationError is the rule of the result the audit reports for an
+// object it could not evaluate.
+const RuleEvaluationError = "evaluation-error"
+
+// failed is the result of an object whose evaluation failed with err: the
+// verdict policy.Error, which admission would reject, with one entry
+// naming the policy whose admin rules failed, or, for any other failure,
+// every policy in force, since none of them could decide.
+func failed(k kinds.Kind, o client.Object, err error, policies []string) inventory.Result {
+	r := inventory.Result{APIVersion: k.GVK.GroupVersion().String(), Kind: k.GVK.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), Verdict: policy.Error}
+	cause := err.Error()
+	var are *policy.AdminRuleError
+	if errors.As(err, &are) {
+		cause, policies = are.Error(), []string{are.Policy}
+	}
+	what := r.Kind + " " + r.Name
+	if r.Namespace != "" {
+		what = r.Kind + " " + r.Namespace + "/" + r.Name
+	}
+	r.Errors = []policy.Violation{{
+		Rule: RuleEvaluationError, Action: policy.Error, Policies: policies,
+		Message: fmt.Sprintf("%s could not be evaluated: %s", what, cause),
+	}}
+	return r
 }
 
 // itemsOf returns the objects of a typed list.
@@ -131,7 +171,7 @@ func newAuditMetrics(reg prometheus.Registerer) (*AuditMetrics, error) {
 	m := &AuditMetrics{
 		violations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pipeguard_audit_violations",
-			Help: "Violations the latest background audit found in existing Pods, workloads and PersistentVolumes, by policy (pipeguard-default for the built-in default) and enforcement action.",
+			Help: "Violations the latest background audit found in existing Pods, workloads and PersistentVolumes, by policy (pipeguard-default for the built-in default) and enforcement action; action error counts the objects whose evaluation failed (their policy's admin rules ran out of time or raised an error), which admission would reject.",
 		}, []string{"policy", "action"}),
 		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pipeguard_audit_last_run_timestamp_seconds",
@@ -157,7 +197,7 @@ func (m *AuditMetrics) observe(rep *AuditReport, policies []string) {
 	}
 	m.violations.Reset()
 	for _, p := range policies {
-		for _, a := range []string{string(v1alpha1.Deny), string(v1alpha1.Warn), string(v1alpha1.DryRun)} {
+		for _, a := range []string{string(v1alpha1.Deny), string(v1alpha1.Warn), string(v1alpha1.DryRun), string(policy.Error)} {
 			m.violations.WithLabelValues(p, a).Set(0)
 		}
 	}

@@ -192,7 +192,12 @@ func (a *Auditor) RunOnce(ctx context.Context, src client.Reader) error {
 		}
 	}
 	a.recordEvents(rep)
-	log.Info("audit pass", "generation", rep.Generation, "objects", rep.Objects, "violating", len(rep.Results), "duration", rep.Duration.String())
+	for _, r := range rep.Results {
+		for _, v := range r.Errors {
+			log.Info("audit: cannot evaluate an object; it is reported as error", "kind", r.Kind, "namespace", r.Namespace, "name", r.Name, "policies", v.Policies, "error", v.Message)
+		}
+	}
+	log.Info("audit pass", "generation", rep.Generation, "objects", rep.Objects, "violating", len(rep.Results)-rep.Errors, "errors", rep.Errors, "duration", rep.Duration.String())
 	return nil
 }
 
@@ -277,11 +282,12 @@ func violationNote(r AuditResult) string {
 		})
 }
 
-// actionOrder puts what admission would deny first.
-var actionOrder = map[policy.Verdict]int{policy.Deny: 0, policy.Warn: 1, policy.DryRun: 2}
+// actionOrder puts what admission would reject first: evaluation errors,
+// then denials.
+var actionOrder = map[policy.Verdict]int{policy.Error: 0, policy.Deny: 1, policy.Warn: 2, policy.DryRun: 3}
 
 // verdictVerbs say, in an Event, what admission would do with an object.
-var verdictVerbs = map[policy.Verdict]string{policy.Deny: "reject", policy.Warn: "warn about", policy.DryRun: "record (dryrun)"}
+var verdictVerbs = map[policy.Verdict]string{policy.Error: "reject", policy.Deny: "reject", policy.Warn: "warn about", policy.DryRun: "record (dryrun)"}
 
 func plural(n int, one, many string) string {
 	if n == 1 {

@@ -24,6 +24,7 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -82,12 +83,16 @@ type Controller struct {
 
 	mu       sync.Mutex
 	lastGood map[string]v1alpha1.PipeAccessPolicy // by policy name
-	loaded   atomic.Bool
-	resync   chan event.GenericEvent
+	// last is what the latest reconcile decided, for rewriting status
+	// between reconciles (timeouts.go).
+	last   *reconciled
+	loaded atomic.Bool
+	resync chan event.GenericEvent
 }
 
 // New returns a Controller.
 func New(opts Options) *Controller {
+	opts.Metrics.countTimeouts(opts.Engine)
 	return &Controller{opts: opts, lastGood: map[string]v1alpha1.PipeAccessPolicy{}, resync: make(chan event.GenericEvent, 1)}
 }
 
@@ -117,6 +122,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			}
 		}()
 	}
+	if err := c.setupTimeouts(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pipeaccesspolicy").
 		For(&v1alpha1.PipeAccessPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -125,6 +133,13 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		// tests start one per control plane); names stay unique per manager.
 		WithOptions(crcontroller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}).
 		Complete(c)
+}
+
+// setupTimeouts adds the runnable that reports admin rules that ran out of
+// time in the status of their policies; as a runnable that needs leader
+// election, it runs on the leader only.
+func (c *Controller) setupTimeouts(mgr ctrl.Manager) error {
+	return mgr.Add(manager.RunnableFunc(c.reportTimeouts))
 }
 
 // outcome is what happened to one policy in a reconcile.
@@ -186,7 +201,8 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 				outcomes[p.Name] = &outcome{err: err, reason: ReasonConflict, fallback: ptrIf(ok, good)}
 			}
 		}
-		c.writeStatus(ctx, list.Items, outcomes, c.opts.Engine.Current())
+		c.last = newReconciled(list.Items, outcomes, c.opts.Engine.Current())
+		c.writeStatus(ctx, list.Items, outcomes, c.last.gen)
 		return reconcile.Result{}, nil
 	}
 
@@ -207,6 +223,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	c.opts.Metrics.loaded(gen, failed)
 	log.Info("policy generation in force", "generation", gen.Number, "policies", gen.Policies, "invalid", failed,
 		"builtinDefault", gen.Default.InForce, "protection", gen.Default.String())
+	c.last = newReconciled(list.Items, outcomes, gen)
 	c.writeStatus(ctx, list.Items, outcomes, gen)
 	if c.opts.OnLoad != nil {
 		c.opts.OnLoad()

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,6 +20,7 @@ type Metrics struct {
 	builtin         prometheus.Gauge
 	builtinPipes    prometheus.Gauge
 	eventFailures   *prometheus.CounterVec
+	adminTimeouts   *adminRuleTimeouts
 	audit           *AuditMetrics
 }
 
@@ -53,8 +55,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pipeguard_event_failures_total",
 			Help: "Events pipeguard could not record, because the API server refused them or could not be reached, by the Event's reason (PipeAccessViolation, Invalid).",
 		}, []string{"reason"}),
+		adminTimeouts: &adminRuleTimeouts{desc: prometheus.NewDesc("pipeguard_admin_rule_timeouts_total",
+			"Evaluations, in admission reviews and in the background audit, in which a policy's admin rules (spec.rego) took longer than the admin rule timeout and were stopped, failing closed, by policy; each replica counts its own.",
+			[]string{"policy"}, nil)},
 	}
-	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes, m.eventFailures, version.Collector()} {
+	for _, c := range []prometheus.Collector{m.generation, m.policies, m.invalid, m.compileFailures, m.builtin, m.builtinPipes, m.eventFailures, m.adminTimeouts, version.Collector()} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -103,4 +108,32 @@ func (m *Metrics) eventFailed(reason string) {
 		return
 	}
 	m.eventFailures.WithLabelValues(reason).Inc()
+}
+
+// adminRuleTimeouts is pipeguard_admin_rule_timeouts_total, read from the
+// engine's counts when scraped: the engine counts every timeout, on every
+// replica, whoever leads.
+type adminRuleTimeouts struct {
+	desc   *prometheus.Desc
+	engine atomic.Pointer[policy.Engine]
+}
+
+func (a *adminRuleTimeouts) Describe(ch chan<- *prometheus.Desc) { ch <- a.desc }
+
+func (a *adminRuleTimeouts) Collect(ch chan<- prometheus.Metric) {
+	e := a.engine.Load()
+	if e == nil {
+		return
+	}
+	for _, t := range e.AdminRuleTimeouts() {
+		ch <- prometheus.MustNewConstMetric(a.desc, prometheus.CounterValue, float64(t.Total), t.Policy)
+	}
+}
+
+// countTimeouts has the metrics report engine's admin rule timeouts.
+func (m *Metrics) countTimeouts(engine *policy.Engine) {
+	if m == nil || engine == nil {
+		return
+	}
+	m.adminTimeouts.engine.Store(engine)
 }

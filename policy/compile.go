@@ -9,6 +9,7 @@ import (
 
 	"github.com/gobwas/glob"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -45,6 +46,7 @@ func (e *CompileError) Error() string {
 // compiledPolicy is one policy's settings, ready for per-request facts.
 type compiledPolicy struct {
 	facts      PolicyFacts
+	generation int64           // the policy's metadata.generation
 	globs      []*glob.Pattern // facts.Pipes, compiled
 	namespaces map[string]bool
 	selector   labels.Selector // nil: no selector
@@ -97,6 +99,7 @@ func compilePolicy(p *v1alpha1.PipeAccessPolicy) (*compiledPolicy, []*ast.Module
 		return nil, nil, errors.New("spec.pipes is empty; list at least one pipe name pattern, e.g. \"csi-proxy-*\"")
 	}
 	cp := &compiledPolicy{
+		generation: p.Generation,
 		facts: PolicyFacts{
 			Name:              p.Name,
 			EnforcementAction: string(spec.EnforcementAction),
@@ -180,6 +183,7 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 	gen := &Generation{Number: number}
 	var adminModules []*ast.Module
 	var packages []adminPackage
+	var owners []*compiledPolicy // the policies with admin modules, in order
 	owner := map[string]string{} // package path -> policy name
 	var failed []*PolicyError
 	for _, p := range sorted {
@@ -208,6 +212,9 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 		}
 		adminModules = append(adminModules, modules...)
 		packages = append(packages, own...)
+		if len(own) > 0 {
+			owners = append(owners, cp)
+		}
 		gen.policies = append(gen.policies, cp)
 		gen.Policies = append(gen.Policies, p.Name)
 	}
@@ -226,11 +233,17 @@ func Compile(ctx context.Context, policies []v1alpha1.PipeAccessPolicy, number i
 		if err != nil {
 			return nil, err
 		}
-		pq, err := prepare(ctx, adminQuery, append(adminModules, glue))
-		if err != nil {
+		// Compiling every admin module together finds the conflicts
+		// between policies that each compile alone; each policy's
+		// violations are then a query of their own on that compiler, so
+		// that each can have its deadline and be named when it fails.
+		var compiler *ast.Compiler
+		if _, err := prepare(ctx, adminQuery, append(adminModules, glue), rego.CompilerHook(func(c *ast.Compiler) { compiler = c })); err != nil {
 			return nil, &CompileError{Policies: []*PolicyError{{Policy: strings.Join(gen.Policies, ","), Err: err}}}
 		}
-		gen.admin = &pq
+		if gen.admin, err = policyQueries(ctx, compiler, owners, packages); err != nil {
+			return nil, err
+		}
 	}
 	gen.allowanceLabels = allowanceLabels(gen.policies)
 	gen.protection = newProtection(gen.policies)

@@ -75,6 +75,12 @@ const (
 	Warn Verdict = "warn"
 	// Deny rejects the object.
 	Deny Verdict = "deny"
+	// Error is the verdict on an object that could not be decided (its
+	// rules ran out of time or failed, AdminRuleError): admission rejects
+	// it, failing closed, with an internal error rather than a denial.
+	// Decision.Verdict never returns it; the background audit reports
+	// it for an object whose evaluation failed.
+	Error Verdict = "error"
 )
 
 // Verdict is what admission does on d: deny when anything is denied, else

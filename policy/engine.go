@@ -2,15 +2,18 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // Generation is one compiled, prepared set of policies. It is immutable.
@@ -26,9 +29,9 @@ type Generation struct {
 	policies []*compiledPolicy
 	// query evaluates the shipped rules alone.
 	query rego.PreparedEvalQuery
-	// admin evaluates the admin-written modules; nil when no policy brings
-	// its own rego.
-	admin           *rego.PreparedEvalQuery
+	// admin evaluates the admin-written modules, one query per policy
+	// that brings its own rego, in the order of Policies.
+	admin           []policyRules
 	allowanceLabels []string
 	// cache remembers the shipped rules' decisions; nil when off.
 	cache *decisionCache
@@ -52,6 +55,22 @@ type Options struct {
 	// decision bigger than half of it is not remembered. Zero means
 	// DefaultDecisionCacheBytes; less is an error.
 	DecisionCacheBytes int64
+	// AdminRuleTimeout bounds the time the admin-written rules of one
+	// evaluation may take together; when they take longer they are
+	// stopped, the evaluation fails with an *AdminRuleError naming the
+	// policy whose rules were running, and AdminRuleTimeouts counts it.
+	// Zero means DefaultAdminRuleTimeout; less is an error.
+	AdminRuleTimeout time.Duration
+	// MemoryLimit is the process's memory limit: admin rules that run long
+	// (over 10 ms) while the heap holds more than three quarters of it are
+	// stopped, the evaluation failing with an *AdminRuleError. Zero means
+	// the Go runtime's limit (GOMEMLIMIT), when one is set; negative turns
+	// the guard off.
+	MemoryLimit int64
+	// Namer names the options that the engine's messages name (see
+	// package option), as the command that sets them does; nil keeps
+	// their Go names (Options.AdminRuleTimeout).
+	Namer option.Namer
 }
 
 // Engine evaluates admission inputs against the generation in force.
@@ -61,6 +80,11 @@ type Engine struct {
 	slots      chan struct{}
 	cacheSize  int
 	cacheBytes int64
+
+	adminTimeout time.Duration
+	namer        option.Namer
+	timeouts     *timeouts
+	heap         heapGuard
 }
 
 // NewEngine returns an engine with the default policy in force.
@@ -74,7 +98,14 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.DecisionCacheBytes == 0 {
 		opts.DecisionCacheBytes = DefaultDecisionCacheBytes
 	}
-	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent), cacheSize: max(opts.DecisionCacheSize, 0), cacheBytes: opts.DecisionCacheBytes}
+	if opts.AdminRuleTimeout < 0 {
+		return nil, errors.New(option.Sprintf("policy options: %s is %s; want 0 for the default (%s) or a positive duration", adminRuleTimeoutOption, opts.AdminRuleTimeout, DefaultAdminRuleTimeout).Render(opts.Namer))
+	}
+	if opts.AdminRuleTimeout == 0 {
+		opts.AdminRuleTimeout = DefaultAdminRuleTimeout
+	}
+	e := &Engine{slots: make(chan struct{}, opts.MaxConcurrent), cacheSize: max(opts.DecisionCacheSize, 0), cacheBytes: opts.DecisionCacheBytes,
+		adminTimeout: opts.AdminRuleTimeout, namer: opts.Namer, timeouts: newTimeouts(), heap: newHeapGuard(opts.MemoryLimit)}
 	if _, err := e.Load(ctx, nil); err != nil {
 		return nil, fmt.Errorf("internal error: the default policy does not compile: %w", err)
 	}
@@ -112,7 +143,8 @@ func (e *Engine) Current() *Generation { return e.current.Load() }
 // The shipped rules' decision comes from the generation's cache when it
 // holds one for the input's facts; the violations of admin-written rules,
 // which may read any part of the input, are evaluated every time and added
-// to it.
+// to it. The admin rules of one evaluation together get
+// Options.AdminRuleTimeout; an *AdminRuleError says whose failed.
 func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	gen := e.current.Load()
 	if len(in.Mounts) == 0 {
@@ -123,14 +155,10 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	}
 	matches := gen.namespaceMatches(in.Namespace)
 	d, err := e.shippedDecision(ctx, gen, in, matches)
-	if err != nil || gen.admin == nil {
+	if err != nil || len(gen.admin) == 0 {
 		return d, err
 	}
-	if err := e.acquire(ctx); err != nil {
-		return nil, err
-	}
-	defer e.release()
-	admin, err := gen.evaluateAdmin(ctx, in, matches)
+	admin, err := e.evaluateAdmin(ctx, gen, in, matches)
 	if err != nil {
 		return nil, err
 	}
@@ -194,16 +222,6 @@ func (g *Generation) evaluate(ctx context.Context, in *Input, matches []bool, ns
 		return nil, fmt.Errorf("evaluating policy generation %d: %w", g.Number, err)
 	}
 	return decisionOf(rs, g.Number)
-}
-
-// evaluateAdmin returns the violations of the generation's admin-written
-// rules on in, which they see whole.
-func (g *Generation) evaluateAdmin(ctx context.Context, in *Input, matches []bool) ([]Violation, error) {
-	rs, err := g.admin.Eval(ctx, rego.EvalParsedInput(in.value(g.policyTerms(in, matches))), rego.EvalMetrics(noMetrics), asTerm)
-	if err != nil {
-		return nil, fmt.Errorf("evaluating the admin rules of policy generation %d: %w", g.Number, err)
-	}
-	return adminViolations(rs, g.Number)
 }
 
 // acquire waits for an evaluation slot, which release frees.

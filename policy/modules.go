@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ var adminPackageRoot = ast.MustParseRef("data.pipeguard.admission")
 const decisionQuery = "violation := data.pipeguard.admission.violation"
 
 // adminQuery reads the violations of admin-written modules alone, each
-// with its policy's name and enforcement action.
+// with its policy's name and enforcement action. Compile prepares it to
+// compile every admin module together; evaluation asks each policy's
+// violations in a query of their own (policyQueries).
 const adminQuery = "admin := data.pipeguard.admission.admin_violation"
 
 // glueFile is the name of the generated module that gathers admin
@@ -150,14 +153,22 @@ func checkModules(ctx context.Context, modules []*ast.Module, packages []adminPa
 	return err
 }
 
-// prepare compiles the shipped rules with extra modules and prepares query.
-func prepare(ctx context.Context, query string, extra []*ast.Module) (rego.PreparedEvalQuery, error) {
-	opts := []func(*rego.Rego){
+// queryOptions are the options of every query: rego v1, the shipped
+// capabilities, and strict builtin errors, so that a builtin that fails
+// (to_number("x")) fails the evaluation instead of leaving its rule
+// undefined, which could drop a violation silently.
+func queryOptions(query string) []func(*rego.Rego) {
+	return []func(*rego.Rego){
 		rego.Query(query),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Capabilities(shipped.Capabilities()),
 		rego.StrictBuiltinErrors(true),
 	}
+}
+
+// prepare compiles the shipped rules with extra modules and prepares query.
+func prepare(ctx context.Context, query string, extra []*ast.Module, more ...func(*rego.Rego)) (rego.PreparedEvalQuery, error) {
+	opts := append(queryOptions(query), more...)
 	for _, f := range shipped.Admission() {
 		opts = append(opts, rego.Module(f.Name, f.Source))
 	}
@@ -165,6 +176,34 @@ func prepare(ctx context.Context, query string, extra []*ast.Module) (rego.Prepa
 		opts = append(opts, rego.ParsedModule(m))
 	}
 	return rego.New(opts...).PrepareForEval(ctx)
+}
+
+// policyQueries prepares, on compiler (the shipped rules, every admin
+// module and the generated module, compiled), one query per policy of
+// owners: the violations of its packages, each completed with its name and
+// enforcement action as admin_violation completes them.
+func policyQueries(ctx context.Context, compiler *ast.Compiler, owners []*compiledPolicy, packages []adminPackage) ([]policyRules, error) {
+	if compiler == nil {
+		return nil, errors.New("internal error: the admin rules were prepared without a compiler")
+	}
+	out := make([]policyRules, 0, len(owners))
+	for _, p := range owners {
+		var sets []string
+		for _, pkg := range packages {
+			if pkg.policy != p.facts.Name {
+				continue
+			}
+			name, _ := json.Marshal(pkg.policy)
+			action, _ := json.Marshal(pkg.action)
+			sets = append(sets, fmt.Sprintf("{x | some v in %s.violation; x := data.pipeguard.admission.custom_violation(v, %s, %s)}", pkg.path, name, action))
+		}
+		pq, err := rego.New(append(queryOptions("admin := "+strings.Join(sets, " | ")), rego.Compiler(compiler))...).PrepareForEval(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("internal error: preparing the admin rules of PipeAccessPolicy %q: %w", p.facts.Name, err)
+		}
+		out = append(out, policyRules{policy: p.facts.Name, generation: p.generation, query: pq})
+	}
+	return out, nil
 }
 
 // regoIdent turns a policy name into a package segment for examples.

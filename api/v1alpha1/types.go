@@ -182,7 +182,9 @@ type AuditViolation struct {
 	// +optional
 	Pipe string `json:"pipe,omitempty"`
 	// Action is what admission would do on the object's next create or
-	// update: deny, warn or dryrun.
+	// update: deny, warn or dryrun; or error when the object could not be
+	// evaluated (a policy's admin rules ran out of time or failed on it),
+	// which admission rejects too.
 	Action string `json:"action"`
 	// Message is the message admission would give, with its rule.
 	Message string `json:"message"`

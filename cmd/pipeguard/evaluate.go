@@ -303,7 +303,7 @@ func (e *evaluator) inputs(ctx context.Context, docs []document) ([]*policy.Inpu
 
 // newEngine compiles policies, or the default policy when there are none.
 func newEngine(ctx context.Context, policies []v1alpha1.PipeAccessPolicy) (*policy.Engine, error) {
-	engine, err := policy.NewEngine(ctx, policy.Options{})
+	engine, err := policy.NewEngine(ctx, policy.Options{Namer: webhookFlag})
 	if err != nil {
 		return nil, fmt.Errorf("internal error: %w", err)
 	}

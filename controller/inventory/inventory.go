@@ -34,12 +34,17 @@ type Result struct {
 	Deny       []policy.Violation `json:"deny,omitempty"`
 	Warn       []policy.Violation `json:"warn,omitempty"`
 	DryRun     []policy.Violation `json:"dryrun,omitempty"`
+	// Errors says, when Verdict is policy.Error, why no decision could be
+	// made: one entry per policy whose rules failed, with action error.
+	Errors     []policy.Violation `json:"errors,omitempty"`
 	Generation int64              `json:"policyGeneration,omitempty"`
 }
 
-// Violations returns every violation of r: deny, then warn, then dryrun.
+// Violations returns every violation of r: errors, deny, then warn, then
+// dryrun.
 func (r Result) Violations() []policy.Violation {
-	out := make([]policy.Violation, 0, len(r.Deny)+len(r.Warn)+len(r.DryRun))
+	out := make([]policy.Violation, 0, len(r.Errors)+len(r.Deny)+len(r.Warn)+len(r.DryRun))
+	out = append(out, r.Errors...)
 	out = append(out, r.Deny...)
 	out = append(out, r.Warn...)
 	return append(out, r.DryRun...)

@@ -27,14 +27,16 @@
 //	source:    pipeguard
 //	policy:    the PipeAccessPolicy's name, or pipeguard-default for the
 //	           built-in default and for admin rules that name no policy
-//	rule:      the rule id, e.g. protected-pipe-mount
-//	result:    fail for deny, warn for warn and dryrun
+//	rule:      the rule id, e.g. protected-pipe-mount; evaluation-error
+//	           for an object that could not be evaluated
+//	result:    fail for deny, warn for warn and dryrun, error for an
+//	           object that could not be evaluated
 //	severity:  high
 //	category:  Pipe access
 //	message:   the rule's message (what mounts what, why it is not allowed,
 //	           how to allow it)
 //	resources: the violating object (apiVersion, kind, namespace, name, uid)
-//	properties: container, pipe, action (deny, warn or dryrun)
+//	properties: container, pipe, action (deny, warn, dryrun or error)
 //	timestamp: when the audit first found this violation
 //
 // Result mapping: "fail" means that admission would reject the object if
@@ -42,7 +44,11 @@
 // rollout or re-creation. A policy in warn or dryrun admits the object:
 // the object violates the policy, so "pass" would hide it, and "skip"
 // would say the policy did not apply, but nothing is refused, so both are
-// "warn"; the action property tells the two apart. Severity is high for
+// "warn"; the action property tells the two apart. "error" means that the
+// object could not be evaluated: a policy's admin rules ran out of time or
+// raised an error on it (the message says which policy and what failed),
+// so admission would reject it too, failing closed; the audit goes on
+// with the other objects. Severity is high for
 // every result: a container that reaches a protected pipe can act as the
 // node's administrator, whatever the policy's enforcement action.
 //

@@ -43,6 +43,10 @@ const (
 const (
 	ResultFail = "fail"
 	ResultWarn = "warn"
+	// ResultError is the result of an object the audit could not
+	// evaluate (policy.Error): its policy's admin rules ran out of time
+	// or raised an error, and admission would reject it.
+	ResultError = "error"
 	// ResultPass is written only by `pipeguard policy eval
 	// --policy-report`, for an object a policy admits with nothing to
 	// report; the background audit reports violations only.
@@ -68,7 +72,8 @@ type Violation struct {
 	Policy string
 	// Rule is the rule id, e.g. protected-pipe-mount.
 	Rule string
-	// Action is the policy's enforcement action: deny, warn or dryrun.
+	// Action is the policy's enforcement action: deny, warn or dryrun; or
+	// error for an object that could not be evaluated.
 	Action policy.Verdict
 	// Message is the rule's message, without the rule id.
 	Message string
@@ -171,10 +176,14 @@ func (l Limits) orDefault() Limits {
 }
 
 // ResultOf maps an enforcement action to a result value: deny is fail,
-// anything else (warn, dryrun) is warn.
+// error (an object that could not be evaluated) is error, anything else
+// (warn, dryrun) is warn.
 func ResultOf(action policy.Verdict) string {
-	if action == policy.Deny {
+	switch action {
+	case policy.Deny:
 		return ResultFail
+	case policy.Error:
+		return ResultError
 	}
 	return ResultWarn
 }
@@ -267,6 +276,8 @@ func Build(violations []Violation, now time.Time, stamps Stamps, limits Limits) 
 		switch r.Result {
 		case ResultFail:
 			rep.Summary.Fail++
+		case ResultError:
+			rep.Summary.Error++
 		default:
 			rep.Summary.Warn++
 		}

@@ -91,6 +91,10 @@ type Options struct {
 	// HostProcess entry the leader keeps in step with the policies in
 	// force (controller.HostProcessRouting); empty leaves it alone.
 	WebhookConfigName string
+	// AdminRuleTimeout bounds the time the admin-written rules of one
+	// evaluation may take together; policy.DefaultAdminRuleTimeout when
+	// zero.
+	AdminRuleTimeout time.Duration
 	// AuditInterval is how often the leader audits existing objects
 	// against the policies in force; controller.DefaultAuditInterval when
 	// zero.
@@ -182,6 +186,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		MaxConcurrent:      opts.MaxConcurrentEvaluations,
 		DecisionCacheSize:  opts.DecisionCacheSize,
 		DecisionCacheBytes: opts.DecisionCacheBytes,
+		AdminRuleTimeout:   opts.AdminRuleTimeout, Namer: flagName,
 	})
 	if err != nil {
 		return nil, err
