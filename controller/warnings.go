@@ -13,7 +13,7 @@ import (
 // of its Ready message. The policy stays in force either way.
 func (c *Controller) warnings(_ context.Context, p *v1alpha1.PipeAccessPolicy) []string {
 	var ws []string
-	for _, w := range []string{policy.PrivilegedWarning(&p.Spec), policy.SelectorWarning(&p.Spec)} {
+	for _, w := range []string{policy.PrivilegedWarning(&p.Spec), policy.HostProcessWarning(&p.Spec), policy.SelectorWarning(&p.Spec)} {
 		if w != "" {
 			ws = append(ws, w)
 		}

@@ -131,3 +131,17 @@ func PrivilegedWarning(spec *v1alpha1.PipeAccessPolicySpec) string {
 		"keep it only where your own admission decides who may set securityContext.privileged (Pod Security baseline or restricted forbids it), " +
 		"or set it to false and allow HostProcess containers or namespaces instead"
 }
+
+// HostProcessWarning says what withholding the HostProcess allowance
+// refuses, or "" when the policy allows HostProcess containers. A
+// HostProcess container reaches every host pipe without a mount, so such a
+// policy refuses every HostProcess pod outside the namespaces it allows,
+// kube-proxy and CNI DaemonSets included, whatever they mount.
+func HostProcessWarning(spec *v1alpha1.PipeAccessPolicySpec) string {
+	if spec.Allow.HostProcess == nil || *spec.Allow.HostProcess {
+		return ""
+	}
+	return "spec.allow.hostProcess is false: a HostProcess container reaches every host pipe without any mount, so every HostProcess pod " +
+		"outside the namespaces this policy allows is refused (kube-proxy and CNI DaemonSets too), mounted or not; " +
+		"allow their namespaces, or roll out with enforcementAction warn first"
+}

@@ -136,9 +136,9 @@ func TestWindowsAllowancesOnControlPlane(t *testing.T) {
 			Allow: v1alpha1.Allowances{HostProcess: ptrTo(false), Privileged: ptrTo(false), Namespaces: []string{"csi-smb"}},
 		}})
 		waitRouting(t, c, "true")
-		for name, obj := range hostProcessObjects("team-a") {
+		waitReady(t, cl, "smb", metav1.ConditionTrue, "warning: spec.allow.hostProcess is false: a HostProcess container reaches every host pipe without any mount")
+		for _, obj := range hostProcessObjects("team-a") {
 			denied(t, c.Create(ctx, obj, client.DryRunAll), `PipeAccessPolicy "smb" withholds the HostProcess allowance and namespace "team-a" is not allowed`)
-			_ = name
 		}
 		for name, obj := range hostProcessObjects("csi-smb") {
 			if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
