@@ -101,7 +101,9 @@ type Allowances struct {
 	// ServiceAccounts narrows the namespace allowances: when set, a pod in
 	// an allowed namespace is allowed only if it runs as one of these
 	// ServiceAccount names. It does not affect the privileged and
-	// HostProcess allowances.
+	// HostProcess allowances. It narrows which pods get the allowance, not
+	// who: anyone who may create pods in the namespace may run them as any
+	// of its ServiceAccounts.
 	// +optional
 	// +listType=set
 	ServiceAccounts []string `json:"serviceAccounts,omitempty"`

@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+)
+
+// refreshWarnings is the work item that rewrites the warnings of the
+// policies in force without compiling anything: PipeAccessPolicies are
+// cluster-scoped, so no policy's request has a namespace.
+var refreshWarnings = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "pipeguard.io/warnings"}}
+
+var toRefresh = handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+	return []reconcile.Request{refreshWarnings}
+})
+
+// queueRefresh asks for a refresh of the warnings unless one is queued.
+func (c *Controller) queueRefresh() {
+	select {
+	case c.refresh <- event.GenericEvent{Object: &v1alpha1.PipeAccessPolicy{}}:
+	default:
+	}
+}
+
+// refreshWarnings rewrites the Ready message of every policy whose latest
+// spec is in force, with its warnings as they are now, and comes back
+// after opts.Recheck while one of them may go away unwatched. Policies not
+// in force keep the status their compile gave them.
+func (c *Controller) refreshWarnings(ctx context.Context) (reconcile.Result, error) {
+	if !c.leader() || !c.loaded.Load() {
+		// The first compile, and the one on election, write every status.
+		return reconcile.Result{}, nil
+	}
+	var list v1alpha1.PipeAccessPolicyList
+	if err := c.opts.Client.List(ctx, &list); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing PipeAccessPolicies: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var inForce []v1alpha1.PipeAccessPolicy
+	outcomes := map[string]*outcome{}
+	for _, p := range list.Items {
+		if good, ok := c.lastGood[p.Name]; ok && good.Generation == p.Generation {
+			inForce = append(inForce, p)
+			outcomes[p.Name] = &outcome{}
+		}
+	}
+	if c.writeStatus(ctx, inForce, outcomes, c.opts.Engine.Current()) {
+		return reconcile.Result{RequeueAfter: c.opts.Recheck}, nil
+	}
+	return reconcile.Result{}, nil
+}

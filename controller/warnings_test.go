@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/pipeguard/pipeguard/api/v1alpha1"
+)
+
+// TestWarnings: the words of the warnings about named ServiceAccounts, for what TestAllowanceWarnings on a control plane does
+// not show: names no object can have, a lookup that fails, and the bound
+// on lookups.
+func TestWarnings(t *testing.T) {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "csi-smb"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "node", Namespace: "csi-smb"}},
+	}
+	var many []string
+	for i := range MaxServiceAccountChecks + 10 {
+		many = append(many, fmt.Sprintf("sa-%03d", i))
+	}
+	for name, tc := range map[string]struct {
+		allow   v1alpha1.Allowances
+		broken  bool // every ServiceAccount lookup fails
+		want    []string
+		recheck bool
+	}{
+		"nothing named": {},
+		"every named namespace and ServiceAccount exists": {
+			allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb"}, ServiceAccounts: []string{"node"}},
+			want:  []string{ServiceAccountCaveat},
+		},
+		"names no namespace or ServiceAccount can have are not looked up": {
+			allow: v1alpha1.Allowances{Namespaces: []string{"Not_A_Namespace", "csi-smb", "x\u2028y"}, ServiceAccounts: []string{"node", "UPPER", ""}},
+			want:  []string{ServiceAccountCaveat},
+		},
+		"a missing ServiceAccount is looked for again": {
+			allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb", "later"}, ServiceAccounts: []string{"node", "controller"}},
+			want: []string{
+				ServiceAccountCaveat,
+				`ServiceAccount "controller" does not exist in namespace "csi-smb": a workload there may name it now, and its pods get this allowance once anyone who may create ServiceAccounts there creates it; create it now, or remove it from spec.allow.serviceAccounts`,
+			},
+			recheck: true,
+		},
+		"a lookup that fails says nothing, and is tried again": {
+			allow:  v1alpha1.Allowances{Namespaces: []string{"csi-smb"}, ServiceAccounts: []string{"node"}},
+			broken: true, want: []string{ServiceAccountCaveat}, recheck: true,
+		},
+		"at most MaxServiceAccountChecks lookups": {
+			allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb"}, ServiceAccounts: many},
+			want: []string{ServiceAccountCaveat, fmt.Sprintf(`ServiceAccounts %s do not exist in namespace "csi-smb": a workload there may name them now, `+
+				`and its pods get this allowance once anyone who may create ServiceAccounts there creates them; create them now, or remove them from spec.allow.serviceAccounts`,
+				quotedList(many[:MaxServiceAccountChecks])),
+				`10 more pairs of a namespace of spec.allow.namespaces and a ServiceAccount of spec.allow.serviceAccounts were not looked up (pipeguard looks up at most 64 per policy), so whether those ServiceAccounts exist is not known`},
+			recheck: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			gets := 0
+			reader := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if key.Namespace == "" {
+						return c.Get(ctx, key, obj, opts...)
+					}
+					gets++
+					if tc.broken {
+						return errors.New("the API server is away")
+					}
+					return c.Get(ctx, key, obj, opts...)
+				}}).Build()
+			c := New(Options{Client: reader})
+			p := &v1alpha1.PipeAccessPolicy{Spec: v1alpha1.PipeAccessPolicySpec{Allow: tc.allow}}
+			got, recheck := c.warnings(context.Background(), p)
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") || recheck != tc.recheck {
+				t.Errorf("warnings (recheck %v):\n%s\nwant (recheck %v):\n%s", recheck, strings.Join(got, "\n"), tc.recheck, strings.Join(tc.want, "\n"))
+			}
+			if gets > MaxServiceAccountChecks {
+				t.Errorf("%d ServiceAccount lookups, want at most %d", gets, MaxServiceAccountChecks)
+			}
+		})
+	}
+}
