@@ -137,6 +137,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.PipeAccessPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(c.resync, toAll)).
 		WatchesRawSource(source.Channel(c.refresh, toRefresh)).
+		WatchesRawSource(namespacesComeAndGo(mgr)).
 		// Several managers may live in one process (the integration
 		// tests start one per control plane); names stay unique per manager.
 		WithOptions(crcontroller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}).

@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 )
@@ -21,6 +26,19 @@ var refreshWarnings = reconcile.Request{NamespacedName: types.NamespacedName{Nam
 var toRefresh = handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 	return []reconcile.Request{refreshWarnings}
 })
+
+// namespacesComeAndGo refreshes the warnings whenever a namespace is
+// created or deleted, since a policy's allow.namespaces may name it. It
+// reads the manager's namespace informer (metadata only, the one reviews
+// read labels from); label changes do not matter here.
+func namespacesComeAndGo(mgr ctrl.Manager) source.Source {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return source.Kind[client.Object](mgr.GetCache(), ns, toRefresh, predicate.Funcs{
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	})
+}
 
 // queueRefresh asks for a refresh of the warnings unless one is queued.
 func (c *Controller) queueRefresh() {

@@ -34,12 +34,16 @@ const ServiceAccountCaveat = "spec.allow.serviceAccounts narrows which pods of a
 // to say, each a clause for the start of its Ready message. recheck is
 // true when a clause may go away with nothing the controller watches
 // changing (a ServiceAccount that does not exist yet, a lookup that
-// failed), so that it looks again later.
+// failed), so that it looks again later; namespaces that come and go are
+// watched.
 func (c *Controller) warnings(ctx context.Context, p *v1alpha1.PipeAccessPolicy) (ws []string, recheck bool) {
 	if w := policy.SelectorWarning(&p.Spec); w != "" {
 		ws = append(ws, w)
 	}
-	existing, _, recheck := c.namedNamespaces(ctx, p.Spec.Allow.Namespaces)
+	existing, missing, recheck := c.namedNamespaces(ctx, p.Spec.Allow.Namespaces)
+	if w := missingNamespacesWarning(missing); w != "" {
+		ws = append(ws, w)
+	}
 	if len(p.Spec.Allow.ServiceAccounts) > 0 {
 		ws = append(ws, ServiceAccountCaveat)
 		absent, saRecheck := c.missingServiceAccounts(ctx, existing, p.Spec.Allow.ServiceAccounts)
@@ -74,6 +78,21 @@ func (c *Controller) namedNamespaces(ctx context.Context, names []string) (exist
 		}
 	}
 	return existing, missing, failed
+}
+
+// missingNamespacesWarning says that the allowance of namespaces that do
+// not exist goes to whoever creates them, or "" when there are none.
+func missingNamespacesWarning(missing []string) string {
+	switch len(missing) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("spec.allow.namespaces names namespace %q, which does not exist: whoever creates namespace %q first gets this allowance; "+
+			"create it now, or remove it from spec.allow.namespaces", missing[0], missing[0])
+	}
+	list := quotedList(missing)
+	return fmt.Sprintf("spec.allow.namespaces names namespaces %s, which do not exist: whoever creates one of them first gets this allowance there; "+
+		"create them now, or remove them from spec.allow.namespaces", list)
 }
 
 // missingServiceAccounts looks up each named ServiceAccount in each

@@ -16,9 +16,10 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 )
 
-// TestWarnings: the words of the warnings about named ServiceAccounts, for what TestAllowanceWarnings on a control plane does
-// not show: names no object can have, a lookup that fails, and the bound
-// on lookups.
+// TestWarnings: the words of the warnings about named namespaces and
+// ServiceAccounts, for what TestAllowanceWarnings on a control plane does
+// not show: several missing namespaces, names no object can have, a
+// lookup that fails, and the bound on lookups.
 func TestWarnings(t *testing.T) {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "csi-smb"}},
@@ -39,6 +40,11 @@ func TestWarnings(t *testing.T) {
 			allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb"}, ServiceAccounts: []string{"node"}},
 			want:  []string{ServiceAccountCaveat},
 		},
+		"several missing namespaces, named once each": {
+			allow: v1alpha1.Allowances{Namespaces: []string{"b-later", "csi-smb", "a-later", "b-later"}},
+			want: []string{`spec.allow.namespaces names namespaces "a-later" and "b-later", which do not exist: whoever creates one of them first gets this allowance there; ` +
+				`create them now, or remove them from spec.allow.namespaces`},
+		},
 		"names no namespace or ServiceAccount can have are not looked up": {
 			allow: v1alpha1.Allowances{Namespaces: []string{"Not_A_Namespace", "csi-smb", "x\u2028y"}, ServiceAccounts: []string{"node", "UPPER", ""}},
 			want:  []string{ServiceAccountCaveat},
@@ -46,6 +52,7 @@ func TestWarnings(t *testing.T) {
 		"a missing ServiceAccount is looked for again": {
 			allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb", "later"}, ServiceAccounts: []string{"node", "controller"}},
 			want: []string{
+				`spec.allow.namespaces names namespace "later", which does not exist: whoever creates namespace "later" first gets this allowance; create it now, or remove it from spec.allow.namespaces`,
 				ServiceAccountCaveat,
 				`ServiceAccount "controller" does not exist in namespace "csi-smb": a workload there may name it now, and its pods get this allowance once anyone who may create ServiceAccounts there creates it; create it now, or remove it from spec.allow.serviceAccounts`,
 			},

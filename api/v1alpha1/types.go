@@ -84,7 +84,9 @@ type Allowances struct {
 	// +optional
 	HostProcess *bool `json:"hostProcess,omitempty"`
 
-	// Namespaces allows any container in the named namespaces.
+	// Namespaces allows any container in the named namespaces. A name with
+	// no namespace yet gives the allowance to whoever creates it first; the
+	// Ready condition warns about each.
 	// +optional
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`

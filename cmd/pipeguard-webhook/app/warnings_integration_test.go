@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -71,14 +72,17 @@ func readyMessage(t *testing.T, c client.Client, name, want string) string {
 // TestAllowanceWarnings: as the ServiceAccount config/default runs it as,
 // with the ClusterRole of config/rbac, pipeguard-webhook warns in a
 // policy's Ready message that allow.serviceAccounts narrows which pods get
-// the allowance and not who, and that a named ServiceAccount does not
-// exist in a named namespace, until it is created, which nothing watched
-// announces: the next recheck finds it.
+// the allowance and not who, that a named namespace does not exist (until
+// it is created, and again once it is deleted), and that a named
+// ServiceAccount does not exist in a named namespace (until it is
+// created, which nothing watched announces: the next recheck finds it).
 func TestAllowanceWarnings(t *testing.T) {
 	const (
 		inForce   = "generation 1 of this policy is in force"
+		nsLater   = `warning: spec.allow.namespaces names namespace "csi-later", which does not exist: whoever creates namespace "csi-later" first gets this allowance; create it now, or remove it from spec.allow.namespaces; `
 		caveat    = `warning: spec.allow.serviceAccounts narrows which pods of an allowed namespace get this allowance, not who gets it: anyone who may create pods in such a namespace may run them as any of its ServiceAccounts, and a workload there may name one that does not exist yet; `
 		smbAbsent = `warning: ServiceAccount "absent" does not exist in namespace "csi-smb": a workload there may name it now, and its pods get this allowance once anyone who may create ServiceAccounts there creates it; create it now, or remove it from spec.allow.serviceAccounts; `
+		laterBoth = `warning: ServiceAccounts "absent" and "present" do not exist in namespace "csi-later": a workload there may name them now, and its pods get this allowance once anyone who may create ServiceAccounts there creates them; create them now, or remove them from spec.allow.serviceAccounts; `
 	)
 	env, _, _ := startWebhookOn(t, testenv.Options{Scheme: scheme(t), CRDDirectoryPaths: []string{"../../../config/crd/bases"}}, 2*time.Second, testr.New(t), func(admin client.Client) {
 		role := shippedWebhookRole(t)
@@ -90,9 +94,9 @@ func TestAllowanceWarnings(t *testing.T) {
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "present", Namespace: "csi-smb"}},
 			&v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: "smb"}, Spec: v1alpha1.PipeAccessPolicySpec{
 				Pipes: []string{"csi-proxy-smb-*"},
-				Allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb"}, ServiceAccounts: []string{"present", "absent"}}}},
+				Allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb", "csi-later"}, ServiceAccounts: []string{"present", "absent"}}}},
 			&v1alpha1.PipeAccessPolicy{ObjectMeta: metav1.ObjectMeta{Name: "by-name"}, Spec: v1alpha1.PipeAccessPolicySpec{
-				Pipes: []string{"csi-proxy-disk-*"}, Allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb"}}}},
+				Pipes: []string{"csi-proxy-disk-*"}, Allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb", "csi-later"}}}},
 		)
 	}, func(o *app.Options) {
 		sa := rest.CopyConfig(o.Config)
@@ -101,10 +105,37 @@ func TestAllowanceWarnings(t *testing.T) {
 	})
 	c := env.Client
 
-	readyMessage(t, c, "smb", caveat+smbAbsent+inForce)
+	readyMessage(t, c, "smb", nsLater+caveat+smbAbsent+inForce)
+	readyMessage(t, c, "by-name", nsLater+inForce)
+
+	// The namespace appears: its warning goes, and its ServiceAccounts are
+	// looked up too.
+	mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "csi-later"}})
 	readyMessage(t, c, "by-name", inForce)
+	readyMessage(t, c, "smb", caveat+laterBoth+smbAbsent+inForce)
 
 	// A ServiceAccount appears: the next recheck sees it.
 	mustCreate(t, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: "csi-smb"}})
-	readyMessage(t, c, "smb", caveat+inForce)
+	readyMessage(t, c, "smb", caveat+laterBoth+inForce)
+
+	// The namespace goes (no namespace controller runs here: finalize it
+	// by hand): the warning comes back.
+	ctx := context.Background()
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "csi-later"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, "csi-later", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	readyMessage(t, c, "by-name", nsLater+inForce)
+	readyMessage(t, c, "smb", nsLater+caveat+inForce)
 }
