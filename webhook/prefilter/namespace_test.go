@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -201,6 +202,38 @@ func TestNamespaceWithOnlyTheNameLabelSkipsTheWebhook(t *testing.T) {
 	for _, labels := range []map[string]string{nil, {}, {policy.NameLabel: "team-a"}} {
 		if f.sendsNamespace(t, namespaceChange{what: fmt.Sprintf("create with %v", labels), new: labels}, "", "alice") {
 			t.Errorf("creating a Namespace with labels %v goes to the webhook", labels)
+		}
+	}
+}
+
+// TestNamespaceFilterWithinBudget: a Namespace with as many labels as the
+// API server takes (256 KiB of keys and values) is evaluated within the
+// API server's CEL budget for matchConditions, on update and on create,
+// so it never fails closed for its size.
+func TestNamespaceFilterWithinBudget(t *testing.T) {
+	f := loadFilter(t)
+	labels := map[string]string{}
+	size := 0
+	for i := 0; size < 256<<10-200; i++ {
+		k := fmt.Sprintf("example-%04d.team.example.com/%s", i, strings.Repeat("k", 40))
+		v := strings.Repeat("v", 63)
+		labels[k] = v
+		size += len(k) + len(v)
+	}
+	changed := map[string]string{}
+	for k, v := range labels {
+		changed[k] = v
+	}
+	changed["pod-security.kubernetes.io/enforce"] = "baseline"
+	for _, c := range []namespaceChange{
+		{"create with many labels", nil, labels},
+		{"update of one of many labels", labels, changed},
+		{"removal of many labels", labels, map[string]string{}},
+	} {
+		for _, sub := range []string{"", "status"} {
+			if f.sendsNamespace(t, c, sub, "alice") {
+				t.Errorf("%s through %q goes to the webhook", c.what, sub)
+			}
 		}
 	}
 }
