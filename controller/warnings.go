@@ -154,11 +154,20 @@ func sortedUnique(s []string) []string {
 	return slices.Compact(out)
 }
 
-// quotedList renders names as `"a", "b" and "c"`.
+// MaxNamed is how many names one warning lists; it counts the rest, so
+// that the Ready message keeps room for what is in force.
+const MaxNamed = 20
+
+// quotedList renders names as `"a", "b" and "c"`, or the first MaxNamed
+// and how many more.
 func quotedList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
+	shown := names[:min(len(names), MaxNamed)]
+	q := make([]string, len(shown))
+	for i, n := range shown {
 		q[i] = fmt.Sprintf("%q", n)
+	}
+	if more := len(names) - len(shown); more > 0 {
+		return strings.Join(q, ", ") + fmt.Sprintf(" and %d more", more)
 	}
 	if len(q) == 1 {
 		return q[0]

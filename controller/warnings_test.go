@@ -45,6 +45,12 @@ func TestWarnings(t *testing.T) {
 			want: []string{`spec.allow.namespaces names namespaces "a-later" and "b-later", which do not exist: whoever creates one of them first gets this allowance there; ` +
 				`create them now, or remove them from spec.allow.namespaces`},
 		},
+		"at most MaxNamed names in a warning": {
+			allow: v1alpha1.Allowances{Namespaces: many[:MaxNamed+3]},
+			want: []string{`spec.allow.namespaces names namespaces "sa-000", "sa-001", "sa-002", "sa-003", "sa-004", "sa-005", "sa-006", "sa-007", "sa-008", "sa-009", ` +
+				`"sa-010", "sa-011", "sa-012", "sa-013", "sa-014", "sa-015", "sa-016", "sa-017", "sa-018", "sa-019" and 3 more, which do not exist: ` +
+				`whoever creates one of them first gets this allowance there; create them now, or remove them from spec.allow.namespaces`},
+		},
 		"names no namespace or ServiceAccount can have are not looked up": {
 			allow: v1alpha1.Allowances{Namespaces: []string{"Not_A_Namespace", "csi-smb", "x\u2028y"}, ServiceAccounts: []string{"node", "UPPER", ""}},
 			want:  []string{ServiceAccountCaveat},
@@ -64,9 +70,9 @@ func TestWarnings(t *testing.T) {
 		},
 		"at most MaxServiceAccountChecks lookups": {
 			allow: v1alpha1.Allowances{Namespaces: []string{"csi-smb"}, ServiceAccounts: many},
-			want: []string{ServiceAccountCaveat, fmt.Sprintf(`ServiceAccounts %s do not exist in namespace "csi-smb": a workload there may name them now, `+
+			want: []string{ServiceAccountCaveat, fmt.Sprintf(`ServiceAccounts %s and 44 more do not exist in namespace "csi-smb": a workload there may name them now, `+
 				`and its pods get this allowance once anyone who may create ServiceAccounts there creates them; create them now, or remove them from spec.allow.serviceAccounts`,
-				quotedList(many[:MaxServiceAccountChecks])),
+				`"`+strings.Join(many[:MaxNamed], `", "`)+`"`),
 				`10 more pairs of a namespace of spec.allow.namespaces and a ServiceAccount of spec.allow.serviceAccounts were not looked up (pipeguard looks up at most 64 per policy), so whether those ServiceAccounts exist is not known`},
 			recheck: true,
 		},
