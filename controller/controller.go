@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -68,6 +69,15 @@ type Options struct {
 	// OnLoad, if set, is called after every new generation goes into
 	// force (the background audit's trigger).
 	OnLoad func()
+	// APIReader reads the ServiceAccounts that policies name straight from
+	// the API server (one GET each, see warnings.go), so that no
+	// cluster-wide cache of ServiceAccounts is kept. Nil: Client.
+	APIReader client.Reader
+	// Recheck is how often the leader looks again at a warning that can go
+	// away with nothing the controller watches changing (a ServiceAccount
+	// a policy names that does not exist yet); DefaultAuditInterval when
+	// zero.
+	Recheck time.Duration
 }
 
 // Controller keeps a policy.Engine in step with the PipeAccessPolicies in the
@@ -85,15 +95,20 @@ type Controller struct {
 	lastGood map[string]v1alpha1.PipeAccessPolicy // by policy name
 	// last is what the latest reconcile decided, for rewriting status
 	// between reconciles (timeouts.go).
-	last   *reconciled
-	loaded atomic.Bool
-	resync chan event.GenericEvent
+	last    *reconciled
+	loaded  atomic.Bool
+	resync  chan event.GenericEvent
+	refresh chan event.GenericEvent
 }
 
 // New returns a Controller.
 func New(opts Options) *Controller {
 	opts.Metrics.countTimeouts(opts.Engine)
-	return &Controller{opts: opts, lastGood: map[string]v1alpha1.PipeAccessPolicy{}, resync: make(chan event.GenericEvent, 1)}
+	if opts.Recheck <= 0 {
+		opts.Recheck = DefaultAuditInterval
+	}
+	return &Controller{opts: opts, lastGood: map[string]v1alpha1.PipeAccessPolicy{},
+		resync: make(chan event.GenericEvent, 1), refresh: make(chan event.GenericEvent, 1)}
 }
 
 // Loaded reports whether policies from the cluster have been compiled and
@@ -129,6 +144,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Named("pipeaccesspolicy").
 		For(&v1alpha1.PipeAccessPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(c.resync, toAll)).
+		WatchesRawSource(source.Channel(c.refresh, toRefresh)).
+		WatchesRawSource(namespacesComeAndGo(mgr)).
 		// Several managers may live in one process (the integration
 		// tests start one per control plane); names stay unique per manager.
 		WithOptions(crcontroller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}).
@@ -149,8 +166,12 @@ type outcome struct {
 	fallback *v1alpha1.PipeAccessPolicy // the version in force instead, if any
 }
 
-// Reconcile compiles every policy and puts the set in force.
-func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+// Reconcile compiles every policy and puts the set in force; on
+// refreshWarnings it only rewrites the warnings of the policies in force.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req == refreshWarnings {
+		return c.refreshWarnings(ctx)
+	}
 	log := logr.FromContextOrDiscard(ctx)
 	var list v1alpha1.PipeAccessPolicyList
 	if err := c.opts.Client.List(ctx, &list); err != nil {
@@ -224,7 +245,9 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	log.Info("policy generation in force", "generation", gen.Number, "policies", gen.Policies, "invalid", failed,
 		"builtinDefault", gen.Default.InForce, "protection", gen.Default.String())
 	c.last = newReconciled(list.Items, outcomes, gen)
-	c.writeStatus(ctx, list.Items, outcomes, gen)
+	if c.writeStatus(ctx, list.Items, outcomes, gen) {
+		c.queueRefresh()
+	}
 	if c.opts.OnLoad != nil {
 		c.opts.OnLoad()
 	}
@@ -282,10 +305,12 @@ func (c *Controller) leader() bool {
 	}
 }
 
-// writeStatus records each policy's outcome, on the leader only.
-func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAccessPolicy, outcomes map[string]*outcome, gen *policy.Generation) {
+// writeStatus records each policy's outcome, on the leader only. It
+// reports whether a warning it wrote should be looked at again later
+// (Controller.warnings).
+func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAccessPolicy, outcomes map[string]*outcome, gen *policy.Generation) (recheck bool) {
 	if !c.leader() {
-		return
+		return false
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	for i := range items {
@@ -298,7 +323,9 @@ func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAcces
 		if o.err == nil {
 			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonEnforced
 			msg := fmt.Sprintf("generation %d of this policy is in force (policy set generation %d); %s", p.Generation, gen.Number, gen.Default)
-			for _, w := range slices.Backward(c.warnings(ctx, p)) {
+			ws, again := c.warnings(ctx, p)
+			recheck = recheck || again
+			for _, w := range slices.Backward(ws) {
 				msg = "warning: " + w + "; " + msg
 			}
 			cond.Message = limits.Cut(msg, limits.ConditionMessage)
@@ -321,6 +348,7 @@ func (c *Controller) writeStatus(ctx context.Context, items []v1alpha1.PipeAcces
 			log.Error(err, "cannot write PipeAccessPolicy status", "policy", p.Name)
 		}
 	}
+	return recheck
 }
 
 // notInForce says in at most max bytes why generation of a policy is not

@@ -6,6 +6,15 @@
 // lastEnforced) and Warning events. Metrics tell which generation and which
 // protection are in force.
 //
+// A policy in force may grant more than its spec seems to say: a selector
+// that also matches unlabelled namespaces, a named namespace that does not
+// exist yet, ServiceAccounts that narrow which pods get the allowance but
+// not who. Its Ready message starts with a warning for each (warnings.go).
+// Those about namespaces and ServiceAccounts can change with no policy
+// changing, so the leader rewrites them, without recompiling, whenever a
+// namespace is created or deleted and, while a named ServiceAccount is
+// missing, every recheck interval (refresh.go).
+//
 // The leader also audits what already runs (Auditor): every Pod, workload
 // and PersistentVolume, read from caches stripped to what the admission
 // facts need, is decided on as admission would on its creation, and the

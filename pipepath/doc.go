@@ -13,7 +13,9 @@
 // errs the safe way. An attacker picks
 // the spelling, so the package errs one way only: a path that could reach
 // a pipe but cannot be resolved confidently (the pipe namespace itself, a
-// NUL or control character, percent-encoded or full-width separators, a
+// NUL, control or invisible character (package internal/invisible holds
+// the list: format characters, line and paragraph separators, blank
+// letters such as U+3164), percent-encoded or full-width separators, a
 // `..` that climbs past a root, an unknown device name that mentions a
 // pipe) is Ambiguous, and callers treat Ambiguous as protected. It never
 // answers NotPipe for a path it is unsure about.

@@ -3,6 +3,8 @@ package pipepath
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pipeguard/pipeguard/internal/invisible"
 )
 
 // foldRune maps r to one representative of its Unicode case-fold orbit.
@@ -38,26 +40,12 @@ func foldRune(r rune) rune {
 }
 
 // isControl reports C0 and C1 control characters and DEL.
-func isControl(r rune) bool {
-	return r < 0x20 || (0x7f <= r && r <= 0x9f)
-}
+func isControl(r rune) bool { return invisible.IsControl(r) }
 
-// isInvisible reports characters that render as nothing: they can split a
-// word such as "pipe" for a human reader or a naive filter while some
-// layer drops them.
-func isInvisible(r rune) bool {
-	switch {
-	case r < 0xad:
-		return false
-	case unicode.Is(unicode.Cf, r):
-		return true
-	case r == 0x034f, r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
-		return true
-	case 0x180b <= r && r <= 0x180d, 0xfe00 <= r && r <= 0xfe0f, 0xe0100 <= r && r <= 0xe01ef:
-		return true
-	}
-	return false
-}
+// isInvisible reports characters that render as nothing or break a line
+// (package invisible holds the one list): they can split a word such as
+// "pipe" for a human reader or a naive filter while some layer drops them.
+func isInvisible(r rune) bool { return invisible.Is(r) }
 
 // appendFolded appends s case-folded with `\` as the only separator. Control
 // characters, invisible characters and bytes that are not UTF-8 become U+FFFD,

@@ -9,6 +9,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/pipeguard/pipeguard/internal/invisible"
 )
 
 // Violation is one element of the deny, warn or dryrun set.
@@ -239,7 +241,10 @@ func resultViolations(rs rego.ResultSet, name string) ([]Violation, error) {
 	return vs, nil
 }
 
-// violations reads a set of violations as rego returns it.
+// violations reads a set of violations as rego returns it. Every field is
+// escaped (invisible.Escape): a rule's message may quote anything an object
+// holds, and it goes on to admission responses, policy status, Events and
+// PolicyReports, which must not carry characters a reader cannot see.
 func violations(t *ast.Term) ([]Violation, error) {
 	set, ok := t.Value.(ast.Set)
 	if !ok {
@@ -251,7 +256,7 @@ func violations(t *ast.Term) ([]Violation, error) {
 		if !ok {
 			return fmt.Errorf("violation is of type %s, want an object", ast.ValueName(el.Value))
 		}
-		f := func(name string) string { return text(obj.Get(violationKeys[name])) }
+		f := func(name string) string { return invisible.Escape(text(obj.Get(violationKeys[name]))) }
 		v := Violation{
 			Rule: f("rule"), Message: f("msg"), Action: Verdict(f("action")),
 			Container: f("container"), ContainerKind: f("containerKind"), Volume: f("volume"), Path: f("path"), Pipe: f("pipe"),
@@ -260,7 +265,7 @@ func violations(t *ast.Term) ([]Violation, error) {
 		if ps := obj.Get(violationKeys["policies"]); ps != nil {
 			if ps, ok := ps.Value.(*ast.Array); ok {
 				v.Policies = make([]string, 0, ps.Len())
-				ps.Foreach(func(p *ast.Term) { v.Policies = append(v.Policies, text(p)) })
+				ps.Foreach(func(p *ast.Term) { v.Policies = append(v.Policies, invisible.Escape(text(p))) })
 			}
 		}
 		if v.Message == "" {

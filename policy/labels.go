@@ -23,7 +23,10 @@ const GuardedLabelDomain = "pipeguard.io"
 const NameLabel = "kubernetes.io/metadata.name"
 
 // GuardedLabel reports whether key is under GuardedLabelDomain: a key whose
-// prefix is pipeguard.io or a subdomain of it.
+// prefix is pipeguard.io or a subdomain of it. The Namespace webhook's
+// matchCondition (config/webhook/manifests.yaml) spells the same test in
+// CEL, so that only changes of these keys wait for the webhook;
+// webhook/prefilter's tests hold the two to the same answers.
 func GuardedLabel(key string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
 	if !ok {

@@ -270,12 +270,22 @@ else := sprintf(
 ) if m.pathClass == "ambiguous"
 
 # A path is shown as it was written, unless it holds characters that would
-# not show or would break the message's lines (control and invisible
-# characters, U+FFFD for bytes that were not UTF-8); then it is shown as
+# not show or would break the message's lines; then it is shown as
 # pipeguard renders it, with those characters as U+FFFD.
-display_path(raw, _) := raw if not regex.match(`[\p{Cc}\p{Cf}\x{FFFD}]`, raw)
+display_path(raw, _) := raw if not regex.match(hidden_chars, raw)
 
-display_path(raw, rendered) := rendered if regex.match(`[\p{Cc}\p{Cf}\x{FFFD}]`, raw)
+display_path(raw, rendered) := rendered if regex.match(hidden_chars, raw)
+
+# hidden_chars matches the characters that do not show as themselves:
+# control (Cc) and format (Cf) characters, U+FFFD (bytes that were not
+# UTF-8), the line and paragraph separators (Zl, Zp), the rest of Unicode's
+# Default_Ignorable_Code_Point (the Hangul fillers, the combining grapheme
+# joiner, the Khmer inherent vowels, the variation selectors and the
+# reserved ignorable ranges) and the symbols drawn as an empty cell (Braille
+# blank, the Khitan filler, the null notehead). It is Go's list (package
+# internal/invisible, Hidden), spelled out; TestHiddenCharsAreGos holds
+# the two to the same code points.
+hidden_chars := `[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\x{FFFD}\x{034F}\x{115F}\x{1160}\x{17B4}\x{17B5}\x{180B}-\x{180F}\x{2065}\x{2800}\x{3164}\x{FE00}-\x{FE0F}\x{FFA0}\x{FFF0}-\x{FFF8}\x{16FE4}\x{1D159}\x{E0000}-\x{E0FFF}]`
 
 container_ref(name, kind) := sprintf("container %q", [name]) if kind == "container"
 

@@ -14,6 +14,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/internal/invisible"
 	"github.com/pipeguard/pipeguard/policy"
 )
 
@@ -85,8 +86,10 @@ func (h *Handler) reviewNamespace(ctx context.Context, log reviewLog, req Reques
 	if reason != "" {
 		reason = " (" + reason + ")"
 	}
-	msg := fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: such labels grant the namespace's pods access to protected host pipes, now or once a policy reads them%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
-		req.User.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb)
+	// The user name and the authorizer's reason come from outside the
+	// cluster (an identity provider, a webhook authorizer): escape them.
+	msg := invisible.Escape(fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: such labels grant the namespace's pods access to protected host pipes, now or once a policy reads them%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
+		req.User.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb))
 	log.get().Info("denied", "violations", []string{msg})
 	return Outcome{Verdict: policy.Deny, Denials: []string{msg}}, nil
 }

@@ -87,7 +87,9 @@ type Allowances struct {
 	// +optional
 	HostProcess *bool `json:"hostProcess,omitempty"`
 
-	// Namespaces allows any container in the named namespaces.
+	// Namespaces allows any container in the named namespaces. A name with
+	// no namespace yet gives the allowance to whoever creates it first; the
+	// Ready condition warns about each.
 	// +optional
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
@@ -104,7 +106,9 @@ type Allowances struct {
 	// ServiceAccounts narrows the namespace allowances: when set, a pod in
 	// an allowed namespace is allowed only if it runs as one of these
 	// ServiceAccount names. It does not affect the privileged and
-	// HostProcess allowances.
+	// HostProcess allowances. It narrows which pods get the allowance, not
+	// who: anyone who may create pods in the namespace may run them as any
+	// of its ServiceAccounts.
 	// +optional
 	// +listType=set
 	ServiceAccounts []string `json:"serviceAccounts,omitempty"`

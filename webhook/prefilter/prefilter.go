@@ -2,7 +2,10 @@
 // decides, before calling pipeguard's webhook, whether a request could name
 // a protected named pipe at all. Its tests hold those expressions to
 // package pipepath: every object with a path pipepath protects must reach
-// the webhook, and ordinary host paths must not need it.
+// the webhook, and ordinary host paths must not need it. They hold the
+// Namespace webhook's expression to the webhook's namespace guard: a
+// Namespace change reaches the webhook exactly when the guard would refuse
+// it to a user who may not grant.
 package prefilter
 
 import (

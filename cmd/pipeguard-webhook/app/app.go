@@ -245,6 +245,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Elected:  elected,
 		Metrics:  controllerMetrics,
 		OnLoad:   onLoad,
+		// ServiceAccounts that policies name are read one GET at a time,
+		// never cached cluster-wide; a missing one is looked for again
+		// every audit interval.
+		APIReader: mgr.GetAPIReader(),
+		Recheck:   opts.AuditInterval,
 	})
 	if err := a.controller.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the policy controller: %w", err)
