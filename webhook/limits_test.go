@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -160,6 +161,15 @@ func TestLoggedValuesAreBounded(t *testing.T) {
 
 // logContext is a context whose logger appends each line to lines.
 func logContext(lines *[]string) context.Context {
-	log := funcr.New(func(_, args string) { *lines = append(*lines, args) }, funcr.Options{})
-	return logr.NewContext(context.Background(), log)
+	return logr.NewContext(context.Background(), lineLogger(lines))
+}
+
+// lineLogger appends each line it logs to lines, safe for concurrent use.
+func lineLogger(lines *[]string) logr.Logger {
+	var mu sync.Mutex
+	return funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		*lines = append(*lines, args)
+	}, funcr.Options{})
 }
