@@ -51,6 +51,29 @@ const (
 	MaxLoggedValueBytes  = 1024
 )
 
+// The bounds of the webhook's HTTP server (pipeguard-webhook's app).
+// They close what a caller holds without sending a review: the API server
+// sends a review's headers and body at once and within its timeout
+// (timeoutSeconds, 5 s in config/webhook), so a connection slower than
+// that is not the API server's.
+const (
+	// ReadHeaderTimeout bounds the reading of a request's headers, and
+	// ReadTimeout the reading of the whole request, body included; a
+	// connection that has not sent them in time is closed.
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 5 * time.Second
+	// WriteTimeout bounds a review from the end of its headers to its
+	// answer: longer than any deadline a review may have.
+	WriteTimeout = MaxReviewTimeout + 5*time.Second
+	// IdleTimeout closes a kept-alive connection that sends no request.
+	IdleTimeout = 60 * time.Second
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes = 64 << 10
+	// DefaultMaxConnections bounds the connections open at once, TLS
+	// handshakes included; more wait in the listen queue.
+	DefaultMaxConnections = 256
+)
+
 // overBoundError says that an object exceeds MaxHostPathVolumes or
 // MaxHostPathMounts. Decide denies such an object: it is the requester's
 // object, not pipeguard's failure, and it is never allowed.
