@@ -55,7 +55,10 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (
 	}
 	switch {
 	case subj.pv != nil:
-		in.Mounts = pvFacts(subj.pv)
+		in.Mounts, err = pvFacts(subj.pv)
+		if err != nil {
+			return nil, factsError(err, req.Kind.Kind, in.Object.Name)
+		}
 	case subj.spec != nil:
 		in.Pod, in.Mounts, err = podFacts(ctx, subj.spec)
 		if err == nil && gk.Kind == "Pod" && req.Operation == admissionv1.Update {
@@ -225,7 +228,8 @@ const ctxEvery = 64
 // volumeMount that reaches a pipe, or may (pathClass "pipe" or "ambiguous"),
 // over containers, init containers and ephemeral containers. Mounts of
 // ordinary host directories are not facts: they cannot reach a pipe. A pod
-// spec above MaxHostPathVolumes or MaxHostPathMounts gets an overBoundError,
+// spec above MaxHostPathVolumes, MaxHostPathMounts or MaxHostPathBytes gets
+// an overBoundError,
 // before any path is classified; a ctx that ends stops the work. The cost
 // is linear in the volumes and mounts.
 func podFacts(ctx context.Context, spec *decode.PodSpec) (*policy.Pod, []policy.Mount, error) {
@@ -262,18 +266,22 @@ func podFacts(ctx context.Context, spec *decode.PodSpec) (*policy.Pod, []policy.
 			volumes[v.Name] = &hostVolume{source: "hostPath", path: v.HostPath.Path}
 		}
 	}
-	mountsOfHostPaths := 0
+	mountsOfHostPaths, pathBytes := 0, 0
 	for _, l := range lists {
 		for i := range l.containers {
 			for _, vm := range l.containers[i].VolumeMounts {
-				if volumes[vm.Name] != nil {
+				if v := volumes[vm.Name]; v != nil {
 					mountsOfHostPaths++
+					pathBytes += len(v.path) + len(vm.SubPath) + len(vm.SubPathExpr)
 				}
 			}
 		}
 	}
-	if mountsOfHostPaths > MaxHostPathMounts {
+	switch {
+	case mountsOfHostPaths > MaxHostPathMounts:
 		return nil, nil, tooManyMounts(mountsOfHostPaths)
+	case pathBytes > MaxHostPathBytes:
+		return nil, nil, tooLongPaths(pathBytes, "of host paths over its mounts of hostPath volumes")
 	}
 	i := 0
 	for _, v := range volumes {
@@ -336,8 +344,9 @@ func podFacts(ctx context.Context, spec *decode.PodSpec) (*policy.Pod, []policy.
 }
 
 // pvFacts returns the mount fact of a PersistentVolume whose host path or
-// local volume reaches a pipe, or may; nil otherwise.
-func pvFacts(pv *decode.PersistentVolume) []policy.Mount {
+// local volume reaches a pipe, or may; nil otherwise. A path above
+// MaxHostPathBytes gets an overBoundError.
+func pvFacts(pv *decode.PersistentVolume) ([]policy.Mount, error) {
 	var source, path string
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -345,16 +354,19 @@ func pvFacts(pv *decode.PersistentVolume) []policy.Mount {
 	case pv.Spec.Local != nil:
 		source, path = "local", pv.Spec.Local.Path
 	default:
-		return nil
+		return nil, nil
+	}
+	if len(path) > MaxHostPathBytes {
+		return nil, tooLongPaths(len(path), "in its "+source+" path")
 	}
 	m := pathFacts(path, "", "")
 	if m.PathClass == string(pipepath.NotPipe) {
-		return nil
+		return nil, nil
 	}
 	m.ContainerKind = policy.KindPersistentVolume
 	m.Volume = pv.Metadata.Name
 	m.VolumeSource = source
-	return []policy.Mount{m}
+	return []policy.Mount{m}, nil
 }
 
 // pathFacts classifies the host path a mount reaches. A subPathExpr is

@@ -32,6 +32,15 @@ const (
 	// denied before any rule runs.
 	MaxHostPathMounts = 1024
 
+	// MaxHostPathBytes bounds the host paths one object mounts: the
+	// lengths of each mount's hostPath with its subPath or subPathExpr,
+	// summed over its mounts of hostPath volumes (a PersistentVolume's
+	// one path). Each mount's facts and messages carry its path, so this
+	// bounds what a review makes of the paths. Real Windows CSI node
+	// plugins mount under 2 KiB; an object with more is denied before any
+	// rule runs.
+	MaxHostPathBytes = 256 << 10
+
 	// DefaultReviewTimeout is how long a review may take when the API
 	// server's call names no timeout; the API server's own default for a
 	// webhook's timeoutSeconds.
@@ -74,8 +83,8 @@ const (
 	DefaultMaxConnections = 256
 )
 
-// overBoundError says that an object exceeds MaxHostPathVolumes or
-// MaxHostPathMounts. Decide denies such an object: it is the requester's
+// overBoundError says that an object exceeds MaxHostPathVolumes,
+// MaxHostPathMounts or MaxHostPathBytes. Decide denies such an object: it is the requester's
 // object, not pipeguard's failure, and it is never allowed.
 type overBoundError struct {
 	// kind and name are the object's, filled in by input.
@@ -97,6 +106,13 @@ func (e *overBoundError) Error() string {
 func tooManyVolumes(n int) error {
 	return &overBoundError{what: "hostPath volumes", count: n, max: MaxHostPathVolumes,
 		remedy: "mount one hostPath volume in several containers, or split the workload"}
+}
+
+// tooLongPaths is the error of n bytes of host paths; what says where
+// they are.
+func tooLongPaths(n int, what string) error {
+	return &overBoundError{what: "bytes " + what, count: n, max: MaxHostPathBytes,
+		remedy: "mount shorter host paths, or fewer of them"}
 }
 
 func tooManyMounts(n int) error {

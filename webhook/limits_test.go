@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
@@ -172,4 +173,34 @@ func lineLogger(lines *[]string) logr.Logger {
 		defer mu.Unlock()
 		*lines = append(*lines, args)
 	}, funcr.Options{})
+}
+
+// TestHostPathBytesBound: the host paths an object mounts, summed over
+// its mounts, are bounded by MaxHostPathBytes: one byte over is denied
+// with the numbers and what to do, at the bound the rules decide. A
+// PersistentVolume's one path has the same bound.
+func TestHostPathBytesBound(t *testing.T) {
+	withPath := func(n int) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			// Two mounts of one volume: its path counts twice.
+			hp := p.Spec.Volumes[0].HostPath
+			hp.Path += `\` + strings.Repeat("x", n/2-len(hp.Path)-1)
+		}
+	}
+	h, _ := countingHandler(t)
+	at := manyMountsPod(1, 2, withPath(webhook.MaxHostPathBytes))
+	check(t, h.Handle(context.Background(), podRequest(t, at)), denied(`[protected-pipe-mount] container "c-0000" mounts`))
+	over := manyMountsPod(1, 2, withPath(webhook.MaxHostPathBytes+2))
+	check(t, h.Handle(context.Background(), podRequest(t, over)), denied(fmt.Sprintf(
+		`[too-many-host-paths] Pod "many" has %d bytes of host paths over its mounts of hostPath volumes, more than the %d pipeguard reviews; an object with more is denied without review, since no real workload needs that many; mount shorter host paths, or fewer of them`,
+		webhook.MaxHostPathBytes+2, webhook.MaxHostPathBytes)))
+
+	pv := &corev1.PersistentVolume{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pv"},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+			Local: &corev1.LocalVolumeSource{Path: `\\.\pipe\` + strings.Repeat("x", webhook.MaxHostPathBytes)}}},
+	}
+	check(t, h.Handle(context.Background(), request(t, admissionv1.Create, metav1.GroupVersionKind{Version: "v1", Kind: "PersistentVolume"}, "", "pv", pv)),
+		denied(fmt.Sprintf(`[too-many-host-paths] PersistentVolume "pv" has %d bytes in its local path, more than the %d pipeguard reviews`, webhook.MaxHostPathBytes+9, webhook.MaxHostPathBytes)))
 }
