@@ -112,6 +112,9 @@ func Messages(vs []Violation) []string {
 	type group struct {
 		first   Violation
 		targets []string
+		// seen holds the targets, so that a container with many mounts
+		// costs linear time, not quadratic.
+		seen map[string]struct{}
 	}
 	var groups []*group
 	byKey := map[[5]string]*group{}
@@ -124,11 +127,12 @@ func Messages(vs []Violation) []string {
 		k := [5]string{v.Rule, v.Subject, v.Reason, v.Remedy, string(v.Action)}
 		g := byKey[k]
 		if g == nil {
-			g = &group{first: v}
+			g = &group{first: v, seen: map[string]struct{}{}}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
-		if !slices.Contains(g.targets, v.Target) {
+		if _, dup := g.seen[v.Target]; !dup {
+			g.seen[v.Target] = struct{}{}
 			g.targets = append(g.targets, v.Target)
 		}
 	}
@@ -160,9 +164,18 @@ func (d *Decision) with(admin []Violation) *Decision {
 	out := *d
 	out.Cached = false
 	out.Evaluated = true
+	// A set of what each set holds keeps this linear in the violations:
+	// an admin rule may report one per mount.
+	held := map[violationKey]struct{}{}
+	for _, set := range [][]Violation{out.Deny, out.Warn, out.DryRun} {
+		for _, v := range set {
+			held[v.key()] = struct{}{}
+		}
+	}
 	for _, v := range admin {
 		dst := out.setOf(v.Action)
-		if !slices.ContainsFunc(*dst, v.equal) {
+		if _, dup := held[v.key()]; !dup {
+			held[v.key()] = struct{}{}
 			*dst = append(slices.Clip(*dst), v)
 		}
 	}
@@ -182,11 +195,18 @@ func (d *Decision) setOf(a Verdict) *[]Violation {
 	return &d.Deny
 }
 
-func (v Violation) equal(o Violation) bool {
-	return v.Rule == o.Rule && v.Message == o.Message && v.Action == o.Action &&
-		v.Container == o.Container && v.ContainerKind == o.ContainerKind && v.Volume == o.Volume &&
-		v.Path == o.Path && v.Pipe == o.Pipe && slices.Equal(v.Policies, o.Policies) &&
-		v.Subject == o.Subject && v.Target == o.Target && v.Reason == o.Reason && v.Remedy == o.Remedy
+// violationKey is a Violation as a comparable value: violations with
+// equal fields have equal keys.
+type violationKey struct {
+	rule, message, container, containerKind, volume, path, pipe, policies string
+	subject, target, reason, remedy                                       string
+	action                                                                Verdict
+}
+
+func (v Violation) key() violationKey {
+	return violationKey{rule: v.Rule, message: v.Message, container: v.Container, containerKind: v.ContainerKind,
+		volume: v.Volume, path: v.Path, pipe: v.Pipe, policies: strings.Join(v.Policies, "\x00"),
+		subject: v.Subject, target: v.Target, reason: v.Reason, remedy: v.Remedy, action: v.Action}
 }
 
 // decisionOf reads the decision of policy generation generation from the

@@ -17,6 +17,12 @@ import (
 // remembers cacheSize decisions (0: every review evaluates rego) and has
 // policies in force (none: the default policy).
 func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool, cacheSize int, policies ...v1alpha1.PipeAccessPolicy) {
+	benchmarkReviewPer(b, req, wantAllowed, cacheSize, 0, "", policies...)
+}
+
+// benchmarkReviewPer is benchmarkReview that also reports CPU time per
+// unit of the object (per mount, say) when per is above zero.
+func benchmarkReviewPer(b *testing.B, req admission.Request, wantAllowed bool, cacheSize int, per float64, unit string, policies ...v1alpha1.PipeAccessPolicy) {
 	e, err := policy.NewEngine(context.Background(), policy.Options{DecisionCacheSize: cacheSize})
 	if err != nil {
 		b.Fatal(err)
@@ -37,6 +43,9 @@ func benchmarkReview(b *testing.B, req admission.Request, wantAllowed bool, cach
 	}
 	if cpu := processCPU() - start; cpu > 0 {
 		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		if per > 0 {
+			b.ReportMetric(float64(cpu)/float64(b.N)/per, "cpu-ns/"+unit)
+		}
 	}
 }
 

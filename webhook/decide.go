@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -118,7 +117,13 @@ func (h *Handler) Decide(ctx context.Context, req Request) (out Outcome, err err
 	if !mayReachAPipe(req.Object) {
 		return allowed, nil
 	}
-	in, err := h.input(ctx, gk, req) // the object's facts (facts.go)
+	// The object's facts (facts.go); one above the bounds is denied
+	// without rego (limits.go).
+	in, err := h.input(ctx, gk, req)
+	if out, ok := overBound(err); ok {
+		log.denied(out.Denials, 0)
+		return out, nil
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -135,11 +140,11 @@ func (h *Handler) Decide(ctx context.Context, req Request) (out Outcome, err err
 func outcome(log reviewLog, d *policy.Decision) Outcome {
 	out := Outcome{Verdict: d.Verdict(), Decision: d, Warnings: policy.Messages(d.Warn)}
 	for _, v := range d.DryRun {
-		log.get().Info("dryrun: would have denied", "rule", v.Rule, "container", v.Container, "volume", v.Volume, "path", v.Path, "policies", v.Policies, "message", v.Message)
+		log.dryRun(v)
 	}
 	if out.Verdict == policy.Deny {
 		out.Denials = policy.Messages(d.Deny)
-		log.get().Info("denied", "violations", out.Denials, "generation", d.Generation)
+		log.denied(out.Denials, d.Generation)
 	}
 	return out
 }
@@ -161,20 +166,6 @@ func objectName(in *policy.Input) string {
 		return ""
 	}
 	return in.Object.Name
-}
-
-// reviewLog makes the logger of one review, with the request's values,
-// only for a review that logs: adding them costs more than a review that
-// logs nothing.
-type reviewLog struct {
-	ctx context.Context
-	req Request
-}
-
-func (l reviewLog) get() logr.Logger {
-	return logr.FromContextOrDiscard(l.ctx).WithValues(
-		"uid", l.req.UID, "kind", l.req.Kind.Kind, "namespace", l.req.Namespace, "name", l.req.Name,
-		"operation", l.req.Operation, "user", l.req.User.Username)
 }
 
 // badRequestError marks input the handler cannot decode.

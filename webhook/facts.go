@@ -2,9 +2,8 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -56,15 +55,22 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (
 	}
 	switch {
 	case subj.pv != nil:
-		in.Mounts = pvFacts(subj.pv)
+		in.Mounts, err = pvFacts(subj.pv)
+		if err != nil {
+			return nil, factsError(err, req.Kind.Kind, in.Object.Name)
+		}
 	case subj.spec != nil:
-		in.Pod, in.Mounts = podFacts(subj.spec)
-		in.Mounts = append(in.Mounts, hostProcessFacts(subj.spec, in.Pod)...)
-		if gk.Kind == "Pod" && req.Operation == admissionv1.Update {
-			in.Mounts, err = newMounts(gk, req.OldObject, in.Mounts)
-			if err != nil {
-				return nil, err
-			}
+		in.Pod, in.Mounts, err = podFacts(ctx, subj.spec)
+		if err == nil {
+			var hp []policy.Mount
+			hp, err = hostProcessFacts(subj.spec, in.Pod)
+			in.Mounts = append(in.Mounts, hp...)
+		}
+		if err == nil && gk.Kind == "Pod" && req.Operation == admissionv1.Update {
+			in.Mounts, err = newMounts(ctx, gk, req.OldObject, in.Mounts)
+		}
+		if err != nil {
+			return nil, factsError(err, req.Kind.Kind, in.Object.Name)
 		}
 	}
 	if len(in.Mounts) == 0 || subj.pv != nil {
@@ -88,7 +94,7 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (
 // containers cannot change after creation, so on UPDATE only what is new
 // (ephemeral containers) needs a decision; re-judging the rest would block
 // routine metadata updates of pods admitted under an older policy.
-func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]policy.Mount, error) {
+func newMounts(ctx context.Context, gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]policy.Mount, error) {
 	if len(oldRaw) == 0 {
 		return mounts, nil
 	}
@@ -96,17 +102,59 @@ func newMounts(gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]pol
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %w", err))
 	}
-	oldPod, oldMounts := podFacts(old.spec)
-	oldMounts = append(oldMounts, hostProcessFacts(old.spec, oldPod)...)
+	oldPod, oldMounts, err := podFacts(ctx, old.spec)
+	if err != nil {
+		return nil, err
+	}
+	oldHP, err := hostProcessFacts(old.spec, oldPod)
+	if err != nil {
+		return nil, err
+	}
+	oldMounts = append(oldMounts, oldHP...)
+	// The facts of both sides come from podFacts, so equal mounts have
+	// equal keys: one set of the old ones makes the comparison linear.
+	had := make(map[mountKey]struct{}, len(oldMounts))
+	for _, o := range oldMounts {
+		had[keyOf(o)] = struct{}{}
+	}
 	fresh := mounts[:0:0]
 	for _, m := range mounts {
-		// The facts of both sides come from podFacts, so equal mounts
-		// are deeply equal; a pod has few enough for a linear search.
-		if !slices.ContainsFunc(oldMounts, func(o policy.Mount) bool { return reflect.DeepEqual(o, m) }) {
+		if _, ok := had[keyOf(m)]; !ok {
 			fresh = append(fresh, m)
 		}
 	}
 	return fresh, nil
+}
+
+// mountKey is a policy.Mount as a comparable value: every fact podFacts
+// fills in. ProtectedBy is the engine's, filled in later.
+type mountKey struct {
+	container, containerKind, volume, volumeSource  string
+	rawPath, path, pathClass, pipe, ambiguousReason string
+	readOnly, privileged, hostProcess               bool
+}
+
+func keyOf(m policy.Mount) mountKey {
+	return mountKey{
+		container: m.Container, containerKind: m.ContainerKind, volume: m.Volume, volumeSource: m.VolumeSource,
+		rawPath: m.RawPath, path: m.Path, pathClass: m.PathClass, pipe: m.Pipe, ambiguousReason: m.AmbiguousReason,
+		readOnly: m.ReadOnly, privileged: m.Privileged, hostProcess: m.HostProcess,
+	}
+}
+
+// factsError is err from podFacts or newMounts, on the object kind/name:
+// a bound it exceeds (which Decide turns into a denial), or the end of the
+// request's context.
+func factsError(err error, kind, name string) error {
+	var over *overBoundError
+	switch {
+	case errors.As(err, &over):
+		over.kind, over.name = kind, name
+		return over
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("internal error: the review of %s %q ended before a decision (%w); the request is rejected", kind, name, err)
+	}
+	return err
 }
 
 // subject is what a supported object amounts to for pipe access: a pod spec
@@ -174,7 +222,6 @@ func decodeAs[T decode.Kind](raw []byte, subj func(*T) *subject) (*subject, erro
 
 // hostVolume is a pod volume backed by a path on the node.
 type hostVolume struct {
-	name   string
 	source string // "hostPath"
 	path   string
 	// whole is the facts of a mount of the whole volume (no subPath),
@@ -182,19 +229,24 @@ type hostVolume struct {
 	whole policy.Mount
 }
 
+// ctxEvery is how many volumes or mounts facts are built for between
+// checks of the request's context: often enough that a review whose caller
+// gave up stops within microseconds, seldom enough to cost nothing.
+const ctxEvery = 64
+
 // podFacts returns the pod-level facts and one mount fact per container ×
 // volumeMount that reaches a pipe, or may (pathClass "pipe" or "ambiguous"),
 // over containers, init containers and ephemeral containers. Mounts of
-// ordinary host directories are not facts: they cannot reach a pipe.
-func podFacts(spec *decode.PodSpec) (*policy.Pod, []policy.Mount) {
+// ordinary host directories are not facts: they cannot reach a pipe. A pod
+// spec above MaxHostPathVolumes, MaxHostPathMounts or MaxHostPathBytes gets
+// an overBoundError,
+// before any path is classified; a ctx that ends stops the work. The cost
+// is linear in the volumes and mounts.
+func podFacts(ctx context.Context, spec *decode.PodSpec) (*policy.Pod, []policy.Mount, error) {
 	pod := &policy.Pod{
 		ServiceAccountName: effectiveServiceAccount(spec),
 		HostProcess:        podHostProcess(spec),
 	}
-	// A pod has few host path volumes: a slice searched in order costs
-	// less than a map. The API server rejects two volumes of one name;
-	// should a request hold them anyway, the last one counts, as it would
-	// in a map.
 	n := 0
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
@@ -202,76 +254,109 @@ func podFacts(spec *decode.PodSpec) (*policy.Pod, []policy.Mount) {
 		}
 	}
 	if n == 0 {
-		return pod, nil
+		return pod, nil, nil
 	}
-	volumes := make([]hostVolume, 0, n)
-	for _, v := range spec.Volumes {
-		if v.HostPath != nil {
-			volumes = append(volumes, hostVolume{name: v.Name, source: "hostPath", path: v.HostPath.Path, whole: pathFacts(v.HostPath.Path, "", "")})
+	if n > MaxHostPathVolumes {
+		return nil, nil, tooManyVolumes(n)
+	}
+	lists := [...]struct {
+		kind       string
+		containers []decode.Container
+	}{
+		{policy.KindInitContainer, spec.InitContainers},
+		{policy.KindContainer, spec.Containers},
+		{policy.KindEphemeralContainer, spec.EphemeralContainers},
+	}
+	// The API server rejects two volumes of one name; should a request
+	// hold them anyway, the last one counts. Paths are classified only
+	// once the mounts are known to be within bounds.
+	volumes := make(map[string]*hostVolume, n)
+	for i := range spec.Volumes {
+		if v := &spec.Volumes[i]; v.HostPath != nil {
+			volumes[v.Name] = &hostVolume{source: "hostPath", path: v.HostPath.Path}
 		}
 	}
-	volume := func(name string) *hostVolume {
-		for i := len(volumes) - 1; i >= 0; i-- {
-			if volumes[i].name == name {
-				return &volumes[i]
+	mountsOfHostPaths, pathBytes := 0, 0
+	for _, l := range lists {
+		for i := range l.containers {
+			for _, vm := range l.containers[i].VolumeMounts {
+				if v := volumes[vm.Name]; v != nil {
+					mountsOfHostPaths++
+					pathBytes += len(v.path) + len(vm.SubPath) + len(vm.SubPathExpr)
+				}
 			}
 		}
-		return nil
+	}
+	switch {
+	case mountsOfHostPaths > MaxHostPathMounts:
+		return nil, nil, tooManyMounts(mountsOfHostPaths)
+	case pathBytes > MaxHostPathBytes:
+		return nil, nil, tooLongPaths(pathBytes, "of host paths over its mounts of hostPath volumes")
+	}
+	i := 0
+	for _, v := range volumes {
+		if i++; i%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		v.whole = pathFacts(v.path, "", "")
 	}
 	var mounts []policy.Mount
 	// Pipe mounts are few and large: allocate room for all of them once.
 	room := 0
-	for _, list := range [][]decode.Container{spec.InitContainers, spec.Containers, spec.EphemeralContainers} {
-		for i := range list {
-			for _, vm := range list[i].VolumeMounts {
-				if v := volume(vm.Name); v != nil && (v.whole.PathClass != string(pipepath.NotPipe) || vm.SubPath != "" || vm.SubPathExpr != "") {
+	for _, l := range lists {
+		for i := range l.containers {
+			for _, vm := range l.containers[i].VolumeMounts {
+				if v := volumes[vm.Name]; v != nil && (v.whole.PathClass != string(pipepath.NotPipe) || vm.SubPath != "" || vm.SubPathExpr != "") {
 					room++
 				}
 			}
 		}
 	}
-	add := func(kind string, c *decode.Container) {
-		for _, vm := range c.VolumeMounts {
-			vol := volume(vm.Name)
-			if vol == nil {
-				continue
+	seen := 0
+	for _, l := range lists {
+		for ci := range l.containers {
+			c := &l.containers[ci]
+			for _, vm := range c.VolumeMounts {
+				vol := volumes[vm.Name]
+				if vol == nil {
+					continue
+				}
+				if seen++; seen%ctxEvery == 0 {
+					if err := ctx.Err(); err != nil {
+						return nil, nil, err
+					}
+				}
+				m := vol.whole
+				if vm.SubPath != "" || vm.SubPathExpr != "" {
+					m = pathFacts(vol.path, vm.SubPath, vm.SubPathExpr)
+				}
+				if m.PathClass == string(pipepath.NotPipe) {
+					continue
+				}
+				sc := c.SecurityContext
+				m.Container = c.Name
+				m.ContainerKind = l.kind
+				m.Volume = vm.Name
+				m.VolumeSource = vol.source
+				m.ReadOnly = vm.ReadOnly
+				m.Privileged = sc != nil && sc.Privileged != nil && *sc.Privileged
+				m.HostProcess = effectiveHostProcess(sc, pod.HostProcess)
+				if mounts == nil {
+					mounts = make([]policy.Mount, 0, room)
+				}
+				mounts = append(mounts, m)
 			}
-			m := vol.whole
-			if vm.SubPath != "" || vm.SubPathExpr != "" {
-				m = pathFacts(vol.path, vm.SubPath, vm.SubPathExpr)
-			}
-			if m.PathClass == string(pipepath.NotPipe) {
-				continue
-			}
-			sc := c.SecurityContext
-			m.Container = c.Name
-			m.ContainerKind = kind
-			m.Volume = vm.Name
-			m.VolumeSource = vol.source
-			m.ReadOnly = vm.ReadOnly
-			m.Privileged = sc != nil && sc.Privileged != nil && *sc.Privileged
-			m.HostProcess = effectiveHostProcess(sc, pod.HostProcess)
-			if mounts == nil {
-				mounts = make([]policy.Mount, 0, room)
-			}
-			mounts = append(mounts, m)
 		}
 	}
-	for i := range spec.InitContainers {
-		add(policy.KindInitContainer, &spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		add(policy.KindContainer, &spec.Containers[i])
-	}
-	for i := range spec.EphemeralContainers {
-		add(policy.KindEphemeralContainer, &spec.EphemeralContainers[i])
-	}
-	return pod, mounts
+	return pod, mounts, nil
 }
 
 // pvFacts returns the mount fact of a PersistentVolume whose host path or
-// local volume reaches a pipe, or may; nil otherwise.
-func pvFacts(pv *decode.PersistentVolume) []policy.Mount {
+// local volume reaches a pipe, or may; nil otherwise. A path above
+// MaxHostPathBytes gets an overBoundError.
+func pvFacts(pv *decode.PersistentVolume) ([]policy.Mount, error) {
 	var source, path string
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -279,16 +364,19 @@ func pvFacts(pv *decode.PersistentVolume) []policy.Mount {
 	case pv.Spec.Local != nil:
 		source, path = "local", pv.Spec.Local.Path
 	default:
-		return nil
+		return nil, nil
+	}
+	if len(path) > MaxHostPathBytes {
+		return nil, tooLongPaths(len(path), "in its "+source+" path")
 	}
 	m := pathFacts(path, "", "")
 	if m.PathClass == string(pipepath.NotPipe) {
-		return nil
+		return nil, nil
 	}
 	m.ContainerKind = policy.KindPersistentVolume
 	m.Volume = pv.Metadata.Name
 	m.VolumeSource = source
-	return []policy.Mount{m}
+	return []policy.Mount{m}, nil
 }
 
 // pathFacts classifies the host path a mount reaches. A subPathExpr is

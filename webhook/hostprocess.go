@@ -20,7 +20,10 @@ const hostProcessReason = "a HostProcess container reaches every host pipe by it
 // could name any protected pipe, so every policy in force protects it and
 // only an allowance all of them grant (HostProcess, by default, or the
 // namespace) lets it through.
-func hostProcessFacts(spec *decode.PodSpec, pod *policy.Pod) []policy.Mount {
+//
+// More than MaxHostProcessContainers such containers get an overBoundError:
+// each is a fact the rules decide on.
+func hostProcessFacts(spec *decode.PodSpec, pod *policy.Pod) ([]policy.Mount, error) {
 	var out []policy.Mount
 	add := func(kind string, c *decode.Container) {
 		if !effectiveHostProcess(c.SecurityContext, pod.HostProcess) {
@@ -46,5 +49,9 @@ func hostProcessFacts(spec *decode.PodSpec, pod *policy.Pod) []policy.Mount {
 	for i := range spec.EphemeralContainers {
 		add(policy.KindEphemeralContainer, &spec.EphemeralContainers[i])
 	}
-	return out
+	if len(out) > MaxHostProcessContainers {
+		return nil, &overBoundError{what: "HostProcess containers", count: len(out), max: MaxHostProcessContainers,
+			remedy: "split the pod's work across pods"}
+	}
+	return out, nil
 }

@@ -90,7 +90,7 @@ func (h *Handler) reviewNamespace(ctx context.Context, log reviewLog, req Reques
 	// cluster (an identity provider, a webhook authorizer): escape them.
 	msg := invisible.Escape(fmt.Sprintf("[namespace-allowance] user %q may not add, change or remove label %s on namespace %q: such labels grant the namespace's pods access to protected host pipes, now or once a policy reads them%s; ask a cluster admin, or get the %q verb on pipeaccesspolicies.pipeguard.io (ClusterRole pipeguard-allowance-granter)",
 		req.User.Username, strings.Join(changed, ", "), req.Name, reason, GrantVerb))
-	log.get().Info("denied", "violations", []string{msg})
+	log.denied([]string{msg}, 0)
 	return Outcome{Verdict: policy.Deny, Denials: []string{msg}}, nil
 }
 

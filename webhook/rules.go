@@ -47,5 +47,8 @@ func Rules() []Rule {
 			Denies: "creating or updating a Namespace (also through namespaces/status and namespaces/finalize) " +
 				"so that a label granting pipe access is added, changed or removed, by a user without the " +
 				GrantVerb + " verb on pipeaccesspolicies.pipeguard.io"},
+		{ID: "too-many-host-paths", DecidedIn: "webhook/limits.go",
+			Denies: "an object (a pod or a workload's pod template) with more hostPath volumes than MaxHostPathVolumes, " +
+				"or more volumeMounts of hostPath volumes over its containers than MaxHostPathMounts, before any rule runs"},
 	}
 }

@@ -115,15 +115,16 @@ func regoRuleIDs(t *testing.T, f rego.File) []string {
 }
 
 // goRuleIDs returns, by file, the rule ids of the messages that the
-// package's Go code denies with. Only handler.go denies otherwise, with the
-// messages of the rego decision.
+// package's Go code denies with, written as a message's "[id] " prefix or
+// as the Rule of a policy.Violation it builds. Only handler.go denies
+// otherwise, with the messages of the rego decision.
 func goRuleIDs(t *testing.T) map[string][]string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ruleID := regexp.MustCompile(`"\[([a-z0-9-]+)\] `)
+	ruleID := regexp.MustCompile(`"\[([a-z0-9-]+)\] |Rule:\s+"([a-z0-9-]+)"`)
 	out := map[string][]string{}
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -135,7 +136,7 @@ func goRuleIDs(t *testing.T) map[string][]string {
 		}
 		var ids []string
 		for _, m := range ruleID.FindAllSubmatch(src, -1) {
-			ids = append(ids, string(m[1]))
+			ids = append(ids, string(m[1])+string(m[2]))
 		}
 		denies := strings.Count(string(src), "admission.Denied(")
 		switch {

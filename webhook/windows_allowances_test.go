@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
+	"github.com/pipeguard/pipeguard/webhook"
 )
 
 // Allowances are judged by what Windows does: the kubelet ignores
@@ -148,4 +150,23 @@ func TestAmbiguousSpellingsNeedEveryAllowance(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestHostProcessContainersAreBounded: each HostProcess container is a
+// fact of its own, so an object with more than MaxHostProcessContainers
+// is denied before any rule runs; one at the bound is decided.
+func TestHostProcessContainersAreBounded(t *testing.T) {
+	h := newHandler(t)
+	many := func(n int) *corev1.Pod {
+		return pod(diskPipe, noPipe, hostProcessPod, func(p *corev1.Pod) {
+			p.Spec.Containers = make([]corev1.Container, n)
+			for i := range p.Spec.Containers {
+				p.Spec.Containers[i] = corev1.Container{Name: fmt.Sprintf("c%d", i), Image: "c"}
+			}
+		})
+	}
+	check(t, h.Handle(context.Background(), podRequest(t, many(webhook.MaxHostProcessContainers))), allowed)
+	check(t, h.Handle(context.Background(), podRequest(t, many(webhook.MaxHostProcessContainers+1))),
+		denied(fmt.Sprintf(`[too-many-host-paths] Pod "web" has %d HostProcess containers, more than the %d pipeguard reviews`,
+			webhook.MaxHostProcessContainers+1, webhook.MaxHostProcessContainers)))
 }

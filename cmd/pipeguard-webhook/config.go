@@ -8,7 +8,26 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
+	"github.com/pipeguard/pipeguard/webhook"
 )
+
+// checkServerFlags checks the webhook server's flags before anything
+// starts.
+func checkServerFlags(opts app.Options) error {
+	switch {
+	case opts.MaxReviewsInFlight < 1:
+		return fmt.Errorf("--max-reviews-in-flight %d: want at least 1 (default %d)", opts.MaxReviewsInFlight, webhook.DefaultMaxInFlight)
+	case opts.MaxConnections < 1:
+		return fmt.Errorf("--max-connections %d: want at least 1 (default %d)", opts.MaxConnections, webhook.DefaultMaxConnections)
+	case opts.ClientCAFile != "":
+		if err := app.CheckClientCAFile(opts.ClientCAFile); err != nil {
+			return fmt.Errorf("--client-ca-file: %w", err)
+		}
+	}
+	return nil
+}
 
 // restConfig loads the kubeconfig given, or the usual in-cluster or
 // KUBECONFIG configuration.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
 	"github.com/pipeguard/pipeguard/internal/version"
+	"github.com/pipeguard/pipeguard/webhook"
 )
 
 func main() {
@@ -39,6 +40,9 @@ func run() int {
 	cacheBytes := fs.Int64("decision-cache-bytes", app.DefaultDecisionCacheBytes, "bound in bytes on the memory each policy generation's decision cache keeps (keys, decisions with their messages, and map overhead; a decision bigger than half of it is not remembered); the cache holds at most --decision-cache-size decisions within it; 0 turns the cache off")
 	fs.DurationVar(&opts.AdminRuleTimeout, app.AdminRuleTimeoutFlag, app.DefaultAdminRuleTimeout, "bound on the time the admin-written rules (spec.rego) of all policies may take together on one object; an object whose rules take longer is rejected with an internal error naming the policy (fail closed), and the audit reports it as error. Keep it well under the API server's 5s webhook timeout")
 	fs.DurationVar(&opts.AuditInterval, "audit-interval", 60*time.Second, "how often the leader audits existing Pods, workloads and PersistentVolumes against the policies in force (also at start, on every policy change and on namespace label changes); results go to policy status, metrics and events")
+	fs.StringVar(&opts.ClientCAFile, "client-ca-file", "", "PEM bundle of the CAs that sign the API server's webhook client certificate (the kubeconfig of the admission configuration's WebhookAdmissionConfiguration); when set, connections without a certificate they verify get no answer, so nothing but the API server can send reviews. Read again when it changes")
+	fs.IntVar(&opts.MaxReviewsInFlight, "max-reviews-in-flight", webhook.DefaultMaxInFlight, "reviews read and decided at once; more wait for a slot until their deadline, then get an internal error. Each takes up to about 25 MiB at the 3 MiB bound on a review")
+	fs.IntVar(&opts.MaxConnections, "max-connections", webhook.DefaultMaxConnections, "connections the webhook server keeps open at once, TLS handshakes included; more wait in the listen queue")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	certRotation := fs.Bool("cert-rotation", false, "issue and rotate the serving certificate: keep it in Secret --cert-secret-name (mounted at --webhook-cert-path), inject its CA into --webhook-config-name, and serve only once it exists; off for local runs, which bring their own certificate")
 	rotation := app.CertRotation{}
@@ -53,6 +57,10 @@ func run() int {
 		if err == flag.ErrHelp {
 			return 0
 		}
+		return 2
+	}
+	if err := checkServerFlags(opts); err != nil {
+		fmt.Fprintf(os.Stderr, "pipeguard-webhook: %v\n", err)
 		return 2
 	}
 	switch {

@@ -51,6 +51,17 @@ type Options struct {
 	WebhookPort int
 	// CertDir holds CertName and KeyName; they are reloaded when they change.
 	CertDir, CertName, KeyName string
+	// ClientCAFile, when set, is a PEM bundle of the CAs that sign the API
+	// server's webhook client certificate: the webhook server then answers
+	// only connections that present a certificate they verify. Reloaded
+	// when it changes.
+	ClientCAFile string
+	// MaxReviewsInFlight bounds the reviews read and decided at once;
+	// webhook.DefaultMaxInFlight when 0.
+	MaxReviewsInFlight int
+	// MaxConnections bounds the webhook server's open connections;
+	// webhook.DefaultMaxConnections when 0.
+	MaxConnections int
 	// CertRotation, when set, issues and rotates the certificate in CertDir
 	// and injects its CA; the webhook server starts only once the files
 	// exist. When nil, the files must be provided (cert-manager, or by hand
@@ -143,10 +154,16 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	var server ctrlwebhook.Server = ctrlwebhook.NewServer(ctrlwebhook.Options{
+	tlsServer, err := newServer(ServerOptions{
 		Host: opts.WebhookHost, Port: opts.WebhookPort,
 		CertDir: opts.CertDir, CertName: opts.CertName, KeyName: opts.KeyName,
+		ClientCAFile: opts.ClientCAFile, MaxConnections: opts.MaxConnections,
+		Logger: opts.Logger.WithName("webhook-server"),
 	})
+	if err != nil {
+		return nil, err
+	}
+	var server ctrlwebhook.Server = tlsServer
 	certsReady := make(chan struct{})
 	if opts.CertRotation == nil {
 		close(certsReady)
@@ -273,7 +290,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Observer:   admissionMetrics,
 	})
 	server = mgr.GetWebhookServer()
-	server.Register(Path, &admission.Webhook{Handler: handler, RecoverPanic: ptr.To(true)})
+	server.Register(Path, webhook.Bound(&admission.Webhook{Handler: handler, RecoverPanic: ptr.To(true)},
+		webhook.ServeOptions{MaxInFlight: opts.MaxReviewsInFlight}))
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

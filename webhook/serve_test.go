@@ -1,0 +1,196 @@
+package webhook_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/pipeguard/pipeguard/webhook"
+)
+
+// reviewBody is the AdmissionReview the API server would send for req.
+func reviewBody(t testing.TB, req admission.Request) []byte {
+	t.Helper()
+	review := admissionv1.AdmissionReview{Request: &req.AdmissionRequest}
+	review.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind("AdmissionReview"))
+	return mustJSON(t, review)
+}
+
+// post sends body to url and returns the response of the AdmissionReview
+// that comes back.
+func post(t testing.TB, url string, body []byte) *admissionv1.AdmissionResponse {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&review); err != nil || review.Response == nil {
+		t.Fatalf("answer is no AdmissionReview (%v), HTTP %d", err, resp.StatusCode)
+	}
+	return review.Response
+}
+
+func checkResponse(t *testing.T, r *admissionv1.AdmissionResponse, uid string, code int32, message string) {
+	t.Helper()
+	if r.Allowed || r.Result == nil || r.Result.Code != code || string(r.UID) != uid || !strings.Contains(r.Result.Message, message) {
+		t.Fatalf("response %+v\nwant not allowed, uid %q, code %d, a message with %q", r, uid, code, message)
+	}
+}
+
+// serveBounded serves h as pipeguard-webhook does, on plain HTTP.
+func serveBounded(t *testing.T, h http.Handler, opts webhook.ServeOptions) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(webhook.Bound(h, opts))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestOversizedReview: a review above MaxReviewBytes is refused with 413
+// before it is decoded, naming the request's uid so that the API server
+// shows the message; the handler never sees it. A review just within the
+// bound is decided.
+func TestOversizedReview(t *testing.T) {
+	h, e := countingHandler(t)
+	srv := serveBounded(t, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)}, webhook.ServeOptions{})
+	req := podRequest(t, pod(diskPipe))
+	base := reviewBody(t, req)
+	pad := func(n int) []byte {
+		// Pad the object's annotations up to a body of n bytes.
+		p := pod(diskPipe)
+		p.Annotations = map[string]string{"pad": ""}
+		req := podRequest(t, p)
+		body := reviewBody(t, req)
+		p.Annotations["pad"] = strings.Repeat("x", n-len(body))
+		return reviewBody(t, podRequest(t, p))
+	}
+	at, over := pad(webhook.MaxReviewBytes), pad(webhook.MaxReviewBytes+1)
+	if len(at) != webhook.MaxReviewBytes || len(over) != webhook.MaxReviewBytes+1 {
+		t.Fatalf("padded bodies of %d and %d bytes", len(at), len(over))
+	}
+	checkResponse(t, post(t, srv.URL, base), "uid-1", http.StatusForbidden, "[protected-pipe-mount]")
+	checkResponse(t, post(t, srv.URL, at), "uid-1", http.StatusForbidden, "[protected-pipe-mount]")
+	calls := e.calls.Load()
+	checkResponse(t, post(t, srv.URL, over), "uid-1", http.StatusRequestEntityTooLarge,
+		"the AdmissionReview is 3145729 bytes, above the 3145728 bytes pipeguard reads (the API server's own bound on a request); it was refused before decoding")
+
+	// Without a Content-Length, the bounded read finds it too.
+	r, err := http.Post(srv.URL, "application/json", struct{ *bytes.Reader }{bytes.NewReader(over)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	checkResponse(t, review.Response, "uid-1", http.StatusRequestEntityTooLarge, "the AdmissionReview is more than 3 MiB")
+	if got := e.calls.Load(); got != calls {
+		t.Errorf("oversized reviews reached rego (%d evaluations)", got-calls)
+	}
+}
+
+// blocking is a review handler that holds its slot until release is
+// closed, and records the deadline of each review's context.
+type blocking struct {
+	started   chan struct{}
+	release   chan struct{}
+	mu        sync.Mutex
+	deadlines []time.Duration
+}
+
+func (b *blocking) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d, ok := r.Context().Deadline(); ok {
+		b.mu.Lock()
+		b.deadlines = append(b.deadlines, time.Until(d))
+		b.mu.Unlock()
+	}
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+	case <-r.Context().Done():
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"uid-1","allowed":false,"status":{"code":403,"message":"held"}}}`))
+}
+
+// TestInFlightCap: with every slot taken, a review waits; when its
+// deadline (the API server's ?timeout=) passes first it gets a clear
+// internal error, and when a slot frees first it is served.
+func TestInFlightCap(t *testing.T) {
+	b := &blocking{started: make(chan struct{}, 4), release: make(chan struct{})}
+	srv := serveBounded(t, b, webhook.ServeOptions{MaxInFlight: 1})
+	body := reviewBody(t, podRequest(t, pod(diskPipe)))
+
+	held := make(chan *admissionv1.AdmissionResponse, 1)
+	go func() { held <- post(t, srv.URL+"?timeout=30s", body) }()
+	<-b.started // the one slot is taken
+
+	start := time.Now()
+	r := post(t, srv.URL+"?timeout=300ms", body)
+	checkResponse(t, r, "", http.StatusInternalServerError, "internal error: too many reviews in flight (1); this one waited for 300ms, its deadline, and is rejected")
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Errorf("the review waited %s, less than its deadline", waited)
+	}
+
+	waiting := make(chan *admissionv1.AdmissionResponse, 1)
+	go func() { waiting <- post(t, srv.URL+"?timeout=30s", body) }()
+	close(b.release)
+	checkResponse(t, <-held, "uid-1", http.StatusForbidden, "held")
+	<-b.started // the waiting review got the slot
+	checkResponse(t, <-waiting, "uid-1", http.StatusForbidden, "held")
+}
+
+// TestReviewDeadline: a review's context ends at the timeout the API
+// server names in its call, at DefaultReviewTimeout without one, and never
+// later than MaxReviewTimeout.
+func TestReviewDeadline(t *testing.T) {
+	for name, tc := range map[string]struct {
+		query string
+		want  time.Duration
+	}{
+		"the API server's timeout":   {"?timeout=5s", 5 * time.Second},
+		"none":                       {"", webhook.DefaultReviewTimeout},
+		"not a duration":             {"?timeout=soon", webhook.DefaultReviewTimeout},
+		"above the API server's max": {"?timeout=1h", webhook.MaxReviewTimeout},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := &blocking{started: make(chan struct{}, 1), release: make(chan struct{})}
+			close(b.release)
+			srv := serveBounded(t, b, webhook.ServeOptions{})
+			post(t, srv.URL+tc.query, reviewBody(t, podRequest(t, pod(diskPipe))))
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if len(b.deadlines) != 1 || b.deadlines[0] > tc.want || b.deadlines[0] < tc.want-2*time.Second {
+				t.Fatalf("deadlines %v, want one of about %s", b.deadlines, tc.want)
+			}
+		})
+	}
+}
+
+// TestReviewLogNamesPeer: the log line of a denial served over the network
+// names the peer it came from, whatever user the review claims.
+func TestReviewLogNamesPeer(t *testing.T) {
+	var lines []string
+	log := lineLogger(&lines)
+	wh := &admission.Webhook{Handler: newHandler(t),
+		LogConstructor: func(logr.Logger, *admission.Request) logr.Logger { return log }}
+	srv := serveBounded(t, wh, webhook.ServeOptions{})
+	req := podRequest(t, pod(diskPipe))
+	req.UserInfo.Username = "system:admin"
+	checkResponse(t, post(t, srv.URL, reviewBody(t, req)), "uid-1", http.StatusForbidden, "[protected-pipe-mount]")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"user"="system:admin"`) || !strings.Contains(lines[0], `"peer"="127.0.0.1:`) {
+		t.Fatalf("logged %q, want one line naming the claimed user and the peer 127.0.0.1", lines)
+	}
+}
