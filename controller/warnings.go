@@ -54,8 +54,10 @@ func (c *Controller) warnings(ctx context.Context, p *v1alpha1.PipeAccessPolicy)
 		ws = append(ws, absent...)
 		recheck = recheck || saRecheck
 	}
-	if w := c.opts.Engine.AdminRuleWarning(p.Name, p.Generation); w != "" {
-		ws = append(ws, w)
+	if c.opts.Engine != nil {
+		if w := c.opts.Engine.AdminRuleWarning(p.Name, p.Generation); w != "" {
+			ws = append(ws, w)
+		}
 	}
 	for i := range ws {
 		ws[i] = invisible.Escape(ws[i])
