@@ -48,9 +48,7 @@ type AuditResult struct {
 }
 
 // AuditSource lists the objects of one kind; a cache reader is one.
-type AuditSource interface {
-	List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
-}
+type AuditSource = inventory.Lister
 
 // Audit evaluates every object of the reviewed kinds that src holds with
 // engine, as admission would on its creation, reading namespace labels
@@ -63,7 +61,11 @@ func Audit(ctx context.Context, src AuditSource, engine *policy.Engine, namespac
 	gen := engine.Current()
 	policies := gen.Policies
 	rep := &AuditReport{Time: start, Generation: gen.Number, ByPolicy: map[string][]v1alpha1.AuditViolation{}}
-	e := inventory.NewEvaluator(engine, namespaces)
+	claims, err := inventory.ClaimsFrom(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	e := inventory.NewEvaluator(engine, namespaces, claims)
 	for _, k := range kinds.All() {
 		list := k.NewList()
 		if err := src.List(ctx, list); err != nil {

@@ -134,6 +134,11 @@ func (a *Auditor) Start(ctx context.Context) error {
 			return fmt.Errorf("audit: informer for %s: %w", k.Resource, err)
 		}
 	}
+	// Claims, for the pods that mount one bound to a protected
+	// PersistentVolume (inventory.ClaimsFrom).
+	if _, err := c.GetInformer(ctx, &corev1.PersistentVolumeClaim{}); err != nil {
+		return fmt.Errorf("audit: informer for persistentvolumeclaims: %w", err)
+	}
 	nsInformer, err := c.GetInformer(ctx, nsMeta)
 	if err != nil {
 		return fmt.Errorf("audit: namespace informer: %w", err)

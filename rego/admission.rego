@@ -263,7 +263,10 @@ policy_list(names) := sprintf("PipeAccessPolicy %q", [names[0]]) if {
 	count(names) == 1
 } else := sprintf("PipeAccessPolicies %s", [concat(" and ", sort({sprintf("%q", [n]) | some n in names}))])
 
-mount_target(m) := sprintf("%s through volume %q", [m.path, m.volume]) if m.pathClass == "pipe"
+mount_target(m) := sprintf("%s through volume %q, a PersistentVolumeClaim bound to a PersistentVolume at that path", [m.path, m.volume]) if {
+	m.pathClass == "pipe"
+	object.get(m, "volumeSource", "") == "persistentVolumeClaim"
+} else := sprintf("%s through volume %q", [m.path, m.volume]) if m.pathClass == "pipe"
 else := sprintf(
 	"%s through volume %q (a path that looks like a named pipe but cannot be resolved: %s; it is treated as protected)",
 	[display_path(m.rawPath, m.path), m.volume, m.ambiguousReason],

@@ -36,6 +36,11 @@ type Options struct {
 	// Grants decides who may change a namespace's allowance labels. Nil
 	// leaves Namespaces unreviewed, which only offline evaluation wants.
 	Grants Grants
+	// Claims, if set, finds the PersistentVolume a pod's
+	// PersistentVolumeClaim is bound to, so that mounting a claim bound to
+	// a protected PersistentVolume is decided as mounting its path. The
+	// background audit and `pipeguard policy eval --cluster` set it.
+	Claims Claims
 	// Observer, if set, is told every review's outcome.
 	Observer Observer
 	// Now returns the current time; defaults to time.Now.
@@ -114,7 +119,7 @@ func (h *Handler) Decide(ctx context.Context, req Request) (out Outcome, err err
 	if isNamespace {
 		return h.reviewNamespace(ctx, log, req)
 	}
-	if !mayReachAPipe(req.Object) {
+	if !mayReachAPipe(req.Object, h.opts.Claims != nil) {
 		return allowed, nil
 	}
 	// The object's facts (facts.go); one above the bounds is denied
@@ -150,14 +155,16 @@ func outcome(log reviewLog, d *policy.Decision) Outcome {
 }
 
 // mayReachAPipe is a fast, conservative pre-check on the raw object: an
-// object in which neither "hostPath", "local" nor "hostProcess" appears,
-// and no \u escape could spell them, has no host path volume and no
-// HostProcess container. Decoding is case-sensitive, so these byte searches
-// cannot miss a field the decoder would see.
-func mayReachAPipe(raw []byte) bool {
+// object in which neither "hostPath", "local" nor "hostProcess" appears
+// (nor "persistentVolumeClaim", when claims are looked up), and no \u
+// escape could spell them, has no host path volume, no HostProcess
+// container and no claim to look up. Decoding is case-sensitive, so these
+// byte searches cannot miss a field the decoder would see.
+func mayReachAPipe(raw []byte, claims bool) bool {
 	return bytes.Contains(raw, []byte(`"hostPath"`)) ||
 		bytes.Contains(raw, []byte(`"local"`)) ||
 		bytes.Contains(raw, []byte(`"hostProcess"`)) ||
+		(claims && bytes.Contains(raw, []byte(`"persistentVolumeClaim"`))) ||
 		bytes.Contains(raw, []byte(`\u`))
 }
 

@@ -60,14 +60,18 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (
 			return nil, factsError(err, req.Kind.Kind, in.Object.Name)
 		}
 	case subj.spec != nil:
-		in.Pod, in.Mounts, err = podFacts(ctx, subj.spec)
+		var claimed map[string]*hostVolume
+		claimed, err = h.claimedVolumes(ctx, req.Namespace, subj.spec)
+		if err == nil {
+			in.Pod, in.Mounts, err = podFacts(ctx, subj.spec, claimed)
+		}
 		if err == nil {
 			var hp []policy.Mount
 			hp, err = hostProcessFacts(subj.spec, in.Pod)
 			in.Mounts = append(in.Mounts, hp...)
 		}
 		if err == nil && gk.Kind == "Pod" && req.Operation == admissionv1.Update {
-			in.Mounts, err = newMounts(ctx, gk, req.OldObject, in.Mounts)
+			in.Mounts, err = newMounts(ctx, gk, req.OldObject, in.Mounts, claimed)
 		}
 		if err != nil {
 			return nil, factsError(err, req.Kind.Kind, in.Object.Name)
@@ -94,7 +98,7 @@ func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (
 // containers cannot change after creation, so on UPDATE only what is new
 // (ephemeral containers) needs a decision; re-judging the rest would block
 // routine metadata updates of pods admitted under an older policy.
-func newMounts(ctx context.Context, gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount) ([]policy.Mount, error) {
+func newMounts(ctx context.Context, gk schema.GroupKind, oldRaw []byte, mounts []policy.Mount, claimed map[string]*hostVolume) ([]policy.Mount, error) {
 	if len(oldRaw) == 0 {
 		return mounts, nil
 	}
@@ -102,7 +106,7 @@ func newMounts(ctx context.Context, gk schema.GroupKind, oldRaw []byte, mounts [
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("cannot decode request.oldObject as a Pod: %w", err))
 	}
-	oldPod, oldMounts, err := podFacts(ctx, old.spec)
+	oldPod, oldMounts, err := podFacts(ctx, old.spec, claimed)
 	if err != nil {
 		return nil, err
 	}
@@ -242,12 +246,12 @@ const ctxEvery = 64
 // an overBoundError,
 // before any path is classified; a ctx that ends stops the work. The cost
 // is linear in the volumes and mounts.
-func podFacts(ctx context.Context, spec *decode.PodSpec) (*policy.Pod, []policy.Mount, error) {
+func podFacts(ctx context.Context, spec *decode.PodSpec, claimed map[string]*hostVolume) (*policy.Pod, []policy.Mount, error) {
 	pod := &policy.Pod{
 		ServiceAccountName: effectiveServiceAccount(spec),
 		HostProcess:        podHostProcess(spec),
 	}
-	n := 0
+	n := len(claimed)
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
 			n++
@@ -272,8 +276,14 @@ func podFacts(ctx context.Context, spec *decode.PodSpec) (*policy.Pod, []policy.
 	// once the mounts are known to be within bounds.
 	volumes := make(map[string]*hostVolume, n)
 	for i := range spec.Volumes {
-		if v := &spec.Volumes[i]; v.HostPath != nil {
+		v := &spec.Volumes[i]
+		switch c := claimed[v.Name]; {
+		case v.HostPath != nil:
 			volumes[v.Name] = &hostVolume{source: "hostPath", path: v.HostPath.Path}
+		case c != nil && v.PersistentVolumeClaim != nil:
+			// A claim bound to a PersistentVolume that reaches a pipe, or
+			// may: mounting it mounts that path (claims.go).
+			volumes[v.Name] = &hostVolume{source: c.source, path: c.path}
 		}
 	}
 	mountsOfHostPaths, pathBytes := 0, 0

@@ -29,7 +29,7 @@ func TestEvaluatorIsSafeForConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := inventory.NewEvaluator(engine, webhook.StaticNamespaces{"allowed": {policy.AllowLabel: "true"}, "plain": {}})
+	e := inventory.NewEvaluator(engine, webhook.StaticNamespaces{"allowed": {policy.AllowLabel: "true"}, "plain": {}}, nil)
 	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme).UniversalDeserializer()
 	type job struct {
 		obj  client.Object

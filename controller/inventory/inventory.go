@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,7 +99,11 @@ func EvaluateCluster(ctx context.Context, cfg *rest.Config, opts Options) ([]Res
 	}); err != nil {
 		return nil, err
 	}
-	e := NewEvaluator(engine, namespaces)
+	claims, err := clusterClaims(ctx, dc, opts.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	e := NewEvaluator(engine, namespaces, claims)
 	var results []Result
 	for _, k := range kinds.All() {
 		if opts.Namespace != "" && !k.Namespaced {
@@ -198,10 +203,12 @@ type Evaluator struct {
 	handler *webhook.Handler
 }
 
-// NewEvaluator returns an Evaluator that decides with engine and reads
-// namespace labels from namespaces.
-func NewEvaluator(engine webhook.Evaluator, namespaces webhook.NamespaceLabels) *Evaluator {
-	return &Evaluator{handler: webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces})}
+// NewEvaluator returns an Evaluator that decides with engine, reads
+// namespace labels from namespaces and, when claims is not nil, finds the
+// PersistentVolumes that pods' claims are bound to there.
+func NewEvaluator(engine webhook.Evaluator, namespaces webhook.NamespaceLabels, claims webhook.Claims) *Evaluator {
+	h := webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: namespaces, Claims: claims})
+	return &Evaluator{handler: h}
 }
 
 // Evaluate decides on raw, the JSON of an object of kind k, as the webhook
@@ -245,4 +252,43 @@ func ref(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
+}
+
+// clusterClaims is ClaimsFrom for the cluster's claims and volumes, read
+// page by page.
+func clusterClaims(ctx context.Context, dc dynamic.Interface, pageSize int64) (webhook.StaticClaims, error) {
+	return ClaimsFrom(ctx, listerFunc(func(ctx context.Context, l client.ObjectList) error {
+		var gvr schema.GroupVersionResource
+		switch l.(type) {
+		case *corev1.PersistentVolumeList:
+			gvr = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+		case *corev1.PersistentVolumeClaimList:
+			gvr = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+		default:
+			return fmt.Errorf("inventory: cannot list %T", l)
+		}
+		var items []unstructured.Unstructured
+		if err := list(ctx, dc, gvr, "", pageSize, func(u *unstructured.Unstructured) error {
+			items = append(items, *u)
+			return nil
+		}); err != nil {
+			return err
+		}
+		return runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"items": unstructuredItems(items)}, l)
+	}))
+}
+
+func unstructuredItems(items []unstructured.Unstructured) []any {
+	out := make([]any, len(items))
+	for i := range items {
+		out[i] = items[i].Object
+	}
+	return out
+}
+
+// listerFunc is a Lister of one function.
+type listerFunc func(ctx context.Context, l client.ObjectList) error
+
+func (f listerFunc) List(ctx context.Context, l client.ObjectList, _ ...client.ListOption) error {
+	return f(ctx, l)
 }

@@ -125,6 +125,32 @@ func TestEvaluateCluster(t *testing.T) {
 		}
 	})
 
+	// A pod that mounts a claim bound to a PersistentVolume at a pipe mounts
+	// the pipe, whatever admission saw of the PersistentVolume.
+	t.Run("a claim bound to a protected PersistentVolume", func(t *testing.T) {
+		create(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pipe-pv", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceQuantity(t, "1Gi")}}}})
+		create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "claims-pipe"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: `C:\data`}}}},
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}})
+		results, err := inventory.EvaluateCluster(ctx, env.Config, inventory.Options{PageSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if r.Name != "claims-pipe" {
+				continue
+			}
+			const want = `container "app" mounts \\.\pipe\csi-proxy-smb-v1 through volume "data", a PersistentVolumeClaim bound to a PersistentVolume at that path, but`
+			if got := r.Violations(); len(got) != 1 || !strings.Contains(got[0].Message, want) {
+				t.Fatalf("team-a/claims-pipe: %+v, want one violation containing %q", got, want)
+			}
+			return
+		}
+		t.Fatal("team-a/claims-pipe is not among the results")
+	})
+
 	// A HostProcess pod reaches every pipe without a mount: a policy that
 	// withholds the allowance finds it among what already runs.
 	t.Run("a policy withholding the HostProcess allowance", func(t *testing.T) {

@@ -9,10 +9,12 @@ import (
 
 // Strip returns a copy of obj that keeps only what the admission facts
 // read: name, namespace, UID and resourceVersion; of a pod spec, its host
-// path volumes, each container's name, volume mounts and the
-// privileged and hostProcess settings (the containers only where a host path
+// path volumes and claim volumes, each container's name, volume mounts and
+// the privileged and hostProcess settings (the containers only where such a
 // volume or a HostProcess setting makes them matter), the ServiceAccount
-// and the pod's hostProcess setting; of a PersistentVolume, its host path or local path.
+// and the pod's hostProcess setting; of a PersistentVolume, its host path or
+// local path; of a PersistentVolumeClaim, the PersistentVolume it is bound
+// to.
 // Everything else (status, annotations, managed fields, images, env,
 // resources) is dropped, so that a cache of every pod in a large cluster
 // stays small. Admission decides the same on the stripped object as on the
@@ -56,6 +58,9 @@ func Strip(obj any) (any, error) {
 		out := &batchv1.CronJob{ObjectMeta: stripMeta(o.ObjectMeta)}
 		out.Spec.JobTemplate.Spec.Template = stripTemplate(&o.Spec.JobTemplate.Spec.Template)
 		return out, nil
+	case *corev1.PersistentVolumeClaim:
+		// Only which PersistentVolume it is bound to (ClaimsFrom).
+		return &corev1.PersistentVolumeClaim{ObjectMeta: stripMeta(o.ObjectMeta), Spec: corev1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}}, nil
 	case *corev1.PersistentVolume:
 		out := &corev1.PersistentVolume{ObjectMeta: stripMeta(o.ObjectMeta)}
 		if hp := o.Spec.HostPath; hp != nil {
@@ -83,13 +88,18 @@ func stripPodSpec(s *corev1.PodSpec) corev1.PodSpec {
 		out.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: sc.WindowsOptions.HostProcess}}
 	}
 	for _, v := range s.Volumes {
-		if v.HostPath != nil {
+		switch {
+		case v.HostPath != nil:
 			out.Volumes = append(out.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v.HostPath.Path}}})
+		case v.PersistentVolumeClaim != nil:
+			// It may be bound to a PersistentVolume that reaches a pipe.
+			out.Volumes = append(out.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}}})
 		}
 	}
 	if len(out.Volumes) == 0 && !hostProcess(s) {
-		// No host path volume and no HostProcess container: nothing that
-		// could reach a pipe.
+		// No host path or claim volume and no HostProcess container:
+		// nothing that could reach a pipe.
 		return out
 	}
 	for i := range s.InitContainers {

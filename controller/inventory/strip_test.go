@@ -150,7 +150,7 @@ func TestStripKeepsTheDecision(t *testing.T) {
 			}
 			namespaces := webhook.StaticNamespaces{"allowed": {"pipeguard.io/allow-csi-proxy": "true"}, "plain": {}}
 			for name, engine := range map[string]*policy.Engine{"default": deflt, "narrowed": narrowed} {
-				e := inventory.NewEvaluator(engine, namespaces)
+				e := inventory.NewEvaluator(engine, namespaces, nil)
 				json, err := runtimeEncode(co)
 				if err != nil {
 					t.Fatal(err)

@@ -44,6 +44,9 @@ func (r *reader) volume(v *Volume) {
 		case "hostPath":
 			readPtr(r, &v.HostPath, r.pathSource)
 			return 1 << 1
+		case "persistentVolumeClaim":
+			readPtr(r, &v.PersistentVolumeClaim, r.claimSource)
+			return 1 << 2
 		}
 		r.skip()
 		return 0
@@ -51,6 +54,8 @@ func (r *reader) volume(v *Volume) {
 }
 
 func (r *reader) pathSource(p *PathSource) { r.only("path", func() { r.str(&p.Path) }) }
+
+func (r *reader) claimSource(c *ClaimSource) { r.only("claimName", func() { r.str(&c.ClaimName) }) }
 
 func (r *reader) container(c *Container) {
 	r.fields(func(name []byte) uint32 {

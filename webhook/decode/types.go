@@ -21,10 +21,17 @@ type PodSpec struct {
 	SecurityContext          *PodSecurityContext `json:"securityContext"`
 }
 
-// Volume is a pod volume; only host path volumes matter.
+// Volume is a pod volume; only host path volumes, and claims that may be
+// bound to a host path PersistentVolume, matter.
 type Volume struct {
-	Name     string      `json:"name"`
-	HostPath *PathSource `json:"hostPath"`
+	Name                  string       `json:"name"`
+	HostPath              *PathSource  `json:"hostPath"`
+	PersistentVolumeClaim *ClaimSource `json:"persistentVolumeClaim"`
+}
+
+// ClaimSource is a persistentVolumeClaim volume source.
+type ClaimSource struct {
+	ClaimName string `json:"claimName"`
 }
 
 // PathSource is a hostPath or local volume source: a path on the node.
