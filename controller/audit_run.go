@@ -62,6 +62,8 @@ type AuditorOptions struct {
 	// built-in default's included; a policyreport.Writer writes them as
 	// PolicyReports.
 	Reports ReportWriter
+	// OnPass, if set, is called after every pass, its report in Last.
+	OnPass func()
 }
 
 // ReportWriter records the violations of one audit pass, found at the
@@ -197,6 +199,9 @@ func (a *Auditor) RunOnce(ctx context.Context, src client.Reader) error {
 		}
 	}
 	a.recordEvents(rep)
+	if a.opts.OnPass != nil {
+		a.opts.OnPass()
+	}
 	for _, r := range rep.Results {
 		for _, v := range r.Errors {
 			log.Info("audit: cannot evaluate an object; it is reported as error", "kind", r.Kind, "namespace", r.Namespace, "name", r.Name, "policies", v.Policies, "error", v.Message)

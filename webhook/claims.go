@@ -42,8 +42,8 @@ func (s StaticClaims) BoundVolume(_ context.Context, namespace, claim string) (*
 // claimedVolumes returns the claim volumes of spec whose PersistentVolume
 // reaches a pipe or may, by volume name, as host volumes; nil when the
 // handler has no Claims. A claim bound to an ordinary host path, or to no
-// host path at all, is no fact. More claim volumes than MaxHostPathVolumes
-// get an overBoundError: each may cost a lookup.
+// host path at all, is no fact. More claim volumes than MaxClaimVolumes
+// get an overBoundError: each may cost two lookups.
 func (h *Handler) claimedVolumes(ctx context.Context, namespace string, spec *decode.PodSpec) (map[string]*hostVolume, error) {
 	if h.opts.Claims == nil || spec == nil {
 		return nil, nil
@@ -57,8 +57,8 @@ func (h *Handler) claimedVolumes(ctx context.Context, namespace string, spec *de
 	if n == 0 {
 		return nil, nil
 	}
-	if n > MaxHostPathVolumes {
-		return nil, &overBoundError{what: "persistentVolumeClaim volumes", count: n, max: MaxHostPathVolumes,
+	if n > MaxClaimVolumes {
+		return nil, &overBoundError{what: "persistentVolumeClaim volumes", count: n, max: MaxClaimVolumes,
 			remedy: "mount one claim in several containers, or split the workload"}
 	}
 	var out map[string]*hostVolume

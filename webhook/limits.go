@@ -38,6 +38,12 @@ const (
 	// before any rule runs.
 	MaxHostProcessContainers = 256
 
+	// MaxClaimVolumes bounds the persistentVolumeClaim volumes of one
+	// object whose PersistentVolumes a review looks up (two GETs each,
+	// while a protected PersistentVolume exists). Real workloads mount a
+	// few; an object with more is denied before any rule runs.
+	MaxClaimVolumes = 64
+
 	// MaxHostPathBytes bounds the host paths one object mounts: the
 	// lengths of each mount's hostPath with its subPath or subPathExpr,
 	// summed over its mounts of hostPath volumes (a PersistentVolume's

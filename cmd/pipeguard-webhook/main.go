@@ -49,7 +49,7 @@ func run() int {
 	fs.StringVar(&rotation.SecretName, "cert-secret-name", "pipeguard-webhook-cert", "Secret holding the CA and serving certificate, with --cert-rotation")
 	fs.StringVar(&rotation.Namespace, "namespace", "", "namespace of the certificate Secret and the webhook Service, with --cert-rotation (the pod's namespace when empty)")
 	fs.StringVar(&rotation.ServiceName, "service-name", "pipeguard-webhook", "Service the API server calls, with --cert-rotation: the certificate is for <service-name>.<namespace>.svc")
-	fs.StringVar(&rotation.WebhookConfigName, "webhook-config-name", "pipeguard", "ValidatingWebhookConfiguration that receives the CA bundle, with --cert-rotation, and whose hostprocess.pipeguard.io entry the leader turns on while a policy in force withholds the HostProcess allowance; empty leaves that entry alone")
+	fs.StringVar(&rotation.WebhookConfigName, "webhook-config-name", "pipeguard", "ValidatingWebhookConfiguration that receives the CA bundle, with --cert-rotation, and whose hostprocess.pipeguard.io and claims.pipeguard.io entries the leader turns on while a policy in force withholds the HostProcess allowance, and while the audit finds a protected PersistentVolume; empty leaves those entries alone")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)

@@ -311,8 +311,8 @@ func runLocal(t *testing.T, k kubectl, kubeconfig, bin string) {
 	port := freePort(t)
 	local := string(k.render(t, "local"))
 	const url = "https://127.0.0.1:9443/validate"
-	if n := strings.Count(local, "url: "+url); n != 7 {
-		t.Fatalf("config/local points %d webhooks at %s, want all 7", n, url)
+	if n := strings.Count(local, "url: "+url); n != 8 {
+		t.Fatalf("config/local points %d webhooks at %s, want all 8", n, url)
 	}
 	if strings.Contains(local, "service:") {
 		t.Fatal("config/local still calls a Service")

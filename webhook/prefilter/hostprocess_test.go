@@ -19,9 +19,9 @@ import (
 	"github.com/pipeguard/pipeguard/webhook/prefilter"
 )
 
-// hostProcessFilter compiles the shipped configuration with the HostProcess
-// routing condition set as the leader sets it.
-func hostProcessFilter(t *testing.T, withheld bool) *filter {
+// routedFilter compiles the shipped configuration with the condition of a
+// routed webhook set as the leader sets it.
+func routedFilter(t *testing.T, webhook, condition string, on bool) *filter {
 	t.Helper()
 	cfg, err := prefilter.Load(manifests)
 	if err != nil {
@@ -31,20 +31,61 @@ func hostProcessFilter(t *testing.T, withheld bool) *filter {
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]
 		for j := range w.MatchConditions {
-			if w.Name == controller.HostProcessWebhook && w.MatchConditions[j].Name == controller.HostProcessCondition {
-				w.MatchConditions[j].Expression = fmt.Sprint(withheld)
+			if w.Name == webhook && w.MatchConditions[j].Name == condition {
+				w.MatchConditions[j].Expression = fmt.Sprint(on)
 				found = true
 			}
 		}
 	}
 	if !found {
-		t.Fatalf("%s has no condition %s in webhook %s", manifests, controller.HostProcessCondition, controller.HostProcessWebhook)
+		t.Fatalf("%s has no condition %s in webhook %s", manifests, condition, webhook)
 	}
 	f, err := compileFilter(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
+}
+
+func hostProcessFilter(t *testing.T, withheld bool) *filter {
+	return routedFilter(t, controller.HostProcessWebhook, controller.HostProcessCondition, withheld)
+}
+
+// TestClaimsRouting: while a protected PersistentVolume exists, every
+// object of every pod-bearing kind with a persistentVolumeClaim volume goes
+// to the webhook, and nothing else does for it; while none exists, nothing
+// does.
+func TestClaimsRouting(t *testing.T) {
+	claim := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
+	empty := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	cases := map[string]struct {
+		spec  corev1.PodSpec
+		claim bool
+	}{
+		"a claim":               {corev1.PodSpec{Volumes: []corev1.Volume{claim}, Containers: []corev1.Container{{Name: "c"}}}, true},
+		"a claim beside others": {corev1.PodSpec{Volumes: []corev1.Volume{empty, claim}, Containers: []corev1.Container{{Name: "c"}}}, true},
+		"no claim":              {corev1.PodSpec{Volumes: []corev1.Volume{empty}, Containers: []corev1.Container{{Name: "c"}}}, false},
+		"no volume":             {corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, false},
+	}
+	on := routedFilter(t, controller.ClaimsWebhook, controller.ClaimsCondition, true)
+	off := routedFilter(t, controller.ClaimsWebhook, controller.ClaimsCondition, false)
+	for _, k := range podKinds {
+		if !slices.ContainsFunc(on.cfg.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+			return w.Name == controller.ClaimsWebhook && selects(w, k)
+		}) {
+			t.Errorf("webhook %s does not review %s", controller.ClaimsWebhook, k.gvk.Kind)
+			continue
+		}
+		for name, tc := range cases {
+			obj := k.wrap(tc.spec)
+			if got := on.sendsVia(t, controller.ClaimsWebhook, k, obj); got != tc.claim {
+				t.Errorf("%s, %s, a protected PersistentVolume exists: sent = %v, want %v", k.gvk.Kind, name, got, tc.claim)
+			}
+			if off.sendsVia(t, controller.ClaimsWebhook, k, obj) {
+				t.Errorf("%s, %s, no protected PersistentVolume: sent to the webhook, want skipped", k.gvk.Kind, name)
+			}
+		}
+	}
 }
 
 // TestHostProcessRouting: while a policy withholds the HostProcess

@@ -99,8 +99,8 @@ type Options struct {
 	// is off only when DecisionCacheSize is 0.
 	DecisionCacheBytes int64
 	// WebhookConfigName is the ValidatingWebhookConfiguration whose
-	// HostProcess entry the leader keeps in step with the policies in
-	// force (controller.HostProcessRouting); empty leaves it alone.
+	// HostProcess and claims entries the leader keeps in step with the
+	// cluster (controller.Routing); empty leaves them alone.
 	WebhookConfigName string
 	// AdminRuleTimeout bounds the time the admin-written rules of one
 	// evaluation may take together; policy.DefaultAdminRuleTimeout when
@@ -227,13 +227,19 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	auditor, err := controller.NewAuditor(controller.AuditorOptions{
+	var auditor *controller.Auditor
+	routes, err := addRoutings(mgr, opts, scheme, engine, func() *controller.AuditReport { return auditor.Last() })
+	if err != nil {
+		return nil, err
+	}
+	auditor, err = controller.NewAuditor(controller.AuditorOptions{
 		Config: opts.Config, Scheme: scheme, Client: mgr.GetClient(), Engine: engine,
 		Interval: opts.AuditInterval, Metrics: controllerMetrics.Audit(),
 		// Events are written one by one, so that one the API server
 		// refuses is counted in pipeguard_event_failures_total, not lost.
 		Recorder: controller.NewEventWriter(mgr.GetClient(), "pipeguard-audit", controllerMetrics, opts.Logger.WithName("events")),
 		Reports:  reports,
+		OnPass:   routes.onPass,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the background audit: %w", err)
@@ -242,26 +248,13 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := mgr.Add(auditor); err != nil {
 		return nil, fmt.Errorf("adding the audit: %w", err)
 	}
-	onLoad := auditor.Trigger
-	if opts.WebhookConfigName != "" {
-		// Uncached: the webhook may read one configuration, not watch them all.
-		direct, err := client.New(opts.Config, client.Options{Scheme: scheme})
-		if err != nil {
-			return nil, fmt.Errorf("the HostProcess routing's client: %w", err)
-		}
-		routing := controller.NewHostProcessRouting(direct, engine, opts.WebhookConfigName)
-		if err := mgr.Add(routing); err != nil {
-			return nil, fmt.Errorf("adding the HostProcess routing: %w", err)
-		}
-		onLoad = func() { auditor.Trigger(); routing.Trigger() }
-	}
 	a.controller = controller.New(controller.Options{
 		Client:   mgr.GetClient(),
 		Engine:   engine,
 		Recorder: controller.NewEventWriter(mgr.GetClient(), "pipeguard-webhook", controllerMetrics, opts.Logger.WithName("events")),
 		Elected:  elected,
 		Metrics:  controllerMetrics,
-		OnLoad:   onLoad,
+		OnLoad:   func() { auditor.Trigger(); routes.onLoad() },
 		// ServiceAccounts that policies name are read one GET at a time,
 		// never cached cluster-wide; a missing one is looked for again
 		// every audit interval.
@@ -287,7 +280,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Engine:     engine,
 		Namespaces: webhook.CachedNamespaces{Reader: mgr.GetCache()},
 		Grants:     webhook.SubjectAccessReviewGrants{Client: mgr.GetClient()},
-		Observer:   admissionMetrics,
+		// Claims are looked up one GET at a time, never cached: pods
+		// reach the webhook for them only while the audit finds a
+		// protected PersistentVolume (claims.pipeguard.io).
+		Claims:   webhook.ReaderClaims{Reader: mgr.GetAPIReader()},
+		Observer: admissionMetrics,
 	})
 	server = mgr.GetWebhookServer()
 	server.Register(Path, webhook.Bound(&admission.Webhook{Handler: handler, RecoverPanic: ptr.To(true)},

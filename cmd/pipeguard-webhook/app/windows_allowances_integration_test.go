@@ -64,8 +64,8 @@ func hostProcessObjects(ns string) map[string]client.Object {
 	}
 }
 
-// hostProcessRouting reads the condition the leader keeps.
-func hostProcessRouting(t *testing.T, c client.Client) string {
+// condition reads a condition the leader keeps.
+func condition(t *testing.T, c client.Client, webhook, name string) string {
 	t.Helper()
 	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "pipeguard"}, &cfg); err != nil {
@@ -73,23 +73,28 @@ func hostProcessRouting(t *testing.T, c client.Client) string {
 	}
 	for _, w := range cfg.Webhooks {
 		for _, mc := range w.MatchConditions {
-			if w.Name == controller.HostProcessWebhook && mc.Name == controller.HostProcessCondition {
+			if w.Name == webhook && mc.Name == name {
 				return mc.Expression
 			}
 		}
 	}
-	t.Fatalf("ValidatingWebhookConfiguration pipeguard has no condition %s in webhook %s", controller.HostProcessCondition, controller.HostProcessWebhook)
+	t.Fatalf("ValidatingWebhookConfiguration pipeguard has no condition %s in webhook %s", name, webhook)
 	return ""
+}
+
+func waitCondition(t *testing.T, c client.Client, webhook, name, want string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return condition(t, c, webhook, name) == want, nil
+	})
+	if err != nil {
+		t.Fatalf("condition %s of webhook %s stayed %q, want %q", name, webhook, condition(t, c, webhook, name), want)
+	}
 }
 
 func waitRouting(t *testing.T, c client.Client, want string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return hostProcessRouting(t, c) == want, nil
-	})
-	if err != nil {
-		t.Fatalf("HostProcess routing stayed %q, want %q", hostProcessRouting(t, c), want)
-	}
+	waitCondition(t, c, controller.HostProcessWebhook, controller.HostProcessCondition, want)
 }
 
 func TestWindowsAllowancesOnControlPlane(t *testing.T) {
@@ -192,8 +197,8 @@ func TestPrivilegedOptIn(t *testing.T) {
 }
 
 // TestHostProcessOutage: with nothing serving the webhook, HostProcess
-// objects that mount no pipe are refused exactly while the routing says a
-// policy withholds the allowance.
+// objects that mount no pipe, and pods with claims, are refused exactly
+// while the routing says the cluster needs their review.
 func TestHostProcessOutage(t *testing.T) {
 	for _, withheld := range []bool{false, true} {
 		cfg, err := prefilter.Load("../../../config/webhook/manifests.yaml")
@@ -203,7 +208,9 @@ func TestHostProcessOutage(t *testing.T) {
 		found := false
 		for i := range cfg.Webhooks {
 			for j := range cfg.Webhooks[i].MatchConditions {
-				if mc := &cfg.Webhooks[i].MatchConditions[j]; cfg.Webhooks[i].Name == controller.HostProcessWebhook && mc.Name == controller.HostProcessCondition {
+				mc, name := &cfg.Webhooks[i].MatchConditions[j], cfg.Webhooks[i].Name
+				if name == controller.HostProcessWebhook && mc.Name == controller.HostProcessCondition ||
+					name == controller.ClaimsWebhook && mc.Name == controller.ClaimsCondition {
 					mc.Expression = map[bool]string{false: "false", true: "true"}[withheld]
 					found = true
 				}
@@ -217,6 +224,16 @@ func TestHostProcessOutage(t *testing.T) {
 		ctx := context.Background()
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
 			t.Fatal(err)
+		}
+		claimPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "reader"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: "app", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: `C:\data`}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+		switch err := env.Client.Create(ctx, claimPod, client.DryRunAll); {
+		case withheld:
+			refusedByOutage(t, "a pod with a claim while a protected PersistentVolume exists", err, controller.ClaimsWebhook)
+		case err != nil:
+			t.Errorf("a pod with a claim: %v, want admitted while no protected PersistentVolume exists", err)
 		}
 		for name, obj := range hostProcessObjects("team-a") {
 			err := env.Client.Create(ctx, obj, client.DryRunAll)
