@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -54,15 +55,22 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	ctx = WithPeer(ctx, peerOf(r))
+	var waited time.Duration
 	select {
 	case b.slots <- struct{}{}:
-	case <-ctx.Done():
-		// The body is unread, so the request's uid is unknown; the
-		// caller has given up by now anyway.
-		answer(w, "", http.StatusInternalServerError, fmt.Errorf(
-			"internal error: too many reviews in flight (%d); this one waited for %s, its deadline, and is rejected; retry, or give pipeguard-webhook more replicas",
-			cap(b.slots), timeout))
-		return
+	default:
+		start := time.Now()
+		select {
+		case b.slots <- struct{}{}:
+			waited = time.Since(start)
+		case <-ctx.Done():
+			// The body is unread, so the request's uid is unknown; the
+			// caller has given up by now anyway.
+			answer(w, "", http.StatusInternalServerError, fmt.Errorf(
+				"internal error: too many reviews in flight (%d); this one waited for %s, its deadline, and is rejected; retry, or give pipeguard-webhook more replicas",
+				cap(b.slots), timeout))
+			return
+		}
 	}
 	defer func() { <-b.slots }()
 
@@ -73,6 +81,16 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// Do not read the rest: close the connection once answered.
 			w.Header().Set("Connection", "close")
 			answer(w, types.UID(requestUID(big.prefix)), http.StatusRequestEntityTooLarge, err)
+			return
+		}
+		if waited > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The server's read timeout counts from the request's
+			// start: a review that waited long for a slot has no time
+			// left for its body. Waiting costs no memory this way, and
+			// a slow body holds a slot no longer than the timeout.
+			answer(w, "", http.StatusInternalServerError, fmt.Errorf(
+				"internal error: too many reviews in flight (%d); this one waited %s for a slot, leaving no time to read it within the server's read timeout, and is rejected; retry, or give pipeguard-webhook more replicas",
+				cap(b.slots), waited.Round(time.Millisecond)))
 			return
 		}
 		answer(w, "", http.StatusBadRequest, fmt.Errorf("reading the AdmissionReview: %w; send the whole review within the server's read timeout", err))
