@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -46,6 +47,21 @@ func BenchmarkReviewMounts(b *testing.B) {
 			volumes := min(n, 256)
 			req := podRequest(b, manyMountsPod(volumes, n))
 			benchmarkReviewPer(b, req, false, 0, float64(n), "mount")
+		})
+	}
+}
+
+// BenchmarkReviewMountsUpdate: an UPDATE of the pod of BenchmarkReviewMounts
+// (its old object the same pod): every mount is compared with the old
+// ones, which must stay linear too.
+func BenchmarkReviewMountsUpdate(b *testing.B) {
+	for _, n := range []int{16, 64, 256, 1024} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			p := manyMountsPod(min(n, 256), n)
+			req := podRequest(b, p)
+			req.Operation = admissionv1.Update
+			req.OldObject.Raw = mustJSON(b, p)
+			benchmarkReviewPer(b, req, true, 0, float64(n), "mount")
 		})
 	}
 }

@@ -14,6 +14,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
@@ -203,4 +205,36 @@ func TestHostPathBytesBound(t *testing.T) {
 	}
 	check(t, h.Handle(context.Background(), request(t, admissionv1.Create, metav1.GroupVersionKind{Version: "v1", Kind: "PersistentVolume"}, "", "pv", pv)),
 		denied(fmt.Sprintf(`[too-many-host-paths] PersistentVolume "pv" has %d bytes in its local path, more than the %d pipeguard reviews`, webhook.MaxHostPathBytes+9, webhook.MaxHostPathBytes)))
+}
+
+// TestForgedReviewsChangeNoDecision: what a review claims (its user, its
+// namespace, dry run, an UPDATE with any old object) decides only its own
+// answer. Reviews that an allowed namespace's pods would get, sent first
+// and remembered by the decision cache, never make the same pod in an
+// unlabelled namespace allowed: the cache is keyed on the facts, which
+// include what the namespace's labels allow, read from the cluster, not
+// from the review.
+func TestForgedReviewsChangeNoDecision(t *testing.T) {
+	e, err := policy.NewEngine(context.Background(), policy.Options{DecisionCacheSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := webhook.NewHandler(webhook.Options{Engine: e, Namespaces: testNamespaces})
+	ctx := context.Background()
+	forged := []admission.Request{}
+	for _, ns := range []string{"csi", "kube-system", "team-a"} {
+		r := podRequest(t, pod(diskPipe, inNamespace(ns)))
+		r.UserInfo.Username, r.UserInfo.Groups = "system:admin", []string{"system:masters"}
+		r.DryRun = ptr.To(true)
+		forged = append(forged, r)
+		u := podRequest(t, pod(diskPipe, inNamespace(ns)))
+		u.Operation = admissionv1.Update
+		u.OldObject.Raw = mustJSON(t, pod(diskPipe, inNamespace(ns)))
+		forged = append(forged, u)
+	}
+	for _, r := range forged {
+		h.Handle(ctx, r)
+	}
+	check(t, h.Handle(ctx, podRequest(t, pod(diskPipe))), denied(`[protected-pipe-mount] container "app" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed`))
+	check(t, h.Handle(ctx, podRequest(t, pod(diskPipe, inNamespace("csi")))), allowed)
 }

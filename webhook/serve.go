@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -17,8 +18,9 @@ import (
 
 // DefaultMaxInFlight is how many reviews pipeguard-webhook reads and
 // decides at once unless told otherwise. A review at the bounds (a body of
-// MaxReviewBytes) takes about 25 MiB at its peak, so that many stay under
-// half of the Deployment's 512 MiB memory limit with room for the caches.
+// MaxReviewBytes, every host-path bound reached) takes 25 to 40 MiB of heap
+// at its peak; 16 at once, 8 of them waiting, peak at about 184 MiB
+// (BenchmarkReviewMemory), under half of the Deployment's 512 MiB limit.
 const DefaultMaxInFlight = 8
 
 // ServeOptions bound the HTTP side of the reviews one Bound serves.
@@ -54,15 +56,22 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	ctx = WithPeer(ctx, peerOf(r))
+	var waited time.Duration
 	select {
 	case b.slots <- struct{}{}:
-	case <-ctx.Done():
-		// The body is unread, so the request's uid is unknown; the
-		// caller has given up by now anyway.
-		answer(w, "", http.StatusInternalServerError, fmt.Errorf(
-			"internal error: too many reviews in flight (%d); this one waited for %s, its deadline, and is rejected; retry, or give pipeguard-webhook more replicas",
-			cap(b.slots), timeout))
-		return
+	default:
+		start := time.Now()
+		select {
+		case b.slots <- struct{}{}:
+			waited = time.Since(start)
+		case <-ctx.Done():
+			// The body is unread, so the request's uid is unknown; the
+			// caller has given up by now anyway.
+			answer(w, "", http.StatusInternalServerError, fmt.Errorf(
+				"internal error: too many reviews in flight (%d); this one waited for %s, its deadline, and is rejected; retry, or give pipeguard-webhook more replicas",
+				cap(b.slots), timeout))
+			return
+		}
 	}
 	defer func() { <-b.slots }()
 
@@ -73,6 +82,16 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// Do not read the rest: close the connection once answered.
 			w.Header().Set("Connection", "close")
 			answer(w, types.UID(requestUID(big.prefix)), http.StatusRequestEntityTooLarge, err)
+			return
+		}
+		if waited > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The server's read timeout counts from the request's
+			// start: a review that waited long for a slot has no time
+			// left for its body. Waiting costs no memory this way, and
+			// a slow body holds a slot no longer than the timeout.
+			answer(w, "", http.StatusInternalServerError, fmt.Errorf(
+				"internal error: too many reviews in flight (%d); this one waited %s for a slot, leaving no time to read it within the server's read timeout, and is rejected; retry, or give pipeguard-webhook more replicas",
+				cap(b.slots), waited.Round(time.Millisecond)))
 			return
 		}
 		answer(w, "", http.StatusBadRequest, fmt.Errorf("reading the AdmissionReview: %w; send the whole review within the server's read timeout", err))

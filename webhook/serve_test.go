@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -192,5 +193,62 @@ func TestReviewLogNamesPeer(t *testing.T) {
 	checkResponse(t, post(t, srv.URL, reviewBody(t, req)), "uid-1", http.StatusForbidden, "[protected-pipe-mount]")
 	if len(lines) != 1 || !strings.Contains(lines[0], `"user"="system:admin"`) || !strings.Contains(lines[0], `"peer"="127.0.0.1:`) {
 		t.Fatalf("logged %q, want one line naming the claimed user and the peer 127.0.0.1", lines)
+	}
+}
+
+// TestWaitPastTheReadTimeout: the server's read timeout counts from a
+// request's start, so waiting for a slot costs no memory and a slow body
+// holds a slot no longer than the timeout; a review that waited so long
+// that its body can no longer be read is told it waited for a slot.
+func TestWaitPastTheReadTimeout(t *testing.T) {
+	b := &blocking{started: make(chan struct{}, 4), release: make(chan struct{})}
+	const read = 300 * time.Millisecond
+	srv := httptest.NewUnstartedServer(webhook.Bound(b, webhook.ServeOptions{MaxInFlight: 1}))
+	srv.Config.ReadTimeout = read
+	srv.Start()
+	t.Cleanup(srv.Close)
+	body := reviewBody(t, podRequest(t, pod(diskPipe)))
+
+	held := make(chan *admissionv1.AdmissionResponse, 1)
+	go func() { held <- post(t, srv.URL+"?timeout=30s", body) }()
+	<-b.started
+	// The second review sends half its body and waits for the slot past
+	// the read timeout; the rest follows once the slot frees.
+	waiting := make(chan *admissionv1.AdmissionResponse, 1)
+	half, rest := io.Pipe()
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"?timeout=30s", half)
+		if err != nil {
+			t.Error(err)
+			waiting <- nil
+			return
+		}
+		req.ContentLength = int64(len(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			waiting <- nil
+			return
+		}
+		defer resp.Body.Close()
+		var review admissionv1.AdmissionReview
+		_ = json.NewDecoder(resp.Body).Decode(&review)
+		waiting <- review.Response
+	}()
+	_, _ = rest.Write(body[:len(body)/2])
+	time.Sleep(3 * read)
+	close(b.release)
+	checkResponse(t, <-held, "uid-1", http.StatusForbidden, "held")
+	_, _ = rest.Write(body[len(body)/2:])
+	_ = rest.Close()
+	r := <-waiting
+	if r == nil {
+		t.Fatal("the review that waited got no answer")
+	}
+	checkResponse(t, r, "", http.StatusInternalServerError, "internal error: too many reviews in flight (1); this one waited ")
+	select {
+	case <-b.started:
+		t.Error("a review whose body could not be read reached the handler")
+	default:
 	}
 }

@@ -83,8 +83,13 @@ type server struct {
 
 var _ ctrlwebhook.Server = (*server)(nil)
 
-// newServer returns the server; a ClientCAFile that cannot be read or
-// holds no certificate is an error now, not at the first handshake.
+// NewServer returns the webhook server pipeguard-webhook serves with; a
+// ClientCAFile that cannot be read or holds no certificate is an error
+// now, not at the first handshake.
+func NewServer(opts ServerOptions) (ctrlwebhook.Server, error) {
+	return newServer(opts)
+}
+
 func newServer(opts ServerOptions) (*server, error) {
 	opts.setDefaults()
 	s := &server{opts: opts, mux: http.NewServeMux()}

@@ -197,8 +197,8 @@ func newHandler(ctx context.Context, t *target) (admission.Handler, error) {
 	return webhook.NewHandler(webhook.Options{Engine: engine, Namespaces: ns, Observer: metrics}), nil
 }
 
-// startServer serves h at app.Path exactly as pipeguard-webhook does: a
-// controller-runtime webhook server with TLS from a certificate directory
+// startServer serves h at app.Path exactly as pipeguard-webhook does:
+// its webhook server with TLS from a certificate directory and its bounds,
 // and an admission.Webhook that recovers panics. It listens on a free
 // loopback port with a fresh self-signed certificate.
 func startServer(ctx context.Context, h admission.Handler) (*server, error) {
@@ -214,10 +214,14 @@ func startServer(ctx context.Context, h admission.Handler) (*server, error) {
 		if port, err = freePort(); err != nil {
 			break
 		}
-		ws := ctrlwebhook.NewServer(ctrlwebhook.Options{
+		var ws ctrlwebhook.Server
+		ws, err = app.NewServer(app.ServerOptions{
 			Host: "127.0.0.1", Port: port, CertDir: dir, CertName: "tls.crt", KeyName: "tls.key",
 		})
-		ws.Register(app.Path, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+		if err != nil {
+			break
+		}
+		ws.Register(app.Path, webhook.Bound(&admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)}, webhook.ServeOptions{}))
 		sctx, cancel := context.WithCancel(ctx)
 		s := &server{url: fmt.Sprintf("https://127.0.0.1:%d%s", port, app.Path), caPEM: caPEM, dir: dir, cancel: cancel, done: make(chan error, 1)}
 		go func() { s.done <- ws.Start(sctx) }()
