@@ -19,7 +19,7 @@ import (
 // DefaultMaxInFlight is how many reviews pipeguard-webhook reads and
 // decides at once unless told otherwise. A review at the bounds (a body of
 // MaxReviewBytes, every host-path bound reached) takes 25 to 40 MiB of heap
-// at its peak; 16 at once, 8 of them waiting, peak at about 184 MiB
+// at its peak; 16 at once, 8 of them waiting, peak at 170 to 205 MiB
 // (BenchmarkReviewMemory), under half of the Deployment's 512 MiB limit.
 const DefaultMaxInFlight = 8
 
