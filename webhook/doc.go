@@ -17,6 +17,13 @@
 // labels that grant it. Neither Decide nor Handle ever answers "allowed"
 // for a request it could not decide.
 //
+// Every input of a review is bounded (limits.go): an object above the
+// host-path bounds is denied before any rule runs, facts stop when the
+// review's context ends, log lines are cut to known sizes. Bound
+// (serve.go) serves the admission.Webhook over HTTP within the rest: the
+// size of a review, the reviews in flight and the deadline the API server
+// names.
+//
 // Rules lists every rule that can deny a request, with the file that decides
 // it and what it denies.
 package webhook

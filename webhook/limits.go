@@ -62,9 +62,10 @@ const (
 	// server's maximum timeoutSeconds.
 	MaxReviewTimeout = 30 * time.Second
 
-	// MaxLoggedDenialBytes bounds the messages of a denial in its log
-	// line, and MaxLoggedValueBytes each other value a review logs (the
-	// object's name, the user, a dry run's path and message). The
+	// MaxLoggedDenialBytes bounds the messages of a denial (or of what a
+	// dryrun policy would have denied) in its log line, and
+	// MaxLoggedValueBytes each other value a review logs (the object's
+	// name, the user, the peer, a dry run's path). The
 	// response always carries the whole message; the log line keeps
 	// whole messages while they fit, cuts the rest and says how many
 	// bytes it left out.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -19,7 +20,7 @@ import (
 // DefaultMaxInFlight is how many reviews pipeguard-webhook reads and
 // decides at once unless told otherwise. A review at the bounds (a body of
 // MaxReviewBytes, every host-path bound reached) takes 25 to 40 MiB of heap
-// at its peak; 16 at once, 8 of them waiting, peak at about 184 MiB
+// at its peak; 16 at once, 8 of them waiting, peak at 170 to 205 MiB
 // (BenchmarkReviewMemory), under half of the Deployment's 512 MiB limit.
 const DefaultMaxInFlight = 8
 
@@ -67,7 +68,7 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			// The body is unread, so the request's uid is unknown; the
 			// caller has given up by now anyway.
-			answer(w, "", http.StatusInternalServerError, fmt.Errorf(
+			refuse(ctx, w, "", http.StatusInternalServerError, fmt.Errorf(
 				"internal error: too many reviews in flight (%d); this one waited for %s, its deadline, and is rejected; retry, or give pipeguard-webhook more replicas",
 				cap(b.slots), timeout))
 			return
@@ -81,7 +82,7 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &big) {
 			// Do not read the rest: close the connection once answered.
 			w.Header().Set("Connection", "close")
-			answer(w, types.UID(requestUID(big.prefix)), http.StatusRequestEntityTooLarge, err)
+			refuse(ctx, w, types.UID(requestUID(big.prefix)), http.StatusRequestEntityTooLarge, err)
 			return
 		}
 		if waited > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -89,12 +90,12 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// start: a review that waited long for a slot has no time
 			// left for its body. Waiting costs no memory this way, and
 			// a slow body holds a slot no longer than the timeout.
-			answer(w, "", http.StatusInternalServerError, fmt.Errorf(
+			refuse(ctx, w, "", http.StatusInternalServerError, fmt.Errorf(
 				"internal error: too many reviews in flight (%d); this one waited %s for a slot, leaving no time to read it within the server's read timeout, and is rejected; retry, or give pipeguard-webhook more replicas",
 				cap(b.slots), waited.Round(time.Millisecond)))
 			return
 		}
-		answer(w, "", http.StatusBadRequest, fmt.Errorf("reading the AdmissionReview: %w; send the whole review within the server's read timeout", err))
+		refuse(ctx, w, "", http.StatusBadRequest, fmt.Errorf("reading the AdmissionReview: %w; send the whole review within the server's read timeout", err))
 		return
 	}
 	r = r.WithContext(ctx)
@@ -162,6 +163,16 @@ func readBounded(r *http.Request) ([]byte, error) {
 		return nil, &tooLargeError{prefix: buf.Bytes()[:uidPrefix], length: -1}
 	}
 	return buf.Bytes(), nil
+}
+
+// refuse answers a review Bound refuses, and logs it with its peer.
+func refuse(ctx context.Context, w http.ResponseWriter, uid types.UID, code int32, err error) {
+	log := logr.FromContextOrDiscard(ctx).WithValues("uid", value(string(uid)), "code", code)
+	if p, ok := PeerFrom(ctx); ok {
+		log = log.WithValues("peer", value(p.Addr), "peerCertificate", value(p.Subject))
+	}
+	log.Info("review refused", "reason", value(err.Error()))
+	answer(w, uid, code, err)
 }
 
 // answer writes an AdmissionReview whose response is an error: the API

@@ -252,3 +252,22 @@ func TestWaitPastTheReadTimeout(t *testing.T) {
 	default:
 	}
 }
+
+// TestRefusalsAreLogged: a review Bound refuses before it is decoded is
+// logged with the peer it came from and why.
+func TestRefusalsAreLogged(t *testing.T) {
+	var lines []string
+	log := lineLogger(&lines)
+	bounded := webhook.Bound(&admission.Webhook{Handler: newHandler(t)}, webhook.ServeOptions{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bounded.ServeHTTP(w, r.WithContext(logr.NewContext(r.Context(), log)))
+	}))
+	t.Cleanup(srv.Close)
+	p := pod(diskPipe)
+	p.Annotations = map[string]string{"pad": strings.Repeat("x", webhook.MaxReviewBytes)}
+	checkResponse(t, post(t, srv.URL, reviewBody(t, podRequest(t, p))), "uid-1", http.StatusRequestEntityTooLarge, "refused before decoding")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="review refused"`) || !strings.Contains(lines[0], `"peer"="127.0.0.1:`) ||
+		!strings.Contains(lines[0], `"code"=413`) || !strings.Contains(lines[0], `"uid"="uid-1"`) || !strings.Contains(lines[0], "above the 3145728 bytes pipeguard reads") {
+		t.Fatalf("logged %q, want one line naming the refusal, its peer, uid and reason", lines)
+	}
+}

@@ -89,12 +89,12 @@ func TestBoundsTable(t *testing.T) {
 		"open connections, TLS handshakes included": {webhook.DefaultMaxConnections, "--max-connections"},
 		"reading a request's headers":               {webhook.ReadHeaderTimeout, ""},
 		"reading a whole request, body included, from its start (a wait for a slot counts)": {webhook.ReadTimeout, ""},
-		"a request's headers":                      {bytesOf(webhook.MaxHeaderBytes), ""},
-		"answering a review":                       {webhook.WriteTimeout, ""},
-		"an idle kept-alive connection":            {webhook.IdleTimeout, ""},
-		"the messages of a denial in its log line": {bytesOf(webhook.MaxLoggedDenialBytes), ""},
-		"who may send reviews":                     {"any caller the network lets through", "--client-ca-file"},
-		"each other value of a review's log line (name, user, peer, a dry run's path and message)": {bytesOf(webhook.MaxLoggedValueBytes), ""},
+		"a request's headers":                                     {bytesOf(webhook.MaxHeaderBytes), ""},
+		"answering a review":                                      {webhook.WriteTimeout, ""},
+		"an idle kept-alive connection":                           {webhook.IdleTimeout, ""},
+		"the messages of a denial (or a dry run) in its log line": {bytesOf(webhook.MaxLoggedDenialBytes), ""},
+		"who may send reviews":                                    {"any caller the network lets through", "--client-ca-file"},
+		"each other value of a review's log line (name, user, peer, a dry run's path)": {bytesOf(webhook.MaxLoggedValueBytes), ""},
 	}
 	rows := boundsTable(t)
 	flags := flagDefaults(t)
