@@ -49,6 +49,11 @@ const (
 	// scrape comes within it; a scraper every 15 or 30 seconds keeps its
 	// connection, one that scrapes less often opens a new one.
 	metricsIdleTimeout = 60 * time.Second
+
+	// portMaxHeaderBytes bounds the request headers on both ports: a
+	// probe's or a scrape's are a few hundred bytes. net/http reads 4 KiB
+	// beyond it before it answers 431.
+	portMaxHeaderBytes = 8 << 10
 )
 
 // portBounds are the bounds of one HTTP port.
@@ -102,7 +107,7 @@ func (b portBounds) server(h http.Handler, errorLog *log.Logger) *http.Server {
 		ReadTimeout:       b.ReadTimeout,
 		WriteTimeout:      b.WriteTimeout,
 		IdleTimeout:       b.IdleTimeout,
-		MaxHeaderBytes:    8 << 10, // a probe's or a scrape's headers are a few hundred bytes
+		MaxHeaderBytes:    portMaxHeaderBytes,
 		ErrorLog:          errorLog,
 	}
 }

@@ -3,16 +3,19 @@ package app
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
+	"k8s.io/client-go/rest"
 )
 
 // floodDeadline bounds every wait of the flood tests: generous, since the
@@ -36,36 +39,52 @@ func floodBounds() *httpBounds {
 // driver call on its socket.
 func TestPortFloods(t *testing.T) {
 	r, _ := startAudited(t, Options{Filesystem: &fakeFS{}, HealthProbeAddr: "127.0.0.1:0", MetricsBindAddress: "127.0.0.1:0", httpBounds: floodBounds()})
-	if r.agent.probes == nil || r.agent.metrics == nil {
+	// Secure metrics, as the DaemonSet serves them: the API server is
+	// never asked, since no scrape carries a token.
+	secure := start(t, Options{HealthProbeAddr: "127.0.0.1:0", MetricsBindAddress: "127.0.0.1:0", MetricsSecure: true, MetricsAuth: &rest.Config{Host: "https://127.0.0.1:1"}, httpBounds: floodBounds()})
+	if r.agent.probes == nil || r.agent.metrics == nil || secure.agent.metrics == nil {
 		t.Fatal("the probe or metrics endpoint is not served")
 	}
-	ports := map[string]struct {
-		addr, path string
-		listener   *countingListener
-		max        int
-	}{
-		"probes":  {r.agent.HealthProbeAddress(), "/healthz", r.agent.probes.listener, probeMaxConnections},
-		"metrics": {r.agent.MetricsAddress(), "/metrics", r.agent.metrics.limited, metricsMaxConnections},
+	plain := func(addr string) func() (net.Conn, error) {
+		return func() (net.Conn, error) { return net.Dial("tcp", addr) }
 	}
-	fs := fsv1.NewFilesystemClient(r.dial(t, "filesystem", "v1"))
+	ports := map[string]struct {
+		agent    *running
+		path     string
+		dial     func() (net.Conn, error) // the connection a request is sent on
+		answer   int                      // the status of that request
+		addr     string
+		slow     func(i int) string // what slow connection i sends, and nothing more
+		listener *countingListener
+		max      int
+	}{
+		"probes": {r, "/healthz", plain(r.agent.HealthProbeAddress()), http.StatusOK,
+			r.agent.HealthProbeAddress(), slowHeader, r.agent.probes.listener, probeMaxConnections},
+		"metrics": {r, "/metrics", plain(r.agent.MetricsAddress()), http.StatusOK,
+			r.agent.MetricsAddress(), slowHeader, r.agent.metrics.limited, metricsMaxConnections},
+		"secure metrics": {secure, "/metrics", func() (net.Conn, error) {
+			return tls.Dial("tcp", secure.agent.MetricsAddress(), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the agent's self-signed certificate
+		}, http.StatusUnauthorized, secure.agent.MetricsAddress(), slowHandshake, secure.agent.metrics.limited, metricsMaxConnections},
+	}
 	for name, p := range ports {
 		t.Run(name, func(t *testing.T) {
 			n := 4 * p.max
 			ended := make(chan error, 2*n)
 			for i := range n {
-				go func() { ended <- idleConn(p.addr, p.path) }()
-				go func() { ended <- slowHeaderConn(p.addr, p.path, i) }()
+				go func() { ended <- idleConn(p.dial, p.path, p.answer) }()
+				go func() { ended <- slowConn(p.addr, p.slow(i)) }()
 			}
 			waitOpen(t, p.listener, "at least", func(open int) bool { return open >= p.max }) // the flood holds every place
 
 			// A real probe, and a driver call, while the flood goes on.
-			code, body, err := getWithin(r.agent.HealthProbeAddress(), "/readyz")
+			code, body, err := getWithin(p.agent.agent.HealthProbeAddress(), "/readyz")
 			if err != nil || code != 200 || body != "ok" {
 				t.Errorf("GET /readyz during the %s flood = %d %q (%v), want 200 ok", name, code, body, err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), floodDeadline)
 			defer cancel()
-			if _, err := fs.PathExists(ctx, &fsv1.PathExistsRequest{Path: r.kubelet}); err != nil {
+			fs := fsv1.NewFilesystemClient(p.agent.dial(t, "filesystem", "v1"))
+			if _, err := fs.PathExists(ctx, &fsv1.PathExistsRequest{Path: p.agent.kubelet}); err != nil {
 				t.Errorf("PathExists during the %s flood: %v", name, err)
 			}
 
@@ -99,11 +118,20 @@ func waitOpen(t *testing.T, l *countingListener, want string, ok func(open int) 
 	}
 }
 
+// slowHeader is a request whose headers never end.
+func slowHeader(i int) string {
+	return fmt.Sprintf("GET / HTTP/1.1\r\nHost: agent\r\nX-Slow: %d\r\n", i)
+}
+
+// slowHandshake is the header of a TLS handshake record of 255 bytes that
+// never come.
+func slowHandshake(int) string { return "\x16\x03\x01\x00\xff" }
+
 // idleConn sends one request on a kept-alive connection, reads the
 // answer, then sends nothing: nil once the agent has closed the
 // connection.
-func idleConn(addr, path string) error {
-	c, err := net.Dial("tcp", addr)
+func idleConn(dial func() (net.Conn, error), path string, answer int) error {
+	c, err := dial()
 	if err != nil {
 		return fmt.Errorf("idle connection: %w", err)
 	}
@@ -119,22 +147,22 @@ func idleConn(addr, path string) error {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Close {
-		return fmt.Errorf("idle connection: GET %s = %d (close %v), want 200 on a kept-alive connection", path, resp.StatusCode, resp.Close)
+	if resp.StatusCode != answer || resp.Close {
+		return fmt.Errorf("idle connection: GET %s = %d (close %v), want %d on a kept-alive connection", path, resp.StatusCode, resp.Close, answer)
 	}
 	return closedByAgent(br, "idle connection")
 }
 
-// slowHeaderConn sends the start of a request and never ends its headers:
+// slowConn sends the start of a request or handshake and never its end:
 // nil once the agent has closed the connection.
-func slowHeaderConn(addr, path string, i int) error {
+func slowConn(addr, start string) error {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("slow connection: %w", err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(floodDeadline))
-	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: agent\r\nX-Slow: %d\r\n", path, i); err != nil {
+	if _, err := io.WriteString(c, start); err != nil {
 		return fmt.Errorf("slow connection: sending: %w", err)
 	}
 	return closedByAgent(bufio.NewReader(c), "slow connection")
@@ -175,4 +203,31 @@ func getWithin(addr, path string) (int, string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
+}
+
+// TestPortHeaderBytes checks that both ports refuse request headers over
+// their bound with 431, and take them within it.
+func TestPortHeaderBytes(t *testing.T) {
+	r := start(t, Options{HealthProbeAddr: "127.0.0.1:0", MetricsBindAddress: "127.0.0.1:0"})
+	for name, url := range map[string]string{
+		"probes":  "http://" + r.agent.HealthProbeAddress() + "/healthz",
+		"metrics": "http://" + r.agent.MetricsAddress() + "/metrics",
+	} {
+		for size, want := range map[int]int{1 << 10: http.StatusOK, 2 * portMaxHeaderBytes: http.StatusRequestHeaderFieldsTooLarge} {
+			req, err := http.NewRequest(http.MethodGet, url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Padding", strings.Repeat("a", size))
+			c := &http.Client{Timeout: floodDeadline, Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatalf("%s, %d bytes of headers: %v", name, size, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("%s, %d bytes of headers: %d, want %d", name, size, resp.StatusCode, want)
+			}
+		}
+	}
 }
