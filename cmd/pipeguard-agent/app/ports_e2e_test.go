@@ -231,3 +231,24 @@ func TestPortHeaderBytes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkProbeWhileMetricsFlooded measures a probe (/readyz, a new
+// connection each) while the metrics port's cap is held by idle
+// connections: the ports' caps are their own.
+func BenchmarkProbeWhileMetricsFlooded(b *testing.B) {
+	r := start(b, Options{HealthProbeAddr: "127.0.0.1:0", MetricsBindAddress: "127.0.0.1:0"})
+	for range 4 * metricsMaxConnections {
+		c, err := net.Dial("tcp", r.agent.MetricsAddress())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+	}
+	addr := r.agent.HealthProbeAddress()
+	b.ResetTimer()
+	for range b.N {
+		if code, _, err := getWithin(addr, "/readyz"); err != nil || code != 200 {
+			b.Fatalf("GET /readyz = %d (%v)", code, err)
+		}
+	}
+}
