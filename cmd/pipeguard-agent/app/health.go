@@ -50,8 +50,8 @@ type health struct {
 	log logr.Logger
 
 	mu          sync.Mutex
-	running     *auditCheck // the audit check in progress, if any
-	lastFailure string      // the answer of the last failure logged; "": none
+	running     *auditCheck       // the audit check in progress, if any
+	lastFailure map[string]string // by probe, the answer of the last failure logged; "": none
 }
 
 // auditCheck is one call of Writable; err is set before done is closed.
@@ -125,11 +125,11 @@ func (h *health) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err, stuck := h.checkAudit(r.Context()); stuck {
-		h.logFailure(answerAuditStuck, fmt.Errorf("the audit log's lock was not free within %s: a write is stuck", h.timeout))
+		h.logFailure("readyz", answerAuditStuck, fmt.Errorf("the audit log's lock was not free within %s: a write is stuck", h.timeout))
 		probeAnswer(w, http.StatusServiceUnavailable, answerAuditStuck)
 		return
 	} else if err != nil {
-		h.logFailure(answerAuditNotWritable, err)
+		h.logFailure("readyz", answerAuditNotWritable, err)
 		probeAnswer(w, http.StatusServiceUnavailable, answerAuditNotWritable)
 		return
 	}
@@ -137,7 +137,7 @@ func (h *health) readyz(w http.ResponseWriter, r *http.Request) {
 		probeAnswer(w, http.StatusServiceUnavailable, answerShuttingDown)
 		return
 	}
-	h.logFailure("", nil)
+	h.logFailure("readyz", "", nil)
 	probeAnswer(w, http.StatusOK, "ok")
 }
 
@@ -148,34 +148,38 @@ func (h *health) readyz(w http.ResponseWriter, r *http.Request) {
 // still answers, and a restart would not make the disk writable.
 func (h *health) healthz(w http.ResponseWriter, r *http.Request) {
 	if _, stuck := h.checkAudit(r.Context()); stuck {
-		h.logFailure(answerLiveAuditStuck, fmt.Errorf("the audit log's lock was not free within %s: a write is stuck; the kubelet restarts the agent after its liveness probe's failure threshold", h.timeout))
+		h.logFailure("healthz", answerLiveAuditStuck, fmt.Errorf("the audit log's lock was not free within %s: a write is stuck; the kubelet restarts the agent after its liveness probe's failure threshold", h.timeout))
 		probeAnswer(w, http.StatusServiceUnavailable, answerLiveAuditStuck)
 		return
 	}
+	h.logFailure("healthz", "", nil)
 	probeAnswer(w, http.StatusOK, "ok")
 }
 
-// logFailure logs the details of a failed check, with the audit log's
-// path, when answer differs from the last one logged, so that a probe
-// every few seconds (or a flood of them) logs each change once. An empty
-// answer is a passing readiness check, which ends the last failure.
-func (h *health) logFailure(answer string, err error) {
+// logFailure logs the details of a failed check of probe, with the audit
+// log's path, when answer differs from the last one logged for probe, so
+// that a probe every few seconds (or a flood of them) logs each change
+// once. An empty answer is a passing check, which ends the last failure.
+func (h *health) logFailure(probe, answer string, err error) {
 	h.mu.Lock()
-	changed := h.lastFailure != answer
-	h.lastFailure = answer
+	if h.lastFailure == nil {
+		h.lastFailure = map[string]string{}
+	}
+	changed := h.lastFailure[probe] != answer
+	h.lastFailure[probe] = answer
 	h.mu.Unlock()
 	if !changed {
 		return
 	}
 	if answer == "" {
-		h.log.Info("health probes pass again")
+		h.log.Info("health probe passes again", "probe", probe)
 		return
 	}
 	var path string
 	if h.audit != nil {
 		path = h.audit.Path()
 	}
-	h.log.Error(err, "health probe failed", "answer", answer, "auditLogPath", path)
+	h.log.Error(err, "health probe failed", "probe", probe, "answer", answer, "auditLogPath", path)
 }
 
 func probeAnswer(w http.ResponseWriter, code int, body string) {
