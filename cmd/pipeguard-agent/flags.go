@@ -27,6 +27,13 @@ import (
 // backups), instead of growing until the disk is full.
 const DefaultAuditMaxBackups = 10
 
+// DefaultHealthProbeAddr is where the probes are served unless told
+// otherwise: on loopback only, since they answer anyone unauthenticated. A
+// kubelet on the node reaches it where the agent runs on the host network
+// (a HostProcess container, a Windows service) with its probes' host set
+// to 127.0.0.1, as config/agent does.
+const DefaultHealthProbeAddr = "127.0.0.1:8889"
+
 // config is the parsed command line.
 type config struct {
 	app.Config
@@ -78,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8888", `address serving Prometheus /metrics; "0" disables`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS only to callers whose token the API server authenticates and authorizes for get on /metrics (needs --kubeconfig); default true with --kubeconfig=in-cluster, false otherwise (plain HTTP, no authentication: local runs only)")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure, reloaded when they change; empty: a self-signed certificate made at start")
-	fs.StringVar(&o.HealthProbeAddr, "health-probe-bind-address", ":8889", `address serving the plain HTTP probes /readyz and /healthz, for the kubelet; "0" disables`)
+	fs.StringVar(&o.HealthProbeAddr, "health-probe-bind-address", DefaultHealthProbeAddr, `address serving the plain HTTP probes /readyz and /healthz, for the kubelet; "0" disables`)
 	fs.BoolVar(&cfg.windowsService, "windows-service", false, "run as a Windows service")
 	fs.BoolVar(&o.RequirePrivacy, "require-privacy", true, "SMB global mappings require encryption (New-SmbGlobalMapping -RequirePrivacy)")
 
@@ -226,7 +233,7 @@ func checkProbeAddress(addr, metrics string) error {
 	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%q: want host:port, e.g. :8889, or 0 to disable the probes", addr)
+		return fmt.Errorf("%q: want host:port, e.g. 127.0.0.1:8889, or 0 to disable the probes", addr)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("%q: the port must be a number from 0 to 65535", addr)

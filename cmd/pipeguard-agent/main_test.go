@@ -99,8 +99,8 @@ func TestParseFlags(t *testing.T) {
 			stderr: "--audit-webhook-mode blocking refuses requests whose records cannot be queued, which needs --audit-failure=deny"},
 		"bad webhook mode": {args: []string{"--audit-webhook-mode", "blocking-strict"}, code: 2, stderr: `--audit-webhook-mode "blocking-strict": want batch or blocking`},
 		"health probes by default": {args: nil, ok: true, check: func(t *testing.T, c config) {
-			if c.Agent.HealthProbeAddr != ":8889" {
-				t.Errorf("health probe address %q, want :8889", c.Agent.HealthProbeAddr)
+			if c.Agent.HealthProbeAddr != "127.0.0.1:8889" {
+				t.Errorf("health probe address %q, want 127.0.0.1:8889", c.Agent.HealthProbeAddr)
 			}
 		}},
 		"health probes off": {args: []string{"--health-probe-bind-address=0"}, ok: true, check: func(t *testing.T, c config) {
@@ -109,7 +109,7 @@ func TestParseFlags(t *testing.T) {
 			}
 		}},
 		"health probe address without a port": {args: []string{"--health-probe-bind-address", "8889"}, code: 2,
-			stderr: `--health-probe-bind-address: "8889": want host:port, e.g. :8889, or 0 to disable the probes`},
+			stderr: `--health-probe-bind-address: "8889": want host:port, e.g. 127.0.0.1:8889, or 0 to disable the probes`},
 		"health probe port not a number": {args: []string{"--health-probe-bind-address", ":http-alt"}, code: 2,
 			stderr: `--health-probe-bind-address: ":http-alt": the port must be a number from 0 to 65535`},
 		"health probes on the metrics address": {args: []string{"--health-probe-bind-address", ":8888", "--metrics-bind-address", ":8888"}, code: 2,

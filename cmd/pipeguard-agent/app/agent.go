@@ -69,6 +69,9 @@ type Options struct {
 	// HealthProbeAddr serves the plain HTTP probes /readyz and /healthz
 	// (health.go); empty or "0" disables them.
 	HealthProbeAddr string
+	// httpBounds replaces the bounds of the probe and metrics ports
+	// (ports.go), for tests; nil: defaultHTTPBounds.
+	httpBounds *httpBounds
 	// Registry receives the metrics; nil means a new registry.
 	Registry *prometheus.Registry
 	// ShutdownTimeout bounds graceful shutdown; 0 means the server default.
@@ -201,9 +204,9 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: o, server: srv, registry: reg, health: newHealth(nil), workers: workers}
+	a := &Agent{opts: o, server: srv, registry: reg, health: newHealth(nil, o.Log.WithName("health")), workers: workers}
 	if o.Guard != nil && o.Guard.Audit != nil {
-		a.health = newHealth(o.Guard.Audit)
+		a.health = newHealth(o.Guard.Audit, o.Log.WithName("health"))
 	}
 	return a, nil
 }
@@ -323,14 +326,14 @@ func (a *Agent) Listen(ctx context.Context) error {
 	}
 	a.health.listening.Store(true)
 	if healthEnabled(a.opts.HealthProbeAddr) {
-		p, err := listenHealth(ctx, a.opts.HealthProbeAddr, a.health, a.opts.Log.WithName("health"))
+		p, err := listenHealth(ctx, a.opts.HealthProbeAddr, a.bounds().Probes, a.health, a.opts.Log.WithName("health"))
 		if err != nil {
 			a.opts.Log.Error(err, "health probes are not served")
 		}
 		a.probes = p
 	}
 	if metricsEnabled(a.opts.MetricsBindAddress) {
-		m, err := listenMetrics(ctx, a.opts, a.registry)
+		m, err := listenMetrics(ctx, a.opts, a.bounds().Metrics, a.registry)
 		if err != nil {
 			a.opts.Log.Error(err, "metrics are not served")
 		}

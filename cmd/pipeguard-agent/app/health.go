@@ -2,7 +2,8 @@ package app
 
 // The health probe endpoint: /readyz and /healthz in plain HTTP, for the
 // kubelet's readiness and liveness probes, as controller-runtime managers
-// serve them. Probes carry no token, and the answers hold nothing secret.
+// serve them. Probes carry no token, so the answers name the check that
+// failed and nothing else: no path, no error text.
 
 import (
 	"context"
@@ -46,8 +47,11 @@ type health struct {
 	listening atomic.Bool // every pipe or socket is open
 	stopping  atomic.Bool // shutdown has begun
 
-	mu      sync.Mutex
-	running *auditCheck // the audit check in progress, if any
+	log logr.Logger
+
+	mu          sync.Mutex
+	running     *auditCheck       // the audit check in progress, if any
+	lastFailure map[string]string // by probe, the answer of the last failure logged; "": none
 }
 
 // auditCheck is one call of Writable; err is set before done is closed.
@@ -56,8 +60,8 @@ type auditCheck struct {
 	err  error
 }
 
-func newHealth(a auditState) *health {
-	return &health{audit: a, timeout: healthCheckTimeout}
+func newHealth(a auditState, log logr.Logger) *health {
+	return &health{audit: a, timeout: healthCheckTimeout, log: log}
 }
 
 // errAuditStuck is an audit check that did not end within the timeout.
@@ -97,43 +101,85 @@ func (h *health) checkAudit(ctx context.Context) (writable error, stuck bool) {
 	return nil, true
 }
 
+// The answers of failed probes: which check failed, in fixed words. The
+// probes are unauthenticated, so the audit log's path and the error go to
+// the agent's log (see logFailure), never into the answer.
+const (
+	answerShuttingDown     = "shutting down"
+	answerPipesNotServing  = "not ready: pipes not serving"
+	answerAuditNotWritable = "not ready: audit log not writable"
+	answerAuditStuck       = "not ready: audit log stuck"
+	answerLiveAuditStuck   = "audit log stuck"
+)
+
 // readyz answers 200 "ok" once every pipe or socket is listening and the
-// audit log accepts records; 503 with the reason otherwise, and 503
+// audit log accepts records; 503 with the failed check otherwise, and 503
 // "shutting down" once shutdown has begun.
 func (h *health) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.stopping.Load() {
-		probeAnswer(w, http.StatusServiceUnavailable, "shutting down")
+		probeAnswer(w, http.StatusServiceUnavailable, answerShuttingDown)
 		return
 	}
 	if !h.listening.Load() {
-		probeAnswer(w, http.StatusServiceUnavailable, "not ready: the API endpoints are not listening yet")
+		probeAnswer(w, http.StatusServiceUnavailable, answerPipesNotServing)
 		return
 	}
 	if err, stuck := h.checkAudit(r.Context()); stuck {
-		probeAnswer(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: audit log %s did not answer within %s: a write is stuck", h.audit.Path(), h.timeout))
+		h.logFailure("readyz", answerAuditStuck, fmt.Errorf("the audit log's lock was not free within %s: a write is stuck", h.timeout))
+		probeAnswer(w, http.StatusServiceUnavailable, answerAuditStuck)
 		return
 	} else if err != nil {
-		probeAnswer(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: audit log %s cannot be written: %v", h.audit.Path(), err))
+		h.logFailure("readyz", answerAuditNotWritable, err)
+		probeAnswer(w, http.StatusServiceUnavailable, answerAuditNotWritable)
 		return
 	}
 	if h.stopping.Load() {
-		probeAnswer(w, http.StatusServiceUnavailable, "shutting down")
+		probeAnswer(w, http.StatusServiceUnavailable, answerShuttingDown)
 		return
 	}
+	h.logFailure("readyz", "", nil)
 	probeAnswer(w, http.StatusOK, "ok")
 }
 
 // healthz answers 200 "ok" while the agent is not wedged: the audit log's
 // lock, which every audited request takes, is free within h.timeout.
-// Otherwise 503 with the reason, so that the kubelet restarts the agent.
+// Otherwise 503 "audit log stuck", so that the kubelet restarts the agent.
 // An audit log that refuses records is a matter for readyz: the agent
 // still answers, and a restart would not make the disk writable.
 func (h *health) healthz(w http.ResponseWriter, r *http.Request) {
 	if _, stuck := h.checkAudit(r.Context()); stuck {
-		probeAnswer(w, http.StatusServiceUnavailable, fmt.Sprintf("audit log %s is stuck: its lock was not free within %s", h.audit.Path(), h.timeout))
+		h.logFailure("healthz", answerLiveAuditStuck, fmt.Errorf("the audit log's lock was not free within %s: a write is stuck; the kubelet restarts the agent after its liveness probe's failure threshold", h.timeout))
+		probeAnswer(w, http.StatusServiceUnavailable, answerLiveAuditStuck)
 		return
 	}
+	h.logFailure("healthz", "", nil)
 	probeAnswer(w, http.StatusOK, "ok")
+}
+
+// logFailure logs the details of a failed check of probe, with the audit
+// log's path, when answer differs from the last one logged for probe, so
+// that a probe every few seconds (or a flood of them) logs each change
+// once. An empty answer is a passing check, which ends the last failure.
+func (h *health) logFailure(probe, answer string, err error) {
+	h.mu.Lock()
+	if h.lastFailure == nil {
+		h.lastFailure = map[string]string{}
+	}
+	changed := h.lastFailure[probe] != answer
+	h.lastFailure[probe] = answer
+	h.mu.Unlock()
+	if !changed {
+		return
+	}
+	if answer == "" {
+		h.log.Info("health probe passes again", "probe", probe)
+		return
+	}
+	var path string
+	if h.audit != nil {
+		path = h.audit.Path()
+	}
+	h.log.Error(err, "health probe failed", "probe", probe, "answer", answer, "auditLogPath", path)
 }
 
 func probeAnswer(w http.ResponseWriter, code int, body string) {
@@ -155,23 +201,18 @@ func (h *health) handler() http.Handler {
 // healthEndpoint is the listener of the probes, opened by Listen, and
 // their server, which Serve runs.
 type healthEndpoint struct {
-	listener net.Listener
+	listener *countingListener
 	server   *http.Server
 }
 
-// listenHealth opens the health probe endpoint at addr.
-func listenHealth(ctx context.Context, addr string, h *health, log logr.Logger) (*healthEndpoint, error) {
+// listenHealth opens the health probe endpoint at addr, within b.
+func listenHealth(ctx context.Context, addr string, b portBounds, h *health, log logr.Logger) (*healthEndpoint, error) {
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("health probes: listening on %s: %w", addr, err)
 	}
-	return &healthEndpoint{listener: l, server: &http.Server{
-		Handler:           h.handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		WriteTimeout:      5 * time.Second,
-		ErrorLog:          stdlog.New(healthLogWriter{log}, "", 0),
-	}}, nil
+	return &healthEndpoint{listener: b.limit(l), server: b.server(h.handler(), stdlog.New(healthLogWriter{log}, "", 0))}, nil
 }
 
 // Addr is where the endpoint listens.

@@ -54,6 +54,7 @@ func validateMetrics(o Options) error {
 // and the handler that Serve serves on it.
 type metricsEndpoint struct {
 	listener net.Listener
+	limited  *countingListener // below TLS, if any
 	server   *http.Server
 	watcher  *certwatcher.CertWatcher
 	secure   bool
@@ -64,7 +65,7 @@ type metricsEndpoint struct {
 // metricsAuth: the bearer token must pass a TokenReview and its user a
 // SubjectAccessReview for get on the non-resource URL of the request
 // (/metrics), as kubebuilder projects serve their metrics.
-func listenMetrics(ctx context.Context, o Options, g prometheus.Gatherer) (*metricsEndpoint, error) {
+func listenMetrics(ctx context.Context, o Options, b portBounds, g prometheus.Gatherer) (*metricsEndpoint, error) {
 	log := o.Log.WithName("metrics")
 	var handler http.Handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
 	e := &metricsEndpoint{secure: o.MetricsSecure}
@@ -84,6 +85,8 @@ func listenMetrics(ctx context.Context, o Options, g prometheus.Gatherer) (*metr
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listening on %s: %w", o.MetricsBindAddress, err)
 	}
+	e.limited = b.limit(l)
+	l = e.limited
 	if tlsConfig != nil {
 		l = tls.NewListener(l, tlsConfig)
 	}
@@ -92,7 +95,7 @@ func listenMetrics(ctx context.Context, o Options, g prometheus.Gatherer) (*metr
 	e.listener = l
 	// The server's own errors (TLS handshakes that fail, as a plain HTTP
 	// request or a port scan makes them) go to the agent's log, verbose.
-	e.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.New(logWriter{log}, "", 0)}
+	e.server = b.server(mux, stdlog.New(logWriter{log}, "", 0))
 	return e, nil
 }
 
