@@ -252,6 +252,7 @@ func TestInputDocument(t *testing.T) {
 				"username": c.Username(), "source": c.Source, "pid": c.PID, "processStart": c.ProcessStart,
 				"uid": c.UID, "gid": c.GID, "sid": c.SID, "containerID": c.ContainerID, "runtime": c.Runtime,
 				"podUID": c.PodUID, "podName": c.PodName, "namespace": c.Namespace, "serviceAccount": c.ServiceAccount,
+				"attribution": c.Attribution(),
 			},
 		}
 		b, _ := json.Marshal(doc)
