@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"google.golang.org/grpc/credentials"
@@ -73,6 +74,18 @@ func (c *Caller) Attribution() string {
 		return AttributedHost
 	}
 	return Unattributed
+}
+
+// placedByCRI clears Unattributed once the runtime named the caller's pod,
+// which its cgroup path could not, and keeps why in the notes.
+func (c *Caller) placedByCRI() {
+	if c.PodUID == "" || c.Unattributed == "" {
+		return
+	}
+	why := c.Unattributed
+	c.Notes = slices.DeleteFunc(c.Notes, func(n string) bool { return n == why })
+	c.Notes = append(c.Notes, "CRI: the runtime names the caller's pod; from the cgroup alone: "+why)
+	c.Unattributed = ""
 }
 
 // Username is the audit username: the verified token's, else
