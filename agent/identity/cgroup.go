@@ -74,8 +74,14 @@ type UnplacedError struct {
 }
 
 func (e *UnplacedError) Error() string {
-	return fmt.Sprintf("cgroup path %q %s, so the caller is unattributed: neither a pod's nor the host's", e.Path, e.Why)
+	const tail = ", so the caller is unattributed: neither a pod's nor the host's"
+	if e.Path == "" && e.Why == noCgroup {
+		return e.Why + tail
+	}
+	return fmt.Sprintf("cgroup path %q %s%s", e.Path, e.Why, tail)
 }
+
+const noCgroup = "/proc/PID/cgroup names no cgroup"
 
 // containerOf returns the container and pod of the first cgroup path that
 // lies in a pod's cgroup. Every path must be rooted where a host path is:
@@ -88,7 +94,7 @@ func (e *UnplacedError) Error() string {
 func containerOf(paths []string) (Container, bool, error) {
 	if len(paths) == 0 {
 		// Every process is in a cgroup: the kernel writes at least one line.
-		return Container{}, false, &UnplacedError{Path: "", Why: "is the only one: /proc/PID/cgroup names no cgroup"}
+		return Container{}, false, &UnplacedError{Why: noCgroup}
 	}
 	for _, p := range paths {
 		if err := checkRooted(p); err != nil {
@@ -109,11 +115,15 @@ func checkRooted(p string) error {
 	if !strings.HasPrefix(p, "/") {
 		return &UnplacedError{Path: p, Why: "is not an absolute path"}
 	}
-	for _, s := range strings.Split(p, "/") {
-		switch s {
-		case "..":
+	for i, s := range strings.Split(p, "/") {
+		switch {
+		case s == ".." && i == 1:
 			return &UnplacedError{Path: p, Why: "climbs out of the agent's cgroup namespace"}
-		case ".":
+		case s == "..":
+			// The kernel writes ".." only first; a path that climbs back
+			// out of a name may end anywhere, the host included.
+			return &UnplacedError{Path: p, Why: "has a \"..\" segment after a name, which the kernel never writes"}
+		case s == ".":
 			return &UnplacedError{Path: p, Why: "has a \".\" segment, which the kernel never writes"}
 		}
 	}

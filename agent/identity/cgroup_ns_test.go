@@ -66,11 +66,11 @@ var hostileCgroups = map[string]struct {
 		place:   placeNone, why: "climbs out"},
 	"dot-dot in the middle, back out of kubepods": {
 		content: "0::/kubepods.slice/../system.slice/kubelet.service\n",
-		place:   placeNone, why: "climbs out"},
+		place:   placeNone, why: `has a ".." segment after a name`},
 	"dot-dot in the middle, into a pod from a fake kubepods": {
 		content: "0::/user.slice/kubepods.slice/../kubepods.slice/kubepods-pod" + podSys + ".slice\n",
-		place:   placeNone, why: "climbs out"},
-	"dot-dot last": {content: "0::/kubepods.slice/..\n", place: placeNone, why: "climbs out"},
+		place:   placeNone, why: `has a ".." segment after a name`},
+	"dot-dot last": {content: "0::/kubepods.slice/..\n", place: placeNone, why: `has a ".." segment after a name`},
 
 	"relative path":             {content: "0::kubepods/pod" + podUID + "/" + cid + "\n", place: placeNone, why: "not an absolute path"},
 	"empty path":                {content: "0::\n", place: placeNone, why: "not an absolute path"},
