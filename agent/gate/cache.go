@@ -76,7 +76,7 @@ func (in *Input) cacheKey() (key string, ok bool) {
 	for _, s := range [...]string{
 		in.Group, in.Version, in.Method, in.FullMethod, strconv.FormatBool(in.Mutating),
 		c.Username(), c.Source, strconv.Itoa(c.PID), c.ProcessStart, strconv.FormatInt(c.UID, 10), strconv.FormatInt(c.GID, 10),
-		c.SID, c.ContainerID, c.Runtime, c.PodUID, c.PodName, c.Namespace, c.ServiceAccount,
+		c.SID, c.ContainerID, c.Runtime, c.PodUID, c.PodName, c.Namespace, c.ServiceAccount, c.Attribution(),
 	} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)

@@ -164,6 +164,15 @@ func TestCacheKeyCoversTheInputDocument(t *testing.T) {
 			}
 		})
 	}
+	// A host caller and an unattributed one differ only in attribution.
+	try("host to unattributed", func(in *Input) {
+		in.Caller.PodUID, in.Caller.PodMapped, in.Caller.Unattributed = "", true, ""
+		host := key(in)
+		in.Caller.Unattributed = "cgroup path outside the namespace"
+		if key(in) == host {
+			t.Errorf("a host caller and an unattributed one share a cache key")
+		}
+	})
 	if changed < 15 {
 		t.Fatalf("only %d changes reached the input document: the test does not exercise the key", changed)
 	}

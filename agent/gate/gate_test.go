@@ -225,6 +225,31 @@ func TestMutating(t *testing.T) {
 	}
 }
 
+// TestInputAttribution: the rules read where the caller runs from
+// caller.attribution, which only a caller its platform placed outside
+// every pod reads as the host.
+func TestInputAttribution(t *testing.T) {
+	outside := *hostShell
+	outside.PodMapped, outside.Unattributed = false, "cgroup path outside the agent's cgroup namespace"
+	for name, tc := range map[string]struct {
+		caller *identity.Caller
+		want   string
+	}{
+		"pod":                   {csiNode, "pod"},
+		"host":                  {hostShell, "host"},
+		"outside the namespace": {&outside, "unattributed"},
+		"no caller":             {nil, "unattributed"},
+	} {
+		doc, err := (&Input{Group: "disk", Caller: tc.caller}).Document()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.(map[string]any)["caller"].(map[string]any)["attribution"]; got != tc.want {
+			t.Errorf("%s: caller.attribution = %v; want %q", name, got, tc.want)
+		}
+	}
+}
+
 // TestInputDocument checks the input document against its documented
 // shape (docs/agent.md#gate), built through JSON.
 func TestInputDocument(t *testing.T) {
@@ -252,6 +277,7 @@ func TestInputDocument(t *testing.T) {
 				"username": c.Username(), "source": c.Source, "pid": c.PID, "processStart": c.ProcessStart,
 				"uid": c.UID, "gid": c.GID, "sid": c.SID, "containerID": c.ContainerID, "runtime": c.Runtime,
 				"podUID": c.PodUID, "podName": c.PodName, "namespace": c.Namespace, "serviceAccount": c.ServiceAccount,
+				"attribution": c.Attribution(),
 			},
 		}
 		b, _ := json.Marshal(doc)

@@ -32,13 +32,14 @@ var (
 	key          = struct {
 		apiVersion, group, groupVersion, method, fullMethod, mutating, caller, request *ast.Term
 		username, source, pid, processStart, uid, gid, sid, containerID, runtime       *ast.Term
-		podUID, podName, namespace, serviceAccount                                     *ast.Term
+		podUID, podName, namespace, serviceAccount, attribution                        *ast.Term
 	}{
 		ast.StringTerm("apiVersion"), ast.StringTerm("group"), ast.StringTerm("groupVersion"), ast.StringTerm("method"),
 		ast.StringTerm("fullMethod"), ast.StringTerm("mutating"), ast.StringTerm("caller"), ast.StringTerm("request"),
 		ast.StringTerm("username"), ast.StringTerm("source"), ast.StringTerm("pid"), ast.StringTerm("processStart"),
 		ast.StringTerm("uid"), ast.StringTerm("gid"), ast.StringTerm("sid"), ast.StringTerm("containerID"), ast.StringTerm("runtime"),
 		ast.StringTerm("podUID"), ast.StringTerm("podName"), ast.StringTerm("namespace"), ast.StringTerm("serviceAccount"),
+		ast.StringTerm("attribution"),
 	}
 )
 
@@ -62,6 +63,9 @@ func (in *Input) value() ast.Value {
 		[2]*ast.Term{key.podName, ast.StringTerm(c.PodName)},
 		[2]*ast.Term{key.namespace, ast.StringTerm(c.Namespace)},
 		[2]*ast.Term{key.serviceAccount, ast.StringTerm(c.ServiceAccount)},
+		// "pod", "host" or "unattributed": an empty podUID alone does not
+		// say the caller is on the host.
+		[2]*ast.Term{key.attribution, ast.StringTerm(c.Attribution())},
 	)
 	req, err := ast.InterfaceToValue(in.Request)
 	if err != nil || in.Request == nil {

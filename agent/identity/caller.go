@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"google.golang.org/grpc/credentials"
@@ -35,6 +36,11 @@ type Caller struct {
 	// PodMapped says the platform maps processes to pods, so an empty
 	// PodUID means "not in a pod" rather than "unknown".
 	PodMapped bool
+	// Unattributed says why a platform that maps processes to pods placed
+	// this caller nowhere (on Linux, a cgroup path outside the agent's
+	// cgroup namespace); PodUID is empty while it is set. Such a caller is
+	// never taken for the host.
+	Unattributed string
 	// PodName, Namespace and ServiceAccount come from the pod watch or a
 	// verified token; empty when unresolved.
 	PodName, Namespace, ServiceAccount string
@@ -42,6 +48,44 @@ type Caller struct {
 	TokenUser string
 	// Notes say honestly what could not be established.
 	Notes []string
+}
+
+// Attributions of a caller (Caller.Attribution).
+const (
+	// AttributedPod: the caller runs in pod PodUID.
+	AttributedPod = "pod"
+	// AttributedHost: the caller runs outside every pod, as its platform
+	// proves.
+	AttributedHost = "host"
+	// Unattributed: neither is known; every rule treats the caller as it
+	// treats the most restricted one.
+	Unattributed = "unattributed"
+)
+
+// Attribution says where the caller runs: AttributedPod, AttributedHost or
+// Unattributed. Rules that waive checks for the host ask this, not the
+// fields it is made of, so that an unattributed caller never passes for
+// the host.
+func (c *Caller) Attribution() string {
+	switch {
+	case c.PodUID != "":
+		return AttributedPod
+	case c.PodMapped && c.Unattributed == "":
+		return AttributedHost
+	}
+	return Unattributed
+}
+
+// placedByCRI clears Unattributed once the runtime named the caller's pod,
+// which its cgroup path could not, and keeps why in the notes.
+func (c *Caller) placedByCRI() {
+	if c.PodUID == "" || c.Unattributed == "" {
+		return
+	}
+	why := c.Unattributed
+	c.Notes = slices.DeleteFunc(c.Notes, func(n string) bool { return n == why })
+	c.Notes = append(c.Notes, "CRI: the runtime names the caller's pod; from the cgroup alone: "+why)
+	c.Unattributed = ""
 }
 
 // Username is the audit username: the verified token's, else

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -35,34 +36,101 @@ var (
 // ParseCgroup reads the content of /proc/PID/cgroup (cgroup v1 or v2) and
 // returns the container and pod of a Kubernetes container, for the
 // cgroupfs and systemd cgroup drivers and the containerd, cri-o and docker
-// naming forms. ok is false when the process is not in a pod's cgroup.
+// naming forms. ok is false when the process is not in a pod's cgroup. err
+// (an *UnplacedError) says the content places the process nowhere: neither
+// in a pod nor on the host.
 //
 // Proc reads the file through procfs (procfs.Proc.Cgroups), which splits
 // its lines; this function splits them itself for content already in hand,
 // since procfs parses the file only from a procfs mount. Recognising a
 // pod's and a container's cgroup in the paths is Kubernetes' naming, which
 // procfs does not know: containerOf does it for both.
-func ParseCgroup(content string) (c Container, ok bool) {
+func ParseCgroup(content string) (c Container, ok bool, err error) {
 	var paths []string
 	for _, line := range strings.Split(content, "\n") {
-		// hierarchy-ID:controllers:path; the path may itself contain ':'.
-		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(parts) == 3 {
-			paths = append(paths, parts[2])
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
 		}
+		// hierarchy-ID:controllers:path; the path may itself contain ':'.
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			// A line the kernel would not write: what it hides may be
+			// the pod's cgroup, so the process is not taken for the host.
+			return Container{}, false, &UnplacedError{Path: line, Why: "is not a hierarchy-ID:controllers:path line"}
+		}
+		paths = append(paths, parts[2])
 	}
 	return containerOf(paths)
 }
 
+// UnplacedError says a cgroup path places its process neither in a pod nor
+// on the host.
+type UnplacedError struct {
+	// Path is the cgroup path (or line) at fault.
+	Path string
+	// Why says what is wrong with it.
+	Why string
+}
+
+func (e *UnplacedError) Error() string {
+	const tail = ", so the caller is unattributed: neither a pod's nor the host's"
+	if e.Path == "" && e.Why == noCgroup {
+		return e.Why + tail
+	}
+	return fmt.Sprintf("cgroup path %q %s%s", e.Path, e.Why, tail)
+}
+
+const noCgroup = "/proc/PID/cgroup names no cgroup"
+
 // containerOf returns the container and pod of the first cgroup path that
-// lies in a pod's cgroup.
-func containerOf(paths []string) (Container, bool) {
+// lies in a pod's cgroup. Every path must be rooted where a host path is:
+// the kernel shows a cgroup outside the reader's cgroup namespace relative
+// to that namespace's root, as "/../../kubepods-...". The names after the
+// ".." are below a cgroup the agent cannot see, so the parser cannot tell
+// that they lie under kubepods (nor, in the cgroupfs form, that "pod<uid>"
+// is Kubernetes' name at all); such a process is never taken for the host,
+// and not for a pod either.
+func containerOf(paths []string) (Container, bool, error) {
+	if len(paths) == 0 {
+		// Every process is in a cgroup: the kernel writes at least one line.
+		return Container{}, false, &UnplacedError{Why: noCgroup}
+	}
 	for _, p := range paths {
-		if c, ok := parsePath(p); ok {
-			return c, true
+		if err := checkRooted(p); err != nil {
+			return Container{}, false, err
 		}
 	}
-	return Container{}, false
+	for _, p := range paths {
+		if c, ok := parsePath(p); ok {
+			return c, true, nil
+		}
+	}
+	return Container{}, false, nil
+}
+
+// checkRooted reports a path that does not name a cgroup from the root of
+// the agent's cgroup namespace.
+func checkRooted(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return &UnplacedError{Path: p, Why: "is not an absolute path"}
+	}
+	for i, s := range strings.Split(p, "/") {
+		switch {
+		case s == ".." && i == 1:
+			return &UnplacedError{Path: p, Why: "climbs out of the agent's cgroup namespace"}
+		case s == "..":
+			// The kernel writes ".." only first; a path that climbs back
+			// out of a name may end anywhere, the host included.
+			return &UnplacedError{Path: p, Why: "has a \"..\" segment after a name, which the kernel never writes"}
+		case s == ".":
+			return &UnplacedError{Path: p, Why: "has a \".\" segment, which the kernel never writes"}
+		}
+	}
+	if strings.Contains(p, "//") || len(p) > 1 && strings.HasSuffix(p, "/") {
+		return &UnplacedError{Path: p, Why: "has an empty segment, which the kernel never writes"}
+	}
+	return nil
 }
 
 func parsePath(p string) (Container, bool) {

@@ -70,13 +70,12 @@ func TestParseCgroup(t *testing.T) {
 			content: "0::/kubepods/burstable/pod" + podUID + "/abc123\n",
 			want:    Container{PodUID: podUID}, ok: true,
 		},
-		"empty": {},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok := ParseCgroup(tc.content)
-			if ok != tc.ok || got != tc.want {
-				t.Fatalf("ParseCgroup = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			got, ok, err := ParseCgroup(tc.content)
+			if ok != tc.ok || got != tc.want || err != nil {
+				t.Fatalf("ParseCgroup = %+v, %v, %v; want %+v, %v, nil", got, ok, err, tc.want, tc.ok)
 			}
 		})
 	}

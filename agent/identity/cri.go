@@ -161,6 +161,7 @@ func (r *CRIResolver) Attribute(ctx context.Context, c *Caller) {
 	c.ContainerID, c.Runtime, c.PodUID = ct.ID, "cri", ct.PodUID
 	c.PodName, c.Namespace = ct.PodName, ct.Namespace
 	c.PodMapped = true
+	c.placedByCRI()
 	if ct.PID != c.PID {
 		c.Notes = append(c.Notes, fmt.Sprintf("CRI: process %d is a descendant of process %d of container %q (%s)", c.PID, ct.PID, ct.Name, ct.ID))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +169,29 @@ func TestCRIAttribute(t *testing.T) {
 				t.Errorf("notes %q, want none", c.Notes)
 			}
 		})
+	}
+}
+
+// TestCRIAttributesUnattributed: a caller its cgroup left unattributed is
+// attributed to the pod the runtime names, and its record says the cgroup
+// could not; one the runtime does not list stays unattributed.
+func TestCRIAttributesUnattributed(t *testing.T) {
+	procs := fakeProcs{50: {1, t0}, 100: {50, t0.Add(time.Second)}, 200: {1, t0}}
+	_, ep := startCRI(t, fakecri.State{Pods: []fakecri.Pod{webPod(fakecri.Container{ID: "c-app", Name: "app", PID: 100})}})
+	r := newResolver(t, ep, procs, nil, 200*time.Millisecond)
+	const why = `cgroup path "/../../x" climbs out of the agent's cgroup namespace, so the caller is unattributed: neither a pod's nor the host's`
+	c := &Caller{Source: SourcePeer, PID: 100, UID: -1, GID: -1, Unattributed: why, Notes: []string{why}}
+	r.Attribute(context.Background(), c)
+	if c.Attribution() != AttributedPod || c.PodUID != "uid-web" || c.Unattributed != "" {
+		t.Fatalf("attributed %+v as %s", c, c.Attribution())
+	}
+	if want := []string{"CRI: the runtime names the caller's pod; from the cgroup alone: " + why}; !slices.Equal(c.Notes, want) {
+		t.Errorf("notes %q, want %q", c.Notes, want)
+	}
+	other := &Caller{Source: SourcePeer, PID: 200, UID: -1, GID: -1, Unattributed: why, Notes: []string{why}}
+	r.Attribute(context.Background(), other)
+	if other.Attribution() != Unattributed || other.Unattributed != why || other.PodMapped {
+		t.Fatalf("a caller the runtime does not list became %+v (%s)", other, other.Attribution())
 	}
 }
 

@@ -14,6 +14,13 @@
 //     token or, for clients that dial at anonymous impersonation level, of its
 //     process token, with a note saying which.
 //
+// Caller.Attribution classes every caller as in a pod, on the host, or
+// unattributed. Only a platform that maps processes to pods makes a caller
+// without one the host, and only from a cgroup path rooted where a host
+// path is: a path that climbs out of the agent's cgroup namespace ("/../..")
+// or that the kernel would not write leaves the caller unattributed, so that
+// no rule waives a check for it.
+//
 // A caller the platform did not map to a pod (every Windows caller) is
 // mapped through the node's CRI runtime (CRIResolver, WithCRI): the caller or
 // its nearest ancestor that is a container's process names the container and

@@ -133,8 +133,17 @@ func (p Proc) Describe(c *Caller) error {
 	if err != nil {
 		return err
 	}
-	c.PodMapped = true
-	if ct, ok := containerOf(paths); ok {
+	c.ContainerID, c.Runtime, c.PodUID = "", "", ""
+	ct, ok, err := containerOf(paths)
+	if err != nil {
+		// Not an error of the caller's identity: who it is stands; where
+		// it runs does not, and the record says so.
+		c.PodMapped, c.Unattributed = false, err.Error()
+		c.Notes = append(c.Notes, err.Error())
+		return nil
+	}
+	c.PodMapped, c.Unattributed = true, ""
+	if ok {
 		c.ContainerID, c.Runtime, c.PodUID = ct.ID, ct.Runtime, ct.PodUID
 	}
 	return nil

@@ -159,6 +159,48 @@ func TestProcDescribeCgroups(t *testing.T) {
 	}
 }
 
+// TestProcDescribeOutsideNamespace: a process whose cgroup lies outside
+// the agent's cgroup namespace is neither on the host nor in a pod, even
+// when a pod's name follows the "..", and its record says why.
+func TestProcDescribeOutsideNamespace(t *testing.T) {
+	root := fakeProcfs(t, map[string]string{
+		"stat":    bootLine,
+		"79/stat": procStat(79, 100), "79/cgroup": "0::/../../kubepods-burstable-pod" + podSys + ".slice/cri-containerd-" + cid + ".scope\n",
+	})
+	// Fields of an earlier look at the pid do not survive this one.
+	c := &Caller{PID: 79, PodMapped: true, PodUID: podUID, ContainerID: cid}
+	if err := (Proc{Root: root}).Describe(c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Attribution() != Unattributed || c.PodMapped || c.PodUID != "" || c.ContainerID != "" || c.ProcessStart == "" {
+		t.Fatalf("described %+v as %s", c, c.Attribution())
+	}
+	want := `cgroup path "/../../kubepods-burstable-pod` + podSys + `.slice/cri-containerd-` + cid + `.scope" climbs out of the agent's cgroup namespace, so the caller is unattributed: neither a pod's nor the host's`
+	if c.Unattributed != want || len(c.Notes) != 1 || c.Notes[0] != want {
+		t.Fatalf("Unattributed %q, notes %q; want both %q", c.Unattributed, c.Notes, want)
+	}
+}
+
+// TestCallerAttribution: only a platform that maps processes to pods, and
+// placed this one, makes a caller without a pod the host.
+func TestCallerAttribution(t *testing.T) {
+	for name, tc := range map[string]struct {
+		c    Caller
+		want string
+	}{
+		"pod":                            {Caller{PodMapped: true, PodUID: podUID}, AttributedPod},
+		"pod from a token, unmapped":     {Caller{PodUID: podUID}, AttributedPod},
+		"host":                           {Caller{PodMapped: true}, AttributedHost},
+		"platform that maps no pods":     {Caller{}, Unattributed},
+		"cgroup outside the namespace":   {Caller{Unattributed: "x"}, Unattributed},
+		"mapped yet unplaced (CRI miss)": {Caller{PodMapped: true, Unattributed: "x"}, Unattributed},
+	} {
+		if got := tc.c.Attribution(); got != tc.want {
+			t.Errorf("%s: Attribution() = %q; want %q", name, got, tc.want)
+		}
+	}
+}
+
 // TestProcBootTimeReadOnce: the boot time of a procfs mount is read once,
 // so start times computed at different moments stay comparable even if
 // /proc/stat's btime moves (the kernel moves it when the clock is stepped).

@@ -175,6 +175,10 @@ func (v *TokenVerifier) Apply(ctx context.Context, c *Caller, token string, pods
 	}
 	pod := id.Namespace + "/" + id.PodName
 	switch {
+	case c.Unattributed != "":
+		// The platform could place the process and did not: a token
+		// cannot stand in for the pod it hides.
+		return &Rejection{Msg: fmt.Sprintf("the token names pod %s (uid %s) but the calling process (pid %d) could not be attributed (%s); call from a process the agent can place in that pod", pod, id.PodUID, c.PID, c.Unattributed)}
 	case c.PodMapped && c.PodUID == "":
 		return &Rejection{Msg: fmt.Sprintf("the token names pod %s (uid %s) but the calling process (pid %d) is not in a pod; send no token, or call from that pod", pod, id.PodUID, c.PID)}
 	case c.PodMapped && c.PodUID != id.PodUID:

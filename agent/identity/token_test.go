@@ -70,11 +70,13 @@ func TestTokenVerifier(t *testing.T) {
 		want     string // error substring; "" means accepted
 		rejected bool
 	}{
-		"token of the caller's pod":        {token: "driver-token", caller: inPod},
-		"token without node, pod on node":  {token: "no-node-token", caller: inPod},
-		"unmapped platform takes the pod":  {token: "driver-token", caller: Caller{PID: 10, UID: -1}},
-		"token of another pod":             {token: "driver-token", caller: Caller{PID: 10, PodMapped: true, PodUID: "11111111-2222-3333-4444-555555555555"}, rejected: true, want: "names pod csi/csi-node-x (uid " + podUID + ") but the calling process (pid 10) runs in pod uid 11111111-2222-3333-4444-555555555555; a pod must send its own token"},
-		"token sent by a host process":     {token: "driver-token", caller: Caller{PID: 10, PodMapped: true}, rejected: true, want: "but the calling process (pid 10) is not in a pod"},
+		"token of the caller's pod":       {token: "driver-token", caller: inPod},
+		"token without node, pod on node": {token: "no-node-token", caller: inPod},
+		"unmapped platform takes the pod": {token: "driver-token", caller: Caller{PID: 10, UID: -1}},
+		"token of another pod":            {token: "driver-token", caller: Caller{PID: 10, PodMapped: true, PodUID: "11111111-2222-3333-4444-555555555555"}, rejected: true, want: "names pod csi/csi-node-x (uid " + podUID + ") but the calling process (pid 10) runs in pod uid 11111111-2222-3333-4444-555555555555; a pod must send its own token"},
+		"token sent by a host process":    {token: "driver-token", caller: Caller{PID: 10, PodMapped: true}, rejected: true, want: "but the calling process (pid 10) is not in a pod"},
+		"token sent by an unattributed process": {token: "driver-token", caller: Caller{PID: 10, Unattributed: `cgroup path "/../../x" climbs out of the agent's cgroup namespace`}, rejected: true,
+			want: `but the calling process (pid 10) could not be attributed (cgroup path "/../../x" climbs out of the agent's cgroup namespace); call from a process the agent can place in that pod`},
 		"token bound to another node":      {token: "other-node-token", caller: inPod, rejected: true, want: `names pod csi/csi-node-y on node "node-2", but this is node "node-1"`},
 		"legacy token bound to no pod":     {token: "legacy-token", caller: inPod, rejected: true, want: "is not bound to a pod; send the token of a projected serviceAccountToken volume"},
 		"token for another audience":       {token: "wrong-audience", caller: inPod, rejected: true, want: `is not for audience "pipeguard-agent"`},

@@ -135,7 +135,8 @@ func (s *Server) CreateSymlink(ctx context.Context, source, target string) error
 
 // withCaller adds to ctx whom the request is attributed to by its peer
 // identity, for rule pod-link: its pod, the host (a platform that maps
-// processes to pods found none), or unattributed. The pod is the one the
+// processes to pods found none), or unattributed (identity.Unattributed: a
+// cgroup outside the agent's cgroup namespace, say). The pod is the one the
 // connection's process runs in, never one a token names. A connection
 // without identity, in an agent assembled without the guard, adds nothing
 // (confine.CallerUnidentified); the guard refuses such a connection's
@@ -146,10 +147,10 @@ func withCaller(ctx context.Context) context.Context {
 		return ctx
 	}
 	caller := confine.Caller{Kind: confine.CallerUnattributed}
-	switch {
-	case c.PodUID != "":
+	switch c.Attribution() {
+	case identity.AttributedPod:
 		caller = confine.Caller{Kind: confine.CallerInPod, Pod: c.PodUID}
-	case c.PodMapped:
+	case identity.AttributedHost:
 		caller.Kind = confine.CallerOnHost
 	}
 	return confine.WithCaller(ctx, caller)
