@@ -75,26 +75,13 @@ func TestAdminRuleBudgetOnControlPlane(t *testing.T) {
 		Webhooks:          testenv.WebhookOptions{Paths: []string{"../../../config/webhook/manifests.yaml"}},
 	})
 	ws := env.WebhookServer()
-	ctx, cancel := context.WithCancel(context.Background())
 	registry := prometheus.NewRegistry()
 	const timeout = 500 * time.Millisecond
-	a, err := app.New(ctx, app.Options{
+	a, ctx := app.RunForTest(t, app.Options{
 		Config: env.Config, Logger: testr.New(t),
 		WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir,
 		MetricsAddr: "0", ProbeAddr: "0", Registry: registry,
 		AuditInterval: time.Hour, AdminRuleTimeout: timeout,
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook stopped with %v", err)
-		}
 	})
 	c := env.Client
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

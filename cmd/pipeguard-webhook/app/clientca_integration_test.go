@@ -95,23 +95,10 @@ func TestClientCAOnControlPlane(t *testing.T) {
 		},
 	})
 	ws := env.WebhookServer()
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(ctx, Options{
+	_, ctx := RunForTest(t, Options{
 		Config: env.Config, Logger: testr.New(t),
 		WebhookHost: ws.Host, WebhookPort: ws.Port, CertDir: ws.CertDir, ClientCAFile: caFile,
 		MetricsAddr: "0", ProbeAddr: "0", Registry: prometheus.NewRegistry(),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook stopped with %v", err)
-		}
 	})
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
 		t.Fatal(err)
@@ -135,7 +122,7 @@ func TestClientCAOnControlPlane(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the API server, with its client certificate, never got a decision: %v (last: %v)", err, last)
 	}
-	err = env.Client.Create(ctx, pod(257), client.DryRunAll)
+	err := env.Client.Create(ctx, pod(257), client.DryRunAll)
 	if err == nil || !strings.Contains(err.Error(), `[too-many-host-paths] Pod "driver" has 257 hostPath volumes, more than the 256 pipeguard reviews`) {
 		t.Errorf("a pod with 257 hostPath volumes: %v, want the too-many-host-paths denial", err)
 	}

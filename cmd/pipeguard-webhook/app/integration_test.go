@@ -98,7 +98,6 @@ func startClusterWith(t *testing.T, mutate func(*app.Options)) *cluster {
 		Webhooks:          testenv.WebhookOptions{Paths: []string{"../../../config/webhook/manifests.yaml"}},
 	})
 	ws := env.WebhookServer()
-	ctx, cancel := context.WithCancel(context.Background())
 	registry := prometheus.NewRegistry()
 	opts := app.Options{
 		Config: env.Config, Logger: testr.New(t),
@@ -108,19 +107,7 @@ func startClusterWith(t *testing.T, mutate func(*app.Options)) *cluster {
 	if mutate != nil {
 		mutate(&opts)
 	}
-	a, err := app.New(ctx, opts)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook stopped with %v", err)
-		}
-	})
+	a, ctx := app.RunForTest(t, opts)
 
 	warnings := &warningRecorder{}
 	cfg := rest.CopyConfig(env.Config)
