@@ -119,6 +119,27 @@ type AuthInfo struct {
 // AuthType implements credentials.AuthInfo.
 func (AuthInfo) AuthType() string { return "pipeguard-peer" }
 
+// ConnectionKey names the caller whose connections share one caller's
+// place on an endpoint (server.MaxConnectionsPerCaller): its pod when the
+// connection's peer names one (Linux, from the cgroup), else its process,
+// else its user.
+func (a AuthInfo) ConnectionKey() string {
+	c := a.Caller
+	switch {
+	case c == nil:
+		return "unknown"
+	case c.PodUID != "":
+		return "pod " + c.PodUID
+	case c.PID > 0:
+		return "process " + strconv.Itoa(c.PID) + " started " + c.ProcessStart
+	case c.SID != "":
+		return "user " + c.SID
+	case c.UID >= 0:
+		return "user " + strconv.FormatInt(c.UID, 10)
+	}
+	return "unknown"
+}
+
 // FromContext returns the peer identity of the connection a request came on.
 func FromContext(ctx context.Context) (*Caller, bool) {
 	p, ok := peer.FromContext(ctx)

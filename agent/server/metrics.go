@@ -17,6 +17,7 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	refused  *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -31,8 +32,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time to handle a CSI Proxy API request, by API group, version and method.",
 			Buckets: []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 15, 60},
 		}, []string{"group", "version", "method"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "pipeguard", Subsystem: "agent", Name: "connections_refused_total",
+			Help: "Connections closed at once because their caller already held MaxConnectionsPerCaller connections to the endpoint, by API group and version.",
+		}, []string{"group", "version"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, version.Collector()} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.refused, version.Collector()} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering agent metrics: %w", err)
 		}
@@ -66,4 +71,11 @@ func (m *Metrics) observe(group, version, fullMethod string, start time.Time, er
 	method := path.Base(fullMethod)
 	m.requests.WithLabelValues(group, version, method, status.Code(err).String()).Inc()
 	m.latency.WithLabelValues(group, version, method).Observe(time.Since(start).Seconds())
+}
+
+// connectionRefused returns what counts a refused connection of one API
+// group version.
+func (m *Metrics) connectionRefused(group, version string) func() {
+	c := m.refused.WithLabelValues(group, version)
+	return c.Inc
 }

@@ -97,10 +97,15 @@ func (s *Server) Listen(ctx context.Context) error {
 			return fmt.Errorf("%s %s: %w", ep.Group, ep.Version, err)
 		}
 		address := s.opts.Listen.Address(ep.Group, ep.Version)
+		lis = newPlacedListener(lis, MaxConnectionsPerEndpoint)
 		unary, stream := s.chain(ep, address)
-		opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
+		opts := append(grpcBounds(), grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 		if s.opts.Credentials != nil {
-			opts = append(opts, grpc.Creds(s.opts.Credentials))
+			var refused func()
+			if s.metrics != nil {
+				refused = s.metrics.connectionRefused(ep.Group, ep.Version)
+			}
+			opts = append(opts, grpc.Creds(newCallerPlaces(s.opts.Credentials, MaxConnectionsPerCaller, s.log, address, refused)))
 		}
 		g := grpc.NewServer(opts...)
 		ep.Register(g)

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/internal/testing/doctable"
+)
+
+// fixedBounds are the bounds docs/agent.md's Bounds table says are fixed,
+// by the input cell of their row, with their value as the table writes it.
+func fixedBounds() map[string]string {
+	kib := func(n int) string { return strconv.Itoa(n>>10) + " KiB" }
+	mib := func(n int) string { return strconv.Itoa(n>>20) + " MiB" }
+	b := defaultHTTPBounds()
+	want := map[string]string{
+		"request headers of one call (user agent and bearer token included)": kib(server.MaxHeaderListBytes),
+		"one request message":                    kib(server.MaxRequestBytes),
+		"calls in flight on one connection":      strconv.Itoa(server.MaxStreamsPerConnection),
+		"open connections of one pipe or socket": strconv.Itoa(server.MaxConnectionsPerEndpoint),
+		"open connections of one caller on one pipe or socket (a caller: its pod, else its process; see [Caller identity](#caller-identity))": strconv.Itoa(server.MaxConnectionsPerCaller),
+		"a connection that sends nothing":                        server.HandshakeTimeout.String(),
+		"a connection with no call in flight":                    server.IdleConnectionTimeout.String(),
+		"a Windows path":                                         strconv.Itoa(confine.MaxPathWindows) + " bytes",
+		"a Linux path":                                           strconv.Itoa(confine.MaxPathLinux) + " bytes",
+		"one line a PowerShell worker answers":                   mib(runner.DefaultWorkerMaxLine),
+		"host operations of one group at once":                   strconv.Itoa(runner.DefaultConcurrency),
+		"one audit record":                                       kib(audit.MaxRecordBytes),
+		"probe and metrics ports: request header bytes":          kib(portMaxHeaderBytes),
+		"probe port: request headers arrive within":              b.Probes.ReadHeaderTimeout.String(),
+		"metrics port: TLS handshake and request headers within": b.Metrics.ReadHeaderTimeout.String(),
+	}
+	for name, p := range map[string]portBounds{"probe port": b.Probes, "metrics port": b.Metrics} {
+		want[name+": open connections"] = strconv.Itoa(p.MaxConnections)
+		want[name+": whole request read within"] = p.ReadTimeout.String()
+		want[name+": answer written within"] = p.WriteTimeout.String()
+		want[name+": a kept-alive connection idle for"] = p.IdleTimeout.String()
+	}
+	return want
+}
+
+// TestFixedBoundsDocumented checks every "fixed" row of docs/agent.md's
+// Bounds table against the constant it documents, and that no constant is
+// left out. The rows set by flags are checked against the flags' defaults
+// by package main's test.
+func TestFixedBoundsDocumented(t *testing.T) {
+	want := fixedBounds()
+	seen := map[string]bool{}
+	for _, row := range doctable.Rows(t, "../../../docs/agent.md", "Bounds", 4) {
+		input, value, setBy := row[0], row[1], row[2]
+		if setBy != "fixed" {
+			if !strings.HasPrefix(setBy, "`--") {
+				t.Errorf("Bounds row %q: set by %q, want fixed or a flag", input, setBy)
+			}
+			continue
+		}
+		seen[input] = true
+		w, ok := want[input]
+		if !ok {
+			t.Errorf("Bounds row %q is fixed but names no bound of the agent", input)
+			continue
+		}
+		if got := firstWord(value); got != w {
+			t.Errorf("Bounds row %q: %q, want %q", input, value, w)
+		}
+	}
+	for input := range want {
+		if !seen[input] {
+			t.Errorf("docs/agent.md's Bounds table has no fixed row %q", input)
+		}
+	}
+}
+
+// firstWord is a table value without its comment in parentheses,
+// durations normalized as time.Duration writes them.
+func firstWord(v string) string {
+	if i := strings.Index(v, " ("); i >= 0 {
+		v = v[:i]
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d.String()
+	}
+	return v
+}
