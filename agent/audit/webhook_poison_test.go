@@ -293,7 +293,7 @@ func TestUnsentSet(t *testing.T) {
 	if got, n := big.within(last.lo, last.hi); n != last.hi-last.lo+1 || !strings.HasPrefix(got, strconv.FormatUint(last.lo, 10)+"-") {
 		t.Fatalf("the merged range reads %q (%d records), want all of %d-%d", got, n, last.lo, last.hi)
 	}
-	if got, _ := big.within(1, 4*MaxUnsentRanges); len(got) > maxUnsentText+64 || !strings.HasSuffix(got, " more)") {
+	if got, _ := big.within(1, 4*MaxUnsentRanges); len(got) > MaxUnsentText+64 || !strings.HasSuffix(got, " more)") {
 		t.Fatalf("a long list is %d bytes, ending %q", len(got), got[max(0, len(got)-40):])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,10 @@ const (
 	AnnotationWebhookRejectedSeq    = "pipeguard.io/webhook-rejected-seq"
 	AnnotationWebhookRejectedReason = "pipeguard.io/webhook-rejected-reason"
 )
+
+// MaxRejectedReasonBytes bounds the receiver's answer a webhook-rejected
+// checkpoint holds (AnnotationWebhookRejectedReason).
+const MaxRejectedReasonBytes = 512
 
 // maxNotes bounds the seqs of the webhook's own checkpoints it keeps, so
 // that a refused one is not reported by another, for ever.
@@ -208,8 +213,8 @@ func (w *Webhook) reject(it item, err error, note func(map[string]string) (uint6
 		return
 	}
 	reason := err.Error()
-	if len(reason) > 512 {
-		reason = reason[:512]
+	if len(reason) > MaxRejectedReasonBytes {
+		reason = strings.ToValidUTF8(reason[:MaxRejectedReasonBytes], "")
 	}
 	cp, nerr := note(map[string]string{AnnotationCheckpoint: "webhook-rejected", AnnotationWebhookRejectedSeq: seq, AnnotationWebhookRejectedReason: reason})
 	if nerr != nil {

@@ -13,9 +13,10 @@ import (
 // Options.MaxUnsentBytes).
 const MaxUnsentRanges = 1 << 16
 
-// maxUnsentText bounds the ranges Unsent lists; past it the text ends
-// with the number of records left out.
-const maxUnsentText = 512
+// MaxUnsentText bounds the ranges Unsent lists (and a prune checkpoint's
+// AnnotationPrunedUnsent); past it the text ends with the number of
+// records left out.
+const MaxUnsentText = 512
 
 // seqRange is the sequence numbers lo to hi, both included.
 type seqRange struct{ lo, hi uint64 }
@@ -69,7 +70,7 @@ func (s *unsentSet) within(first, last uint64) (string, uint64) {
 			continue
 		}
 		n += hi - lo + 1
-		if b.Len() >= maxUnsentText {
+		if b.Len() >= MaxUnsentText {
 			left += hi - lo + 1
 			continue
 		}
