@@ -112,6 +112,7 @@ type Webhook struct {
 	mu       sync.Mutex
 	queue    []item
 	buffered int   // records queued or in flight
+	qbytes   int64 // bytes of the records queued, not in flight
 	bytes    int64 // their bytes
 	closed   bool  // the sender has ended; later records are not sent
 	dropped  int   // records dropped since the last overflow log line
@@ -287,25 +288,16 @@ func (w *Webhook) Record(seq uint64, line []byte) {
 		}
 		return
 	}
-	if attributed {
-		w.callers[caller].bytes += size
+	if sh := w.callers[caller]; attributed && sh != nil {
+		sh.bytes += size
 	}
 	w.queue = append(w.queue, item{seq: seq, line: bytes.Clone(line), caller: caller})
 	w.buffered++
 	w.bytes += size
-	full := len(w.queue) >= w.o.BatchMaxSize || w.queuedBytes() >= int64(w.o.BatchMaxBytes)
+	w.qbytes += size
+	full := len(w.queue) >= w.o.BatchMaxSize || w.qbytes >= int64(w.o.BatchMaxBytes)
 	w.mu.Unlock()
 	if full {
 		w.wakeSender()
 	}
-}
-
-// queuedBytes is the bytes of the queue, not counting those in flight,
-// measured only as far as one batch. w.mu is held.
-func (w *Webhook) queuedBytes() int64 {
-	var n int64
-	for i := len(w.queue) - 1; i >= 0 && n < int64(w.o.BatchMaxBytes); i-- {
-		n += int64(len(w.queue[i].line))
-	}
-	return n
 }

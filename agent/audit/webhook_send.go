@@ -101,6 +101,9 @@ func (w *Webhook) take() []item {
 	}
 	batch := w.queue[:n:n]
 	w.queue = w.queue[n:]
+	for _, it := range batch {
+		w.qbytes -= int64(len(it.line))
+	}
 	return batch
 }
 
@@ -248,7 +251,7 @@ func (w *Webhook) drain(batch []item) {
 	w.mu.Lock()
 	w.closed = true
 	rest := w.queue
-	w.queue = nil
+	w.queue, w.qbytes = nil, 0
 	dropped, droppedBytes := w.dropped, w.droppedBytes
 	w.mu.Unlock()
 	left := append(batch, rest...)

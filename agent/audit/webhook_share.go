@@ -5,10 +5,19 @@ package audit
 
 import "fmt"
 
-// settleAdmitted drops the reservations of admitted records before seq
-// that Record never saw (their write failed) and the one of seq, whose
-// caller now holds it as a queued record. w.mu is held.
+// maxAdmitted is how many admissions Record may find waiting before it
+// looks for those a failed write left (the next records, which take
+// their numbers, replace them otherwise).
+const maxAdmitted = 4096
+
+// settleAdmitted drops the admission of seq, whose caller now holds it
+// as a queued record, and, past maxAdmitted, those before seq that
+// Record never saw (their write failed). w.mu is held.
 func (w *Webhook) settleAdmitted(seq uint64) {
+	delete(w.admitted, seq)
+	if len(w.admitted) < maxAdmitted {
+		return
+	}
 	for s, a := range w.admitted {
 		if s < seq {
 			if !a.deny {
@@ -17,7 +26,6 @@ func (w *Webhook) settleAdmitted(seq uint64) {
 			delete(w.admitted, s)
 		}
 	}
-	delete(w.admitted, seq)
 }
 
 // unreserve gives back one record of size bytes from caller's share.

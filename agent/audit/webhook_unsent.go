@@ -28,10 +28,15 @@ type seqRange struct{ lo, hi uint64 }
 // ranges are sorted and disjoint. The webhook's mu guards it.
 type unsentSet struct{ r []seqRange }
 
-// add adds seq, which is above every number in the set.
+// add adds seq, which comes above every number in the set (one that
+// does not is already counted).
 func (s *unsentSet) add(seq uint64) {
-	if n := len(s.r); n > 0 && (s.r[n-1].hi+1 == seq || n >= MaxUnsentRanges) {
-		s.r[n-1].hi = max(s.r[n-1].hi, seq)
+	n := len(s.r)
+	if n > 0 && seq <= s.r[n-1].hi {
+		return
+	}
+	if n > 0 && (s.r[n-1].hi+1 == seq || n >= MaxUnsentRanges) {
+		s.r[n-1].hi = seq
 		return
 	}
 	s.r = append(s.r, seqRange{seq, seq})
