@@ -3,11 +3,13 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipeguard/pipeguard/agent/audit/audittest"
 	"github.com/pipeguard/pipeguard/internal/badreceiver"
@@ -98,4 +100,40 @@ func TestWebhookBlockCallerShare(t *testing.T) {
 			t.Fatalf("the driver's call %s is not in the log", id)
 		}
 	}
+}
+
+// TestWebhookBlockPoisonDoesNotRefuseOthers: in blocking mode, a hostile
+// pod's three records too large for the receiver and its 2000 small ones
+// never have a driver refused: the poisoned records are refused by the
+// receiver one by one at once, not retried for minutes, and the driver's
+// calls, between the hostile ones, are all admitted.
+func TestWebhookBlockPoisonDoesNotRefuseOthers(t *testing.T) {
+	lr := &limitedReceiver{rc: &receiver{}, limit: 8 << 10}
+	srv := httptest.NewServer(lr)
+	defer srv.Close()
+	wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, srv.URL), BufferSize: 400, BatchMaxSize: 50, BatchMaxWait: time.Hour,
+		InitialBackoff: time.Hour, Block: true, Log: logr.Discard()})
+	l := openLog(t, Options{Path: filepath.Join(t.TempDir(), "audit.log"), OnRecord: wh.Record, Admit: wh.Admit})
+	wh.ReportTo(l)
+	wh.Start()
+	for i := range 3 {
+		ev := poisoned(i)
+		ev.User.Extra = fromPod(i, "evil").User.Extra
+		if err := l.Append(ev, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 3; i < 2003; i++ {
+		_ = l.Append(fromPod(i, "evil"), false) // refused past its share, or not
+		if i%40 == 0 {
+			if err := l.Append(fromPod(10000+i, "csi-driver"), true); err != nil {
+				t.Fatalf("the driver's call refused after %d hostile calls: %v", i, err)
+			}
+		}
+	}
+	waitFor(t, "the three poisoned records to be refused", func() bool { return testutil.ToFloat64(wh.rejected) == 3 })
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stopWithin(t, wh, 5*time.Second)
 }
