@@ -34,7 +34,11 @@
 // rewritten and re-chained by someone holding the files: an Anchor, the
 // head published outside the node (package anchor), closes both. Records
 // leave the node as written on standard output (StdoutPath) or through
-// the Webhook backend. Messages name options by their Go names
+// the Webhook backend, which splits the batches its receiver refuses down
+// to the records refused (each named by a webhook-rejected checkpoint) and,
+// as Options.Unsent, keeps the rotated files holding records its receiver
+// has not acknowledged from pruning, up to Options.MaxUnsentBytes. Messages
+// name options by their Go names
 // (Options.Path), as errors of package option that a command shows with
 // its flags.
 package audit

@@ -3,9 +3,7 @@ package audit
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -19,9 +17,16 @@ import (
 // Webhook backend defaults, those of kube-apiserver's batching webhook
 // backend where it has one.
 const (
-	DefaultWebhookBatchMaxSize   = 400
-	DefaultWebhookBatchMaxWait   = 30 * time.Second
-	DefaultWebhookBufferSize     = 10000
+	DefaultWebhookBatchMaxSize = 400
+	// DefaultWebhookBatchMaxBytes bounds the records of one request, as
+	// kube-apiserver bounds a request body by default (3 MiB). A record
+	// larger than it goes alone.
+	DefaultWebhookBatchMaxBytes = 3 << 20
+	DefaultWebhookBatchMaxWait  = 30 * time.Second
+	DefaultWebhookBufferSize    = 10000
+	// DefaultWebhookBufferBytes bounds the bytes of the records waiting
+	// for the receiver or in flight to it.
+	DefaultWebhookBufferBytes    = 64 << 20
 	DefaultWebhookInitialBackoff = 10 * time.Second
 	DefaultWebhookRetries        = 5
 	// DefaultWebhookRequestTimeout bounds one request to the receiver, so
@@ -31,6 +36,10 @@ const (
 	// WebhookShutdownTimeout bounds Stop: what the receiver has not taken
 	// by then is counted and logged as not sent.
 	WebhookShutdownTimeout = 10 * time.Second
+	// WebhookCallerShare is, in blocking mode, the part of the buffer
+	// (records and bytes) one caller's records may hold: 1/WebhookCallerShare.
+	// A caller past its share is refused; the others go on.
+	WebhookCallerShare = 4
 )
 
 // overflowLogInterval spaces the log lines about records dropped from a
@@ -43,17 +52,22 @@ type WebhookOptions struct {
 	// (its cluster's server is the URL records are POSTed to) and the
 	// credentials to use, as kube-apiserver's --audit-webhook-config-file.
 	ConfigFile string
-	// BatchMaxSize records at most per request; BatchMaxWait is how long a
-	// record waits for a batch to fill.
-	BatchMaxSize int
-	BatchMaxWait time.Duration
-	// BufferSize bounds the records waiting to be sent; records beyond it
-	// are dropped from the webhook, counted and logged.
-	BufferSize int
+	// BatchMaxSize records and BatchMaxBytes bytes of records at most per
+	// request (a record larger than BatchMaxBytes goes alone);
+	// BatchMaxWait is how long a record waits for a batch to fill.
+	BatchMaxSize  int
+	BatchMaxBytes int
+	BatchMaxWait  time.Duration
+	// BufferSize records and BufferBytes bytes bound the records waiting
+	// to be sent or in flight; records beyond either are dropped from the
+	// webhook, counted and logged.
+	BufferSize  int
+	BufferBytes int64
 	// Block refuses requests rather than let their records miss the
-	// webhook: with the buffer full, Admit fails at once with an error
-	// naming the receiver, and the log writes the request's denial in
-	// place of its record (see Options.Admit). Nothing ever waits for room.
+	// webhook: with the buffer full, or the caller's share of it
+	// (1/WebhookCallerShare), Admit fails at once with an error naming
+	// what is full, and the log writes the request's denial in place of
+	// its record (see Options.Admit). Nothing ever waits for room.
 	Block bool
 	// InitialBackoff is the wait before the first retry of a failed batch;
 	// it doubles for each of at most Retries retries (0: the default,
@@ -67,10 +81,24 @@ type WebhookOptions struct {
 	Log             logr.Logger
 }
 
+// item is a record waiting for the receiver.
+type item struct {
+	seq    uint64
+	line   []byte
+	caller string // its caller's key in blocking mode, "" if none
+}
+
 // Webhook sends every record, exactly as written to the file, to a
 // receiver as audit.k8s.io/v1 EventList batches, off the request path:
 // Record and Admit take a short lock of their own and never wait for the
 // receiver.
+//
+// A batch the receiver refuses as a client error (a 4xx but 408 and 429,
+// such as 413 for a body too large) is split in halves, each sent on its
+// own, down to the single records it refuses: each of those is reported
+// by itself (log line, pipeguard_agent_audit_webhook_rejected_total and,
+// once ReportTo names the log, a checkpoint naming its seq), and every
+// other record of the batch is sent.
 type Webhook struct {
 	o      WebhookOptions
 	url    string
@@ -79,16 +107,52 @@ type Webhook struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// mu guards the fields below; it is never held while waiting.
+	// mu guards the fields below; it is never held while waiting, nor
+	// while calling the log.
 	mu       sync.Mutex
-	queue    [][]byte
-	closed   bool      // the sender has ended; later records are not sent
-	dropped  int       // records dropped since the last overflow log line
-	loggedAt time.Time // of the last overflow log line
+	queue    []item
+	buffered int   // records queued or in flight
+	qbytes   int64 // bytes of the records queued, not in flight
+	bytes    int64 // their bytes
+	closed   bool  // the sender has ended; later records are not sent
+	dropped  int   // records dropped since the last overflow log line
+	// droppedBytes: some of them for the buffer's bytes
+	droppedBytes bool
+	loggedAt     time.Time
+	// Blocking mode: the records and bytes each caller holds in the
+	// buffer (reserved by Admit, queued or in flight), and the caller of
+	// each admitted record not yet seen by Record.
+	callers  map[string]*share
+	admitted map[uint64]admission
+	lastSeq  uint64 // of the last record seen by Record
+	unsent   unsentSet
+	// note writes a checkpoint to the log (ReportTo); notes are the
+	// sequence numbers of those checkpoints, never reported again.
+	note  func(map[string]string) (uint64, error)
+	notes map[uint64]bool
 
-	sent, overflow, failed prometheus.Counter
-	wake, stop, done       chan struct{}
-	startOnce, stopOnce    sync.Once
+	sent, overflow, failed, rejected, prunedUnsent prometheus.Counter
+	bufferedBytes                                  prometheus.GaugeFunc
+	wake, stop, done                               chan struct{}
+	startOnce, stopOnce                            sync.Once
+}
+
+// checkpointURI is in every checkpoint's line, and in no other record's
+// outside a JSON string.
+var checkpointURI = []byte(`"requestURI":"pipeguard:checkpoint"`)
+
+// admission is the caller of a record Admit or Attribute saw, not yet
+// seen by Record; deny marks the denial of a request refused for its
+// caller's share, which is not queued either.
+type admission struct {
+	caller string
+	deny   bool
+}
+
+// share is what one caller holds in the buffer.
+type share struct {
+	records int
+	bytes   int64
 }
 
 // NewWebhook reads the receiver from o.ConfigFile.
@@ -104,11 +168,17 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 	if o.BatchMaxSize <= 0 {
 		o.BatchMaxSize = DefaultWebhookBatchMaxSize
 	}
+	if o.BatchMaxBytes <= 0 {
+		o.BatchMaxBytes = DefaultWebhookBatchMaxBytes
+	}
 	if o.BatchMaxWait <= 0 {
 		o.BatchMaxWait = DefaultWebhookBatchMaxWait
 	}
 	if o.BufferSize <= 0 {
 		o.BufferSize = DefaultWebhookBufferSize
+	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = DefaultWebhookBufferBytes
 	}
 	if o.InitialBackoff <= 0 {
 		o.InitialBackoff = DefaultWebhookInitialBackoff
@@ -130,241 +200,104 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 	}
 	w := &Webhook{
 		o: o, url: cfg.Host, client: client,
-		sent:     counter("audit_webhook_sent_total", "Audit records the webhook receiver accepted."),
-		overflow: counter("audit_webhook_overflow_total", "Audit records not sent to the webhook receiver because its buffer was full."),
-		failed:   counter("audit_webhook_failed_total", "Audit records not sent to the webhook receiver because it refused or failed every retry, or had not taken them when shutdown's bound passed."),
-		wake:     make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		callers: map[string]*share{}, admitted: map[uint64]admission{}, notes: map[uint64]bool{},
+		sent:         counter("audit_webhook_sent_total", "Audit records the webhook receiver accepted."),
+		overflow:     counter("audit_webhook_overflow_total", "Audit records not sent to the webhook receiver because its buffer was full."),
+		failed:       counter("audit_webhook_failed_total", "Audit records not sent to the webhook receiver because it failed every retry, or had not taken them when shutdown's bound passed."),
+		rejected:     counter("audit_webhook_rejected_total", "Audit records the webhook receiver refused one by one (a 4xx answer to the record alone); each is logged with its seq and named by a checkpoint in the log."),
+		prunedUnsent: counter("audit_webhook_unsent_pruned_total", "Audit records removed by rotation although the webhook receiver never acknowledged them, because the files held for it passed their byte limit."),
+		wake:         make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	w.bufferedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "pipeguard", Subsystem: "agent", Name: "audit_webhook_buffered_bytes",
+		Help: "Bytes of audit records waiting for the webhook receiver or in flight to it."}, func() float64 { return float64(w.BufferedBytes()) })
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	return w, nil
 }
 
 // Collectors returns the webhook's metrics for registration.
 func (w *Webhook) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{w.sent, w.overflow, w.failed}
+	return []prometheus.Collector{w.sent, w.overflow, w.failed, w.rejected, w.prunedUnsent, w.bufferedBytes}
 }
 
-// fullError says the buffer is full, naming the receiver.
-func (w *Webhook) fullError() error {
+// BufferedBytes is the bytes of the records waiting for the receiver or
+// in flight to it, at most BufferBytes.
+func (w *Webhook) BufferedBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bytes
+}
+
+// ReportTo names the log in which the webhook writes a checkpoint for
+// each record its receiver refuses on its own; call it once the log is
+// open, before records can be refused.
+func (w *Webhook) ReportTo(l *Log) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.note = l.Checkpoint
+}
+
+// fullError says the buffer is full, naming the receiver and which of
+// its bounds was reached.
+func (w *Webhook) fullError(bytesFull bool) error {
+	if bytesFull {
+		return fmt.Errorf("audit webhook %s: buffer of %d bytes full; the receiver is not keeping up", w.url, w.o.BufferBytes)
+	}
 	return fmt.Errorf("audit webhook %s: buffer of %d records full; the receiver is not keeping up", w.url, w.o.BufferSize)
 }
 
 // Record queues a copy of line; it fits Options.OnRecord. It never waits:
-// a full buffer drops the record from the webhook (the log file keeps it),
-// counts it and logs, at most once per overflowLogInterval.
-func (w *Webhook) Record(_ uint64, line []byte) {
+// a full buffer drops the record from the webhook (the log file keeps it,
+// and rotation keeps the file while the receiver has not acknowledged it,
+// see Unsent), counts it and logs, at most once per overflowLogInterval.
+func (w *Webhook) Record(seq uint64, line []byte) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	w.mu.Lock()
+	adm, attributed := w.admitted[seq]
+	caller := adm.caller
+	w.settleAdmitted(seq)
+	w.lastSeq = seq
+	w.unsent.add(seq)
+	if adm.deny && !bytes.Contains(line, checkpointURI) {
+		// The denial of a caller past its share (not a rotation's
+		// checkpoint written before it): the file keeps it; it takes no
+		// room the other callers need.
+		w.mu.Unlock()
+		w.overflow.Inc()
+		return
+	}
 	if w.closed {
+		w.unreserve(caller, 0)
 		w.mu.Unlock()
 		w.failed.Inc()
 		return
 	}
-	if len(w.queue) >= w.o.BufferSize {
+	size := int64(len(line))
+	if bytesFull := w.bytes+size > w.o.BufferBytes; bytesFull || w.buffered >= w.o.BufferSize {
+		w.unreserve(caller, 0)
 		w.dropped++
+		w.droppedBytes = w.droppedBytes || bytesFull
 		var report int
+		var reportBytes bool
 		if now := time.Now(); now.Sub(w.loggedAt) >= overflowLogInterval {
-			report, w.dropped, w.loggedAt = w.dropped, 0, now
+			report, reportBytes, w.dropped, w.droppedBytes, w.loggedAt = w.dropped, w.droppedBytes, 0, false, now
 		}
 		w.mu.Unlock()
 		w.overflow.Inc()
 		if report > 0 {
-			w.o.Log.Error(w.fullError(), "audit records dropped from the webhook; the log file keeps them", "dropped", report, "logEvery", overflowLogInterval.String())
+			w.o.Log.Error(w.fullError(reportBytes), "audit records dropped from the webhook; the log file keeps them", "dropped", report, "logEvery", overflowLogInterval.String(), "seq", seq)
 		}
 		return
 	}
-	w.queue = append(w.queue, bytes.Clone(line))
-	full := len(w.queue) >= w.o.BatchMaxSize
+	if sh := w.callers[caller]; attributed && sh != nil {
+		sh.bytes += size
+	}
+	w.queue = append(w.queue, item{seq: seq, line: bytes.Clone(line), caller: caller})
+	w.buffered++
+	w.bytes += size
+	w.qbytes += size
+	full := len(w.queue) >= w.o.BatchMaxSize || w.qbytes >= int64(w.o.BatchMaxBytes)
 	w.mu.Unlock()
 	if full {
 		w.wakeSender()
 	}
-}
-
-// Admit fits Options.Admit. In Block mode it refuses, at once, a record
-// that would find the buffer full once the ahead records written before
-// it are queued; otherwise it admits every record.
-func (w *Webhook) Admit(_ *Event, ahead int) error {
-	if !w.o.Block {
-		return nil
-	}
-	w.mu.Lock()
-	full := w.closed || len(w.queue)+ahead >= w.o.BufferSize
-	w.mu.Unlock()
-	if full {
-		return fmt.Errorf("%w, and in blocking mode requests are refused until it catches up", w.fullError())
-	}
-	return nil
-}
-
-func (w *Webhook) wakeSender() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Start sends batches in the background until Stop.
-func (w *Webhook) Start() { w.startOnce.Do(func() { go w.run() }) }
-
-// Stop ends the sender. It sends what is queued, one attempt per batch,
-// until one fails or ctx or the shutdown bound (ShutdownTimeout) ends;
-// the request in flight is then cut, and what the receiver has not taken
-// is counted as failed and logged. A webhook never started drains the
-// same way.
-func (w *Webhook) Stop(ctx context.Context) {
-	w.Start()
-	w.stopOnce.Do(func() { close(w.stop) })
-	defer w.cancel()
-	t := time.NewTimer(w.o.ShutdownTimeout)
-	defer t.Stop()
-	select {
-	case <-w.done:
-		return
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	// Every wait of the sender ends with w.ctx or w.stop.
-	w.cancel()
-	<-w.done
-}
-
-func (w *Webhook) run() {
-	defer close(w.done)
-	t := time.NewTimer(w.o.BatchMaxWait)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			w.drain(nil)
-			return
-		case <-w.wake:
-		case <-t.C:
-		}
-		for batch := w.take(); len(batch) > 0; batch = w.take() {
-			if !w.send(batch) {
-				w.drain(batch)
-				return
-			}
-		}
-		t.Reset(w.o.BatchMaxWait)
-	}
-}
-
-// take removes up to one batch from the queue.
-func (w *Webhook) take() [][]byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := min(len(w.queue), w.o.BatchMaxSize)
-	batch := w.queue[:n:n]
-	w.queue = w.queue[n:]
-	return batch
-}
-
-// send posts a batch, retrying with exponential backoff. It reports
-// false, the batch unsent, when Stop interrupts a wait between attempts.
-func (w *Webhook) send(batch [][]byte) bool {
-	backoff := w.o.InitialBackoff
-	var err error
-	for attempt := 0; attempt <= w.o.Retries; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(backoff)
-			select {
-			case <-w.stop:
-				t.Stop()
-				return false
-			case <-t.C:
-			}
-			backoff *= 2
-		}
-		if err = w.post(batch); err == nil {
-			w.sent.Add(float64(len(batch)))
-			return true
-		}
-		if attempt < w.o.Retries {
-			w.o.Log.Error(err, "sending audit records to the webhook receiver failed; retrying", "records", len(batch), "attempt", attempt+1, "retryIn", backoff.String())
-		}
-	}
-	w.failed.Add(float64(len(batch)))
-	w.o.Log.Error(err, "audit records not sent to the webhook receiver after every retry; the log file keeps them", "records", len(batch), "retries", w.o.Retries)
-	return true
-}
-
-// drain sends, at shutdown, batch (one an interrupted send left) and then
-// the queue, one attempt per batch, and stops at the first failure; what
-// is left then, and any record after it, is counted as failed.
-func (w *Webhook) drain(batch [][]byte) {
-	var err error
-	for {
-		if len(batch) == 0 {
-			batch = w.take()
-		}
-		if len(batch) == 0 {
-			break
-		}
-		if err = w.post(batch); err != nil {
-			break
-		}
-		w.sent.Add(float64(len(batch)))
-		batch = nil
-	}
-	w.mu.Lock()
-	w.closed = true
-	left := len(batch) + len(w.queue)
-	w.queue = nil
-	dropped := w.dropped
-	w.mu.Unlock()
-	if left > 0 {
-		w.failed.Add(float64(left))
-		w.o.Log.Error(err, "audit records not sent to the webhook receiver at shutdown; the log file keeps them", "records", left)
-	}
-	if dropped > 0 {
-		w.o.Log.Error(w.fullError(), "audit records dropped from the webhook; the log file keeps them", "dropped", dropped)
-	}
-}
-
-// EventListHeader and EventListFooter frame a batch: the records are the
-// items, byte for byte as in the file, so that a receiver that saves the
-// body keeps a chain that verifies.
-const (
-	eventListHeader = `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[`
-	eventListFooter = "]}\n"
-)
-
-// post sends one batch, within RequestTimeout and before Stop's bound.
-func (w *Webhook) post(batch [][]byte) error {
-	var body bytes.Buffer
-	body.WriteString(eventListHeader)
-	for i, line := range batch {
-		if i > 0 {
-			body.WriteByte(',')
-		}
-		body.Write(line)
-	}
-	body.WriteString(eventListFooter)
-	ctx, cancel := context.WithTimeout(w.ctx, w.o.RequestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, &body)
-	if err != nil {
-		return fmt.Errorf("audit webhook receiver %s: %w", w.url, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := w.client.Do(req)
-	if err == nil {
-		defer resp.Body.Close()
-		var msg []byte
-		msg, err = io.ReadAll(io.LimitReader(resp.Body, 512))
-		if err == nil && resp.StatusCode/100 != 2 {
-			return fmt.Errorf("audit webhook receiver %s answered %s: %s", w.url, resp.Status, bytes.TrimSpace(msg))
-		}
-	}
-	switch {
-	case err == nil:
-		return nil
-	case w.ctx.Err() != nil:
-		return fmt.Errorf("audit webhook receiver %s had not answered when the shutdown bound of %s passed", w.url, w.o.ShutdownTimeout)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("audit webhook receiver %s did not answer within %s", w.url, w.o.RequestTimeout)
-	}
-	return fmt.Errorf("audit webhook receiver %s: %w", w.url, err)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,12 @@ import (
 // minute.
 func appendAll(t *testing.T, l *Log, g, n int, bound time.Duration) []error {
 	t.Helper()
+	return appendEach(t, l, g, n, bound, func(k int) *Event { return request(k, DecisionAllow) })
+}
+
+// appendEach is appendAll of the records mk makes.
+func appendEach(t *testing.T, l *Log, g, n int, bound time.Duration, mk func(k int) *Event) []error {
+	t.Helper()
 	errs := make([]error, g*n)
 	slow := make(chan string, g*n)
 	var wg sync.WaitGroup
@@ -31,7 +38,7 @@ func appendAll(t *testing.T, l *Log, g, n int, bound time.Duration) []error {
 			for j := range n {
 				k := i*n + j
 				start := time.Now()
-				errs[k] = l.Append(request(k, DecisionAllow), k%2 == 0)
+				errs[k] = l.Append(mk(k), k%2 == 0)
 				if d := time.Since(start); d > bound {
 					slow <- fmt.Sprintf("append %d took %s", k, d)
 				}
@@ -176,7 +183,9 @@ func TestWebhookRequestsTimeOut(t *testing.T) {
 
 // TestWebhookBlockRefusesAtOnce: in blocking mode a full buffer refuses
 // the record's request at once with an error naming the receiver, and the
-// log file holds the request as a deny in place of its record.
+// log file holds the request as a deny in place of its record. Each
+// request comes from a caller of its own, so that no caller's share is
+// what refuses it.
 func TestWebhookBlockRefusesAtOnce(t *testing.T) {
 	url := badreceiver.Silent(t)
 	wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, url), BufferSize: 10, BatchMaxSize: 1, Block: true,
@@ -184,7 +193,11 @@ func TestWebhookBlockRefusesAtOnce(t *testing.T) {
 	wh.Start()
 	path := filepath.Join(t.TempDir(), "audit.log")
 	l := openLog(t, Options{Path: path, OnRecord: wh.Record, Admit: wh.Admit})
-	errs := appendAll(t, l, 8, 50, time.Second)
+	errs := appendEach(t, l, 8, 50, time.Second, func(k int) *Event {
+		ev := request(k, DecisionAllow)
+		ev.User.Extra = map[string][]string{ExtraPID: {strconv.Itoa(1000 + k)}}
+		return ev
+	})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

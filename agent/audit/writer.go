@@ -72,6 +72,12 @@ type Options struct {
 	// error as its reason), and Append returns the error. The webhook
 	// backend's blocking mode uses it.
 	Admit func(ev *Event, ahead int) error
+	// Unsent, when set, holds back the pruning of the rotated files that
+	// hold records it has not delivered (the webhook backend's), until
+	// the files beyond MaxBackups take more than MaxUnsentBytes (0:
+	// DefaultMaxUnsentBytes); see UnsentTracker.
+	Unsent         UnsentTracker
+	MaxUnsentBytes int64
 }
 
 // RuleAuditUnavailable is the rule of a request refused because its record

@@ -128,8 +128,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	fs.StringVar(&cfg.Guard.AuditWebhook.ConfigFile, "audit-webhook-config-file", "", "kubeconfig naming a receiver to which every audit record is also POSTed once it is written to the log file, in audit.k8s.io/v1 EventList batches, as kube-apiserver's flag of that name; requests never wait for the receiver")
 	fs.StringVar(&webhookMode, "audit-webhook-mode", "batch", "batch: a record the webhook buffer has no room for is dropped from the webhook (the log file keeps it) and the request goes on; blocking: the request is refused at once with Unavailable instead (needs --audit-failure=deny)")
 	fs.IntVar(&cfg.Guard.AuditWebhook.BatchMaxSize, "audit-webhook-batch-max-size", audit.DefaultWebhookBatchMaxSize, "records at most in one webhook request")
+	fs.IntVar(&cfg.Guard.AuditWebhook.BatchMaxBytes, "audit-webhook-batch-max-bytes", audit.DefaultWebhookBatchMaxBytes, "bytes of records at most in one webhook request (a larger record goes alone); a request the receiver refuses with a 4xx (such as 413) is split down to the records it refuses, each reported on its own")
 	fs.DurationVar(&cfg.Guard.AuditWebhook.BatchMaxWait, "audit-webhook-batch-max-wait", audit.DefaultWebhookBatchMaxWait, "how long a record waits for its webhook batch to fill")
 	fs.IntVar(&cfg.Guard.AuditWebhook.BufferSize, "audit-webhook-batch-buffer-size", audit.DefaultWebhookBufferSize, "records waiting for the webhook at most; beyond it they are dropped from the webhook (the log file keeps them), counted in pipeguard_agent_audit_webhook_overflow_total and logged")
+	fs.Int64Var(&cfg.Guard.AuditWebhook.BufferBytes, "audit-webhook-batch-buffer-bytes", audit.DefaultWebhookBufferBytes, "bytes of records waiting for the webhook or in flight at most; beyond it they are dropped from the webhook as beyond --audit-webhook-batch-buffer-size")
+	fs.Int64Var(&cfg.Guard.Audit.MaxUnsentBytes, "audit-webhook-unsent-max-bytes", audit.DefaultMaxUnsentBytes, "bytes of rotated audit files beyond --audit-log-maxbackup kept because they hold records the webhook receiver has not acknowledged; past it they are pruned all the same, with an error log, pipeguard_agent_audit_webhook_unsent_pruned_total and a prune checkpoint listing the records never delivered")
 	fs.DurationVar(&cfg.Guard.AuditWebhook.InitialBackoff, "audit-webhook-initial-backoff", audit.DefaultWebhookInitialBackoff, "wait before retrying a failed webhook request (an error, no answer within "+audit.DefaultWebhookRequestTimeout.String()+", or a non-2xx answer); doubles for each retry")
 
 	if err := fs.Parse(args); err != nil {
@@ -215,6 +218,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	}
 	if cfg.Guard.AuditWebhook.BatchMaxSize <= 0 || cfg.Guard.AuditWebhook.BatchMaxWait <= 0 || cfg.Guard.AuditWebhook.BufferSize <= 0 || cfg.Guard.AuditWebhook.InitialBackoff <= 0 {
 		fmt.Fprintln(stderr, "--audit-webhook-batch-max-size, --audit-webhook-batch-max-wait, --audit-webhook-batch-buffer-size and --audit-webhook-initial-backoff must be positive")
+		return cfg, 2, false
+	}
+	if cfg.Guard.AuditWebhook.BatchMaxBytes <= 0 || cfg.Guard.AuditWebhook.BufferBytes <= 0 || cfg.Guard.Audit.MaxUnsentBytes <= 0 {
+		fmt.Fprintf(stderr, "--audit-webhook-batch-max-bytes, --audit-webhook-batch-buffer-bytes and --audit-webhook-unsent-max-bytes must be positive, e.g. %d, %d and %d\n", audit.DefaultWebhookBatchMaxBytes, audit.DefaultWebhookBufferBytes, audit.DefaultMaxUnsentBytes)
 		return cfg, 2, false
 	}
 	if cfg.Guard.AuditAnchor.Interval <= 0 {

@@ -98,6 +98,18 @@ func TestParseFlags(t *testing.T) {
 		"blocking webhook under allow": {args: []string{"--audit-webhook-mode", "blocking", "--audit-failure", "allow"}, code: 2,
 			stderr: "--audit-webhook-mode blocking refuses requests whose records cannot be queued, which needs --audit-failure=deny"},
 		"bad webhook mode": {args: []string{"--audit-webhook-mode", "blocking-strict"}, code: 2, stderr: `--audit-webhook-mode "blocking-strict": want batch or blocking`},
+		"webhook byte bounds by default": {args: nil, ok: true, check: func(t *testing.T, c config) {
+			if w := c.Guard.AuditWebhook; w.BatchMaxBytes != 3<<20 || w.BufferBytes != 64<<20 || c.Guard.Audit.MaxUnsentBytes != 1<<30 {
+				t.Errorf("batch %d bytes, buffer %d bytes, unsent files %d bytes; want 3 MiB, 64 MiB, 1 GiB", w.BatchMaxBytes, w.BufferBytes, c.Guard.Audit.MaxUnsentBytes)
+			}
+		}},
+		"webhook byte bounds": {args: []string{"--audit-webhook-batch-max-bytes", "1024", "--audit-webhook-batch-buffer-bytes=4096", "--audit-webhook-unsent-max-bytes", "8192"}, ok: true, check: func(t *testing.T, c config) {
+			if w := c.Guard.AuditWebhook; w.BatchMaxBytes != 1024 || w.BufferBytes != 4096 || c.Guard.Audit.MaxUnsentBytes != 8192 {
+				t.Errorf("batch %d bytes, buffer %d bytes, unsent files %d bytes", w.BatchMaxBytes, w.BufferBytes, c.Guard.Audit.MaxUnsentBytes)
+			}
+		}},
+		"zero webhook unsent bytes": {args: []string{"--audit-webhook-unsent-max-bytes", "0"}, code: 2,
+			stderr: "--audit-webhook-batch-max-bytes, --audit-webhook-batch-buffer-bytes and --audit-webhook-unsent-max-bytes must be positive, e.g. 3145728, 67108864 and 1073741824"},
 		"health probes by default": {args: nil, ok: true, check: func(t *testing.T, c config) {
 			if c.Agent.HealthProbeAddr != "127.0.0.1:8889" {
 				t.Errorf("health probe address %q, want 127.0.0.1:8889", c.Agent.HealthProbeAddr)

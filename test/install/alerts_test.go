@@ -30,7 +30,7 @@ var foreignMetrics = map[string]bool{
 var wantAlerts = []string{
 	"PipeguardWebhookDown", "PipeguardWebhookErrors", "PipeguardRejectionSpike",
 	"PipeguardPolicyInvalid", "PipeguardAuditPassFailing", "PipeguardEventsNotRecorded",
-	"PipeguardAgentAuditRecordsLost", "PipeguardAgentAnchorFailures", "PipeguardAgentAuditWebhookDropping",
+	"PipeguardAgentAuditRecordsLost", "PipeguardAgentAnchorFailures", "PipeguardAgentAuditWebhookDropping", "PipeguardAgentAuditUnsentPruned",
 }
 
 // TestAlertsQueryExportedMetrics checks config/prometheus/alerts.yaml as

@@ -59,10 +59,14 @@ func newAuditOutputs(client kubernetes.Interface, c GuardConfig, log logr.Logger
 		if err != nil {
 			return nil, &OptionError{Option: "Guard.AuditWebhook.ConfigFile", Err: err}
 		}
-		out.webhook, ao.OnRecord = w, w.Record
+		// Rotation keeps the files holding records the receiver has not
+		// acknowledged, up to ao.MaxUnsentBytes.
+		out.webhook, ao.OnRecord, ao.Unsent = w, w.Record, w
 		if wo.Block {
 			ao.Admit = func(ev *audit.Event, ahead int) error {
 				if !holdsRequest(ev) {
+					// Counted against its caller's share, never refused.
+					w.Attribute(ev, ahead)
 					return nil
 				}
 				return w.Admit(ev, ahead)

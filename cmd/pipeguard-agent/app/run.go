@@ -182,6 +182,9 @@ func NewGuard(ctx context.Context, c GuardConfig, o Options) (*guard.Options, *a
 	if g.Audit, err = audit.Open(ao); err != nil {
 		return nil, nil, &OptionError{Option: "Guard.Audit.Path", Err: err}
 	}
+	if outs.webhook != nil {
+		outs.webhook.ReportTo(g.Audit)
+	}
 	return g, outs, nil
 }
 

@@ -25,6 +25,7 @@ var flags = map[string]string{
 	// Options of the agent's packages, as their messages name them.
 	"audit.path":               "--audit-log-path",
 	"audit.max-backups":        "--audit-log-maxbackup",
+	"audit.max-unsent-bytes":   "--audit-webhook-unsent-max-bytes",
 	"server.socket-dir":        "--socket-dir",
 	"gate.policy-dir":          "--policy-dir",
 	"identity.token.reviewer":  "--kubeconfig",

@@ -17,6 +17,7 @@ func TestFlagsOfThePackagesOptions(t *testing.T) {
 	for key, want := range map[string]string{
 		audit.OptionPath:             "--audit-log-path",
 		audit.OptionMaxBackups:       "--audit-log-maxbackup",
+		audit.OptionMaxUnsentBytes:   "--audit-webhook-unsent-max-bytes",
 		gate.OptionPolicyDir:         "--policy-dir",
 		identity.OptionTokenReviewer: "--kubeconfig",
 		identity.OptionTokenAudience: "--token-audience",
