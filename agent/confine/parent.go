@@ -1,7 +1,9 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -63,4 +65,37 @@ func (h *Handle) placeOf(d *os.File, name string) (string, error) {
 		return filepath.Join(h.rootPath, rel), nil
 	}
 	return h.rootPath, nil
+}
+
+// Place returns the host path Name leads to by its final path, every link
+// on the way followed: the allowed root as configured joined with where the
+// opened file lies inside the root, as the platform reports it (see
+// dirFinal). Abs is where the root's view of Name says it lies; Place is
+// where the host put it, which differs when a link the root did not see
+// (a host directory link under Wine) or a component swapped after Open is
+// on the way. A name that does not exist yet takes the place of its
+// deepest existing directory, with the rest appended.
+func (h *Handle) Place() (string, error) {
+	name, rest := h.name, ""
+	for {
+		f, err := h.root.Open(name)
+		if err == nil {
+			at, err := h.placeOf(f, name)
+			_ = f.Close()
+			if err != nil {
+				return "", err
+			}
+			if rest != "" {
+				at = filepath.Join(at, rest)
+			}
+			return at, nil
+		}
+		if name == "." || !errors.Is(err, fs.ErrNotExist) {
+			// A link leading out of the root is refused, not taken for
+			// a name that does not exist.
+			return "", h.Err(err)
+		}
+		rest = filepath.Join(filepath.Base(name), rest)
+		name = filepath.Dir(name)
+	}
 }

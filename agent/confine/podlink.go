@@ -125,6 +125,21 @@ func (c *Confiner) RefusePodLinkTo(sourcePath, source, link string) error {
 		into, Quote(link))}
 }
 
+// RefusePodLinkFrom applies RefusePodLinkTo to the source src of a new
+// link, by the name its root resolved and by its final path (Handle.Place),
+// so that a link the root does not see as one, leading into a pod's
+// directory, is not taken for the place it is named by.
+func (c *Confiner) RefusePodLinkFrom(sourcePath string, src *Handle, link string) error {
+	if err := c.RefusePodLinkTo(sourcePath, src.Abs(), link); err != nil {
+		return err
+	}
+	place, err := src.Place()
+	if err != nil {
+		return err
+	}
+	return c.RefusePodLinkTo(sourcePath, place, link)
+}
+
 // podOf reports whether abs, a host path, lies in the pods directory of the
 // kubelet path (the first root, as configured or resolved): pod is the pod
 // UID, "" for the pods directory itself, and rest the names below the

@@ -93,6 +93,10 @@ func (g *Guard) token(ctx context.Context, c *call) error {
 		if errors.As(err, &rej) {
 			return g.deny(ctx, c, codes.Unauthenticated, RuleToken, rej.Msg)
 		}
+		var thr *identity.Throttled
+		if errors.As(err, &thr) {
+			return g.deny(ctx, c, codes.ResourceExhausted, RuleToken, thr.Msg)
+		}
 		return g.deny(ctx, c, codes.Unavailable, RuleToken, "the ServiceAccount token could not be verified ("+err.Error()+"); retry later, or send no token")
 	}
 	c.token = "verified"

@@ -11,6 +11,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/pipeguard/pipeguard/internal/option"
 )
@@ -21,11 +22,6 @@ const (
 	extraPodUID   = "authentication.kubernetes.io/pod-uid"
 	extraNodeName = "authentication.kubernetes.io/node-name"
 )
-
-// DefaultTokenCacheTTL is how long a TokenReview answer is reused.
-const DefaultTokenCacheTTL = 30 * time.Second
-
-const maxCachedTokens = 1024
 
 // TokenReviewer creates TokenReviews; client-go's
 // AuthenticationV1().TokenReviews() is the real one.
@@ -41,33 +37,32 @@ type TokenOptions struct {
 	Audience string
 	// NodeName is this node; a token bound to another node is refused.
 	NodeName string
-	// CacheTTL bounds how long an answer is reused; 0 means
-	// DefaultTokenCacheTTL.
+	// CacheTTL bounds how long an accepted token's answer is reused; 0
+	// means DefaultTokenCacheTTL.
 	CacheTTL time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// FailureTTL is how long a refused token's answer is reused; 0 means
+	// DefaultTokenFailureTTL.
+	FailureTTL time.Duration
+	// Clock is the clock; nil means the real one.
+	Clock clock.PassiveClock
 }
 
 // TokenVerifier verifies projected ServiceAccount tokens with TokenReview
 // and checks them against the caller's peer identity.
 type TokenVerifier struct {
 	o TokenOptions
-	// cache holds the answers of the last maxCachedTokens tokens, by their
-	// SHA-256, each for CacheTTL: apimachinery's LRUExpireCache, whose
-	// clock is TokenOptions.Now.
+	// cache holds the answers of the last MaxCachedTokens tokens, by their
+	// SHA-256 (never the token), an acceptance for CacheTTL or until the
+	// token expires, a refusal for FailureTTL.
 	cache *cache.LRUExpireCache
+	// budgets refuses a caller's uncached tokens past its share.
+	budgets *limiters
 }
 
 type cached struct {
 	id  *TokenIdentity
 	err error
 }
-
-// nowClock is the clock LRUExpireCache reads: TokenOptions.Now.
-type nowClock func() time.Time
-
-func (c nowClock) Now() time.Time                  { return c() }
-func (c nowClock) Since(t time.Time) time.Duration { return c().Sub(t) }
 
 // TokenIdentity is what a verified token says.
 type TokenIdentity struct {
@@ -110,28 +105,45 @@ func NewTokenVerifier(o TokenOptions) (*TokenVerifier, error) {
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = DefaultTokenCacheTTL
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.FailureTTL <= 0 {
+		o.FailureTTL = DefaultTokenFailureTTL
 	}
-	return &TokenVerifier{o: o, cache: cache.NewLRUExpireCacheWithClock(maxCachedTokens, nowClock(o.Now))}, nil
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &TokenVerifier{o: o, cache: cache.NewLRUExpireCacheWithClock(MaxCachedTokens, o.Clock), budgets: newLimiters(o.Clock)}, nil
 }
 
-// Review asks the API server about a token, or reuses a recent answer. A
-// *Rejection means the API server refused the token; another error means no
-// answer was obtained.
-func (v *TokenVerifier) Review(ctx context.Context, token string) (*TokenIdentity, error) {
+// Review asks the API server about a token c sent, or reuses a recent
+// answer. A *Rejection means the API server refused the token, a
+// *Throttled that c has had its share of new tokens reviewed; another error
+// means no answer was obtained.
+func (v *TokenVerifier) Review(ctx context.Context, c *Caller, token string) (*TokenIdentity, error) {
+	if len(token) > MaxTokenBytes {
+		return nil, &Rejection{Msg: fmt.Sprintf("the ServiceAccount token is %d bytes, more than the %d the agent reviews; send a projected ServiceAccount token", len(token), MaxTokenBytes)}
+	}
 	key := sha256.Sum256([]byte(token))
 	if c, ok := v.cache.Get(key); ok {
 		c := c.(cached)
 		return c.id, c.err
 	}
-
+	if who := callerKey(c); !v.budgets.allow(who) {
+		return nil, throttled(who)
+	}
+	ctx, cancel := context.WithTimeout(ctx, TokenReviewTimeout)
+	defer cancel()
 	tr, err := v.o.Reviewer.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{v.o.Audience}}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("TokenReview failed: %w", err)
 	}
 	id, rerr := identityOf(tr, v.o.Audience)
-	v.cache.Add(key, cached{id: id, err: rerr}, v.o.CacheTTL)
+	ttl := v.o.FailureTTL
+	if rerr == nil {
+		ttl = successTTL(token, v.o.Clock.Now(), v.o.CacheTTL)
+	}
+	if ttl > 0 {
+		v.cache.Add(key, cached{id: id, err: rerr}, ttl)
+	}
 	return id, rerr
 }
 
@@ -169,7 +181,7 @@ func identityOf(tr *authnv1.TokenReview, audience string) (*TokenIdentity, error
 // and this node; on success the caller takes the token's identity. pods,
 // when set, confirms the pod of a token that does not name its node.
 func (v *TokenVerifier) Apply(ctx context.Context, c *Caller, token string, pods PodLookup) error {
-	id, err := v.Review(ctx, token)
+	id, err := v.Review(ctx, c, token)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package identity
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -150,56 +149,4 @@ func TestResolveFromPodWatch(t *testing.T) {
 	if unknown.PodName != "" || unknown.Namespace != "" || unknown.ServiceAccount != "" {
 		t.Fatalf("guessed %+v", unknown)
 	}
-}
-
-// TestTokenCache: an answer is reused for CacheTTL and not a moment
-// longer, a flood of distinct tokens cannot grow the cache past its bound
-// (the least recently used answer goes first), and a failed TokenReview is
-// never remembered.
-func TestTokenCache(t *testing.T) {
-	var reviews atomic.Int32
-	cs := apiServer(t, &reviews)
-	now := time.Unix(1_700_000_000, 0)
-	v, err := NewTokenVerifier(TokenOptions{Reviewer: cs.AuthenticationV1().TokenReviews(), Audience: DefaultTokenAudience, NodeName: "node-1",
-		CacheTTL: 30 * time.Second, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	review := func(token string, wantReviews int32) {
-		t.Helper()
-		if _, err := v.Review(ctx, token); err != nil && !strings.Contains(err.Error(), "connection refused") {
-			var rej *Rejection
-			if !errors.As(err, &rej) {
-				t.Fatal(err)
-			}
-		}
-		if got := reviews.Load(); got != wantReviews {
-			t.Fatalf("after reviewing %q: %d TokenReviews, want %d", token, got, wantReviews)
-		}
-	}
-	review("driver-token", 1)
-	now = now.Add(29 * time.Second)
-	review("driver-token", 1)
-	now = now.Add(time.Second + time.Nanosecond)
-	review("driver-token", 2) // the TTL is over: asked again
-
-	// A refusal is remembered as well: a forged token does not cost a
-	// TokenReview per call.
-	review("forged", 3)
-	review("forged", 3)
-
-	// The API server being unreachable is not an answer.
-	review("unreachable", 4)
-	review("unreachable", 5)
-
-	// maxCachedTokens distinct tokens push the first ones out, and the
-	// cache never holds more.
-	for i := range maxCachedTokens {
-		review(fmt.Sprintf("flood-%d", i), int32(6+i))
-	}
-	if n := len(v.cache.Keys()); n != maxCachedTokens {
-		t.Fatalf("the cache holds %d answers, want its bound %d", n, maxCachedTokens)
-	}
-	review("driver-token", int32(6+maxCachedTokens))
 }

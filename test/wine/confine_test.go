@@ -35,6 +35,21 @@ func TestFilesystemConfinement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A host link outside the pods directory leading into another pod's
+	// directory: Wine shows it as a plain directory, so only its final
+	// path says that a link to it leads into that pod's directory.
+	_, victimHost := kubelet(p, `pods\0b6d\volumes\kubernetes.io~secret\token`)
+	if err := os.MkdirAll(victimHost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hostLink, hostLinkHost := kubelet(p, `plugins\pipeguard-hostlink`)
+	if err := os.MkdirAll(filepath.Dir(hostLinkHost), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(filepath.Dir(filepath.Dir(victimHost))), hostLinkHost); err != nil {
+		t.Fatal(err)
+	}
+	steal, _ := kubelet(p, `plugins\pipeguard-steal`)
 	inside, insideHost := kubelet(p, `pods\0b6c\volumes\kubernetes.io~empty-dir\scratch\made`)
 	fs := "filesystem/v1"
 	type want struct{ code, words string }
@@ -54,6 +69,8 @@ func TestFilesystemConfinement(t *testing.T) {
 		{call{fs, "PathExists", map[string]any{"path": podDir + `\abs\system32`}}, want{"PermissionDenied", "symlink-escape"}},
 		{call{"filesystem/v2alpha1", "RmdirContents", map[string]any{"path": podDir + `\abs`}}, want{"PermissionDenied", "symlink-escape"}},
 		{call{fs, "CreateSymlink", map[string]any{"sourcePath": podDir + `\link`, "targetPath": `C:\Windows`}}, want{"PermissionDenied", "outside-roots"}},
+		{call{fs, "CreateSymlink", map[string]any{"sourcePath": hostLink + `\volumes\kubernetes.io~secret\token`, "targetPath": steal}},
+			want{"PermissionDenied", "leads into the directory of pod 0b6d"}},
 		// Paths handed to host commands: the final path of the handle.
 		{call{"volume/v1", "MountVolume", map[string]any{"volumeId": markVolume, "targetPath": podDir + `\abs\mnt`}}, want{"PermissionDenied", "symlink-escape"}},
 		{call{"volume/v1", "GetVolumeIDFromTargetPath", map[string]any{"targetPath": podDir + `\rel\volume`}}, want{"PermissionDenied", "symlink-escape"}},

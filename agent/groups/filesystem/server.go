@@ -6,7 +6,6 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
-	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/methods"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -134,26 +133,9 @@ func (s *Server) CreateSymlink(ctx context.Context, source, target string) error
 }
 
 // withCaller adds to ctx whom the request is attributed to by its peer
-// identity, for rule pod-link: its pod, the host (a platform that maps
-// processes to pods found none), or unattributed (identity.Unattributed: a
-// cgroup outside the agent's cgroup namespace, say). The pod is the one the
-// connection's process runs in, never one a token names. A connection
-// without identity, in an agent assembled without the guard, adds nothing
-// (confine.CallerUnidentified); the guard refuses such a connection's
-// requests before they get here.
+// identity (confine.PeerCaller), for rule pod-link.
 func withCaller(ctx context.Context) context.Context {
-	c, ok := identity.FromContext(ctx)
-	if !ok {
-		return ctx
-	}
-	caller := confine.Caller{Kind: confine.CallerUnattributed}
-	switch c.Attribution() {
-	case identity.AttributedPod:
-		caller = confine.Caller{Kind: confine.CallerInPod, Pod: c.PodUID}
-	case identity.AttributedHost:
-		caller.Kind = confine.CallerOnHost
-	}
-	return confine.WithCaller(ctx, caller)
+	return confine.WithCaller(ctx, confine.PeerCaller(ctx))
 }
 
 // IsSymlink reports whether path is a link whose target exists. CSI Proxy

@@ -58,7 +58,7 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 	if localPath != "" {
 		// Refused before anything runs, and resolved again just before the
 		// link is made: mapping the share can take long.
-		if _, err := mappingLocalPath.Final(s.conf, localPath); err != nil {
+		if _, err := s.finalLocalPath(ctx, localPath); err != nil {
 			return err
 		}
 	}
@@ -96,7 +96,7 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 		}
 	}
 	if localPath != "" {
-		local, err := mappingLocalPath.Final(s.conf, localPath)
+		local, err := s.finalLocalPath(ctx, localPath)
 		if err != nil {
 			return err
 		}

@@ -67,6 +67,12 @@ func (s *Server) MountVolume(ctx context.Context, volumeID, pathField, path stri
 	if err != nil {
 		return err
 	}
+	if err := s.refuseMountAt(ctx, pathField, path, p); err != nil {
+		return err
+	}
+	if err := s.refuseProtectedVolume(ctx, volumeID); err != nil {
+		return err
+	}
 	return s.host.MountVolume(ctx, volumeID, p)
 }
 

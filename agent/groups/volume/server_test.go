@@ -129,6 +129,7 @@ func TestGetVolumeIDFromTargetPathStopsOnLinkLoops(t *testing.T) {
 func TestMountTargetsHandedToTheCommandAreConfined(t *testing.T) {
 	s, f, host := linkServer(t, nil)
 	host.AddVolume(win32test.Volume{ID: testVolume, FileSystem: "NTFS"})
+	host.AddDrive(`C:\`, systemVolume)
 	ctx := context.Background()
 	if err := s.MountVolume(ctx, testVolume, "target_path", `C:\var\lib\kubelet\\plugins\x\globalmount`); err != nil {
 		t.Fatal(err)

@@ -153,7 +153,7 @@ func (l Local) CreateSymlink(ctx context.Context, source, target string) error {
 	if err := l.Roots.RefusePodLinkAt(confine.CallerFrom(ctx), target, at); err != nil {
 		return confine.Named("target_path", err)
 	}
-	if err := l.Roots.RefusePodLinkTo(source, src.Abs(), at); err != nil {
+	if err := l.Roots.RefusePodLinkFrom(source, src, at); err != nil {
 		return confine.Named("source_path", err)
 	}
 	return confine.Named("target_path", tgt.Err(symlinkAt(src.Abs(), dir, base, at)))

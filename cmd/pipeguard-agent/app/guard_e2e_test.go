@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	diskv1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/review"
@@ -357,6 +360,37 @@ func TestSAToken(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(g.kubelet, "x")); err == nil {
 			t.Fatal("the refused call ran")
+		}
+	})
+	// A caller sending new junk tokens gets its share of TokenReviews,
+	// then ResourceExhausted without one.
+	t.Run("overbudget", func(t *testing.T) {
+		var reviews atomic.Int32
+		cs := fake.NewClientset()
+		cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			reviews.Add(1)
+			tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
+			tr.Status = authnv1.TokenReviewStatus{Error: "invalid bearer token"}
+			return true, tr, nil
+		})
+		v, err := identity.NewTokenVerifier(identity.TokenOptions{Reviewer: cs.AuthenticationV1().TokenReviews(), Audience: identity.DefaultTokenAudience, NodeName: "node-1",
+			Clock: clocktesting.NewFakeClock(time.Now())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := startGuarded(t, Options{}, guard.Options{Tokens: v}, nil)
+		client := dialWithToken(g)
+		for i := range identity.TokenReviewsPerCallerBurst + 1 {
+			os.WriteFile(tokenFile, []byte("junk-"+strconv.Itoa(i)), 0o600)
+			_, err := client.PathExists(context.Background(), &fsv1.PathExistsRequest{Path: g.kubelet})
+			if i < identity.TokenReviewsPerCallerBurst {
+				wantStatus(t, err, codes.Unauthenticated, "the API server rejected the ServiceAccount token (invalid bearer token)")
+				continue
+			}
+			wantStatus(t, err, codes.ResourceExhausted, "user uid "+strconv.Itoa(os.Getuid())+" sent more new ServiceAccount tokens than the agent reviews for one caller (5 at once, then 1 a second); this token was not reviewed")
+		}
+		if reviews.Load() != identity.TokenReviewsPerCallerBurst {
+			t.Fatalf("%d TokenReviews, want %d", reviews.Load(), identity.TokenReviewsPerCallerBurst)
 		}
 	})
 }

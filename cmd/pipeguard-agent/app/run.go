@@ -167,8 +167,14 @@ func NewGuard(ctx context.Context, c GuardConfig, o Options) (*guard.Options, *a
 		if err := pods.Start(ctx, podSyncTimeout); err != nil {
 			return nil, nil, option.Errorf("watching the node's pods (%s %s): %w", option.Name{Key: "Guard.Kubeconfig", Field: "Guard.Kubeconfig"}, c.Kubeconfig, err)
 		}
+		// TokenReviews go through a client of their own, so that a flood
+		// of tokens cannot delay the pod watch or the anchor publisher.
+		reviews, err := tokenReviewClient(c.Kubeconfig)
+		if err != nil {
+			return nil, nil, &OptionError{Option: "Guard.Kubeconfig", Err: err}
+		}
 		tokens, err := identity.NewTokenVerifier(identity.TokenOptions{
-			Reviewer: client.AuthenticationV1().TokenReviews(), Audience: c.TokenAudience, NodeName: c.NodeName})
+			Reviewer: reviews.AuthenticationV1().TokenReviews(), Audience: c.TokenAudience, NodeName: c.NodeName})
 		if err != nil {
 			return nil, nil, &OptionError{Option: "Guard.TokenAudience", Err: err}
 		}
@@ -213,6 +219,16 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(rc)
+}
+
+// tokenReviewClient is the token verifier's client: its own rate budget
+// (identity.TokenReviewConfig).
+func tokenReviewClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(identity.TokenReviewConfig(rc))
 }
 
 // restConfig reads kubeconfig, a file or "in-cluster".
