@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/internal/testing/doctable"
 )
@@ -20,6 +22,18 @@ func fixedBounds() map[string]string {
 	mib := func(n int) string { return strconv.Itoa(n>>20) + " MiB" }
 	b := defaultHTTPBounds()
 	want := map[string]string{
+		"one caller's share of the audit webhook buffer, in blocking mode (a caller: its pod, else container, SID or uid, pid)": "1/" + strconv.Itoa(audit.WebhookCallerShare),
+		"ranges of unacknowledged records the webhook remembers":                                                                strconv.Itoa(audit.MaxUnsentRanges),
+		"a receiver's refusal reason, and the list of undelivered records, in a checkpoint":                                     strconv.Itoa(audit.MaxUnsentText) + " bytes",
+		"bearer token sent to the agent":                     kib(identity.MaxTokenBytes),
+		"reuse of an accepted ServiceAccount token's review": identity.DefaultTokenCacheTTL.String(),
+		"reuse of a refused token's review":                  identity.DefaultTokenFailureTTL.String(),
+		"cached token reviews":                               strconv.Itoa(identity.MaxCachedTokens),
+		"new (uncached) tokens one caller may have reviewed at once (a caller: its pod, else its uid or SID)": strconv.Itoa(identity.TokenReviewsPerCallerBurst),
+		"new tokens one caller may have reviewed, once its burst is spent":                                    fmt.Sprintf("%v per second", float64(identity.TokenReviewsPerCallerRate)),
+		"callers whose review budget is kept":                                                                 strconv.Itoa(identity.MaxTokenCallers),
+		"TokenReview requests of the agent's own client":                                                      fmt.Sprintf("%d per second", int(identity.TokenReviewQPS)),
+		"one TokenReview": identity.TokenReviewTimeout.String(),
 		"request headers of one call (user agent and bearer token included)": kib(server.MaxHeaderListBytes),
 		"one request message":                    kib(server.MaxRequestBytes),
 		"calls in flight on one connection":      strconv.Itoa(server.MaxStreamsPerConnection),
