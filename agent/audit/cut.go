@@ -71,6 +71,9 @@ func (c *cutList) add(name string) {
 	if c.names == nil {
 		c.names = c.buf[:0]
 	}
+	if len(c.names) > 0 && c.names[len(c.names)-1] == name {
+		return // each of a list's values
+	}
 	c.names = append(c.names, name)
 }
 

@@ -70,7 +70,7 @@ func readTail(path string) (tail, error) {
 			return t, nil
 		}
 		if t.why == "" {
-			t.why = fmt.Sprintf("bytes %d–%d: %v", start, end, lerr)
+			t.why = CutString(fmt.Sprintf("bytes %d–%d: %v", start, end, lerr), 1024)
 		}
 		end = nl
 	}
