@@ -70,7 +70,7 @@ func readTail(path string) (tail, error) {
 			return t, nil
 		}
 		if t.why == "" {
-			t.why = CutString(fmt.Sprintf("bytes %d–%d: %v", start, end, lerr), 1024)
+			t.why = CutString(fmt.Sprintf("bytes %d–%d of the file: %v", start, end, lerr), 1024)
 		}
 		end = nl
 	}
@@ -147,6 +147,6 @@ func (t tail) annotate(a map[string]string, file string) {
 		if t.found {
 			after = "after record seq " + strconv.FormatUint(t.seq, 10)
 		}
-		a[AnnotationSkipped] = fmt.Sprintf("%d bytes %s are not valid audit records (the last of them, %s); they were left at the end of %s and the chain continues from the last valid record", t.skipped, after, t.why, file)
+		a[AnnotationSkipped] = after + "; the last of them at " + t.why
 	}
 }

@@ -159,7 +159,7 @@ func TestOpenSetsAsideInvalidLastLines(t *testing.T) {
 			if a[audit.AnnotationSkippedBytes] != strconv.Itoa(len(b)+1) || a[audit.AnnotationSkippedFile] == "" || a[audit.AnnotationSkippedFile] != a[audit.AnnotationPreviousFile] {
 				t.Errorf("start checkpoint annotations %v, want %d skipped bytes in the previous file", a, len(b)+1)
 			}
-			if why := a[audit.AnnotationSkipped]; !strings.Contains(why, "after record seq "+strconv.FormatUint(seq, 10)) || !strings.Contains(why, "not") {
+			if why := a[audit.AnnotationSkipped]; !strings.Contains(why, "after record seq "+strconv.FormatUint(seq, 10)) || !strings.Contains(why, "; the last of them at bytes ") {
 				t.Errorf("skipped = %q", why)
 			}
 			rep := verify(t, path)

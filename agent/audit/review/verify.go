@@ -164,7 +164,7 @@ func checkSkipped(rep *Report, chained []*fileChain) {
 			continue
 		}
 		rep.notice(f.firstWhere, "when the agent started it found %s bytes at the end of %s that are not valid audit records (%s); "+
-			"it left them there and continued the chain from the last valid record before them, so the agent kept serving, but those lines are reported as problems: "+
+			"it left them there and continued the chain from the last valid record before them, so the agent kept serving; those lines are reported as problems: "+
 			"the file was edited, or written by something other than the agent",
 			audit.CutString(a[audit.AnnotationSkippedBytes], 32), audit.CutString(file, 256), audit.CutString(a[audit.AnnotationSkipped], 1024))
 	}
