@@ -1,7 +1,9 @@
 package audit_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -177,4 +179,32 @@ func TestOpenSetsAsideInvalidLastLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScanBoundsALine: verification reads past a line longer than
+// MaxScanLine without keeping it, reports it, and goes on with the next.
+func TestScanBoundsALine(t *testing.T) {
+	next, _ := json.Marshal(event("next"))
+	long := io.LimitReader(repeatByte('x'), audit.MaxScanLine+1)
+	r := io.MultiReader(long, strings.NewReader("\n"), bytes.NewReader(next), strings.NewReader("\n"))
+	var got []audit.Record
+	if err := audit.Scan(r, "big.log", func(rec audit.Record) error { got = append(got, rec); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Err == nil || got[0].Raw != nil || got[1].Line != 2 || got[1].Event.AuditID != "next" {
+		t.Fatalf("records %+v", got)
+	}
+	want := "the line is 67108865 bytes, more than the 67108864 bytes (MaxScanLine) verification reads of one record; pipeguard-agent writes records of at most 524288 bytes"
+	if got[0].Err.Error() != want {
+		t.Errorf("error %q, want %q", got[0].Err, want)
+	}
+}
+
+type repeatByte byte
+
+func (b repeatByte) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
 }
