@@ -129,6 +129,18 @@ func oversizedLoad(t *testing.T, cmd *exec.Cmd, exited <-chan error, stderr *str
 	case err := <-exited:
 		t.Fatalf("the agent exited under oversized load: %v\n%s", err, stderr.String())
 	}
+	// The agent's peak resident memory, against the DaemonSet's 512 MiB.
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "VmHWM:") {
+				kb, _ := strconv.Atoi(strings.Fields(l)[1])
+				t.Logf("agent peak RSS under oversized load: %d MiB", kb>>10)
+				if kb > 512<<10 {
+					t.Errorf("agent peak RSS %d MiB, over the 512 MiB the DaemonSet allows", kb>>10)
+				}
+			}
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
