@@ -121,6 +121,10 @@ func fitPrefix(s string, limit int) (int, bool) {
 // limit bytes: when its encoding is longer, it is cut at a character
 // boundary and ends with the cut marker, and appendCut reports true.
 func appendCut(b []byte, s string, limit int) ([]byte, bool) {
+	if len(s)*6 <= limit {
+		// No character encodes to more than 6 bytes per byte.
+		return appendStringBody(b, s), false
+	}
 	if n, all := fitPrefix(s, limit); all {
 		return appendStringBody(b, s[:n]), false
 	}
