@@ -61,16 +61,13 @@ const _ = uint(MaxRecordLine - (recordFixed +
 	MaxRecordAnnotations*(MaxRecordString+MaxRecordKey+6) +
 	MaxRecordString + 32))
 
-// cutList collects the names of the fields cut while a record is encoded.
+// cutList collects the names of the fields cut while a record is encoded;
+// it allocates only when something is cut.
 type cutList struct {
-	buf   [8]string
 	names []string
 }
 
 func (c *cutList) add(name string) {
-	if c.names == nil {
-		c.names = c.buf[:0]
-	}
 	if len(c.names) > 0 && c.names[len(c.names)-1] == name {
 		return // each of a list's values
 	}

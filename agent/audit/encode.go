@@ -30,23 +30,20 @@ type chainLink struct {
 // (when not nil) set, in place of any the event has under their keys.
 func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
 	var cut cutList
-	str := func(b []byte, name, v string) []byte {
-		return appendCutString(b, v, MaxRecordString, &cut, name)
-	}
 	b = append(b, `{"kind":`...)
-	b = str(b, "kind", ev.Kind)
+	b = appendCutString(b, ev.Kind, MaxRecordString, &cut, "kind")
 	b = append(b, `,"apiVersion":`...)
-	b = str(b, "apiVersion", ev.APIVersion)
+	b = appendCutString(b, ev.APIVersion, MaxRecordString, &cut, "apiVersion")
 	b = append(b, `,"level":`...)
-	b = str(b, "level", string(ev.Level))
+	b = appendCutString(b, string(ev.Level), MaxRecordString, &cut, "level")
 	b = append(b, `,"auditID":`...)
-	b = str(b, "auditID", ev.AuditID)
+	b = appendCutString(b, ev.AuditID, MaxRecordString, &cut, "auditID")
 	b = append(b, `,"stage":`...)
-	b = str(b, "stage", string(ev.Stage))
+	b = appendCutString(b, string(ev.Stage), MaxRecordString, &cut, "stage")
 	b = append(b, `,"requestURI":`...)
-	b = str(b, "requestURI", ev.RequestURI)
+	b = appendCutString(b, ev.RequestURI, MaxRecordString, &cut, "requestURI")
 	b = append(b, `,"verb":`...)
-	b = str(b, "verb", ev.Verb)
+	b = appendCutString(b, ev.Verb, MaxRecordString, &cut, "verb")
 	b = append(b, `,"user":`...)
 	if u := ev.user; u != nil && u.describes(&ev.User) {
 		b = append(b, u.json...)
@@ -58,20 +55,23 @@ func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
 	}
 	if ev.UserAgent != "" {
 		b = append(b, `,"userAgent":`...)
-		b = str(b, "userAgent", ev.UserAgent)
+		b = appendCutString(b, ev.UserAgent, MaxRecordString, &cut, "userAgent")
 	}
 	if r := ev.ObjectRef; r != nil {
 		b = append(b, `,"objectRef":`...)
-		o := object{b: b, cut: &cut, name: "objectRef."}
+		o := object{b: b}
 		o.str("resource", r.Resource)
 		o.str("name", r.Name)
 		o.str("apiGroup", r.APIGroup)
 		o.str("apiVersion", r.APIVersion)
 		b = o.end()
+		for _, k := range o.cut {
+			cut.add("objectRef." + k)
+		}
 	}
 	if s := ev.ResponseStatus; s != nil {
 		b = append(b, `,"responseStatus":`...)
-		o := object{b: b, cut: &cut, name: "responseStatus."}
+		o := object{b: b}
 		o.str("status", s.Status)
 		o.str("message", s.Message)
 		o.str("reason", s.Reason)
@@ -80,6 +80,9 @@ func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
 			o.b = strconv.AppendInt(o.b, int64(s.Code), 10)
 		}
 		b = o.end()
+		for _, k := range o.cut {
+			cut.add("responseStatus." + k)
+		}
 	}
 	if len(ev.RequestObject) > 0 {
 		obj, changed := cutTree(ev.RequestObject)
@@ -178,7 +181,7 @@ func appendUser(b []byte, u *UserInfo, cut *cutList) []byte {
 	budget := MaxRecordUserValues
 	if len(u.Groups) > 0 {
 		b = append(b, `,"groups":`...)
-		b = appendValues(b, u.Groups, &budget, cut, "user.groups")
+		b = appendValues(b, u.Groups, &budget, cut, "user.groups", "")
 	}
 	if len(u.Extra) > 0 {
 		var buf [16]string
@@ -206,7 +209,7 @@ func appendUser(b []byte, u *UserInfo, cut *cutList) []byte {
 			if len(u.Extra[k]) == 0 {
 				budget--
 			}
-			b = appendValues(b, u.Extra[k], &budget, cut, "user.extra["+shortKey(k)+"]")
+			b = appendValues(b, u.Extra[k], &budget, cut, "user.extra", k)
 		}
 		b = append(b, '}')
 		if left > 0 {
@@ -218,22 +221,33 @@ func appendUser(b []byte, u *UserInfo, cut *cutList) []byte {
 
 // appendValues writes a list of at most *budget values, each cut, and
 // takes what it wrote from the budget; nil is null, as encoding/json
-// writes it.
-func appendValues(b []byte, l []string, budget *int, cut *cutList, name string) []byte {
+// writes it. Cuts are named field, or field[key] for an extra key.
+func appendValues(b []byte, l []string, budget *int, cut *cutList, field, key string) []byte {
 	if l == nil {
 		return append(b, "null"...)
+	}
+	name := func() string {
+		if key == "" {
+			return field
+		}
+		return field + "[" + shortKey(key) + "]"
 	}
 	b = append(b, '[')
 	for i, s := range l {
 		if *budget <= 0 {
-			cut.add(name + ": " + strconv.Itoa(len(l)-i) + " more left out")
+			cut.add(name() + ": " + strconv.Itoa(len(l)-i) + " more left out")
 			break
 		}
 		*budget--
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendCutString(b, s, MaxRecordString, cut, name)
+		b = append(b, '"')
+		var c bool
+		if b, c = appendCut(b, s, MaxRecordString); c {
+			cut.add(name())
+		}
+		b = append(b, '"')
 	}
 	return append(b, ']')
 }
@@ -278,9 +292,8 @@ func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) []byte) []
 type object struct {
 	b    []byte
 	more bool
-	// cut collects the names, prefixed with name, of the fields cut.
-	cut  *cutList
-	name string
+	// cut holds the keys of the values cut; it is rarely used.
+	cut []string
 }
 
 func (o *object) key(k string) {
@@ -298,7 +311,13 @@ func (o *object) key(k string) {
 func (o *object) str(k, v string) {
 	if v != "" {
 		o.key(k)
-		o.b = appendCutString(o.b, v, MaxRecordString, o.cut, o.name+k)
+		o.b = append(o.b, '"')
+		var c bool
+		o.b, c = appendCut(o.b, v, MaxRecordString)
+		o.b = append(o.b, '"')
+		if c {
+			o.cut = append(o.cut, k)
+		}
 	}
 }
 
