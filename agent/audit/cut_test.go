@@ -85,3 +85,20 @@ func TestCutNamesTheField(t *testing.T) {
 		t.Errorf("name ends %q", got.ObjectRef.Name[len(got.ObjectRef.Name)-40:])
 	}
 }
+
+// TestCutEncodedUser: a user encoded once for a connection is cut like any
+// other, and each record written with it names the cut.
+func TestCutEncodedUser(t *testing.T) {
+	ev := request(1, DecisionAllow)
+	ev.SetUser(EncodeUser(UserInfo{Username: strings.Repeat("\u2028", 2*MaxRecordString), Groups: []string{"g"}}))
+	for range 2 {
+		b, _ := appendEvent(nil, ev)
+		var got Event
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Annotations[AnnotationCut] != "user.username" || len(got.User.Username) > MaxRecordString || got.User.Groups[0] != "g" {
+			t.Fatalf("cut %q, username of %d bytes, groups %v", got.Annotations[AnnotationCut], len(got.User.Username), got.User.Groups)
+		}
+	}
+}
