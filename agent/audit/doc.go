@@ -21,13 +21,17 @@
 // order, with one write, and a write that fails fails every append it
 // held, leaving none of their records in the file or the chain. Records
 // are encoded by hand, byte for byte as encoding/json would write the
-// Event, to keep reflection off the request path; a caller's user block,
+// Event, to keep reflection off the request path, with every string cut
+// to a bound (MaxRecordString, with a marker, and named in AnnotationCut)
+// so that no record exceeds MaxRecordLine whatever a caller sends; a caller's user block,
 // the same on every request of a connection, can be encoded once
 // (EncodeUser, Event.SetUser). Audit IDs come from IDs: UUID-shaped,
 // unique, and drawn from crypto/rand only once per Log.
 //
-// The writer reads back only its own files: on Open, the last record on
-// disk, to continue the chain; on rotation, each file it prunes beyond
+// The writer reads back only its own files: on Open, the last valid
+// record on disk, whatever its size and in bounded memory, to continue the
+// chain (what follows it, torn or invalid, is rotated aside and named in
+// the start checkpoint); on rotation, each file it prunes beyond
 // Options.MaxBackups, to record its range in a prune checkpoint (Pruned).
 //
 // The chain alone cannot show records cut from its end, nor a log

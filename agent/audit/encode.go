@@ -29,29 +29,33 @@ type chainLink struct {
 // appendRecord is appendEvent for the event with the annotations of ch
 // (when not nil) set, in place of any the event has under their keys.
 func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
+	var cut cutList
 	b = append(b, `{"kind":`...)
-	b = appendString(b, ev.Kind)
+	b = appendCutString(b, ev.Kind, MaxRecordString, &cut, "kind")
 	b = append(b, `,"apiVersion":`...)
-	b = appendString(b, ev.APIVersion)
+	b = appendCutString(b, ev.APIVersion, MaxRecordString, &cut, "apiVersion")
 	b = append(b, `,"level":`...)
-	b = appendString(b, string(ev.Level))
+	b = appendCutString(b, string(ev.Level), MaxRecordString, &cut, "level")
 	b = append(b, `,"auditID":`...)
-	b = appendString(b, ev.AuditID)
+	b = appendCutString(b, ev.AuditID, MaxRecordString, &cut, "auditID")
 	b = append(b, `,"stage":`...)
-	b = appendString(b, string(ev.Stage))
+	b = appendCutString(b, string(ev.Stage), MaxRecordString, &cut, "stage")
 	b = append(b, `,"requestURI":`...)
-	b = appendString(b, ev.RequestURI)
+	b = appendCutString(b, ev.RequestURI, MaxRecordString, &cut, "requestURI")
 	b = append(b, `,"verb":`...)
-	b = appendString(b, ev.Verb)
+	b = appendCutString(b, ev.Verb, MaxRecordString, &cut, "verb")
 	b = append(b, `,"user":`...)
 	if u := ev.user; u != nil && u.describes(&ev.User) {
 		b = append(b, u.json...)
+		for _, n := range u.cut {
+			cut.add(n)
+		}
 	} else {
-		b = appendUser(b, &ev.User)
+		b = appendUser(b, &ev.User, &cut)
 	}
 	if ev.UserAgent != "" {
 		b = append(b, `,"userAgent":`...)
-		b = appendString(b, ev.UserAgent)
+		b = appendCutString(b, ev.UserAgent, MaxRecordString, &cut, "userAgent")
 	}
 	if r := ev.ObjectRef; r != nil {
 		b = append(b, `,"objectRef":`...)
@@ -61,6 +65,9 @@ func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
 		o.str("apiGroup", r.APIGroup)
 		o.str("apiVersion", r.APIVersion)
 		b = o.end()
+		for _, k := range o.cut {
+			cut.add("objectRef." + k)
+		}
 	}
 	if s := ev.ResponseStatus; s != nil {
 		b = append(b, `,"responseStatus":`...)
@@ -73,9 +80,16 @@ func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
 			o.b = strconv.AppendInt(o.b, int64(s.Code), 10)
 		}
 		b = o.end()
+		for _, k := range o.cut {
+			cut.add("responseStatus." + k)
+		}
 	}
 	if len(ev.RequestObject) > 0 {
-		body, err := json.Marshal(ev.RequestObject)
+		obj, changed := cutTree(ev.RequestObject)
+		if changed {
+			cut.add("requestObject")
+		}
+		body, err := json.Marshal(obj)
 		if err != nil {
 			return b, err
 		}
@@ -86,63 +100,156 @@ func appendRecord(b []byte, ev *Event, ch *chainLink) ([]byte, error) {
 	b = ev.RequestReceivedTimestamp.appendJSON(b)
 	b = append(b, `,"stageTimestamp":`...)
 	b = ev.StageTimestamp.appendJSON(b)
-	if ch != nil {
-		b = append(b, `,"annotations":`...)
-		b = appendAnnotations(b, ev.Annotations, ch)
-	} else if len(ev.Annotations) > 0 {
-		b = append(b, `,"annotations":`...)
-		b = appendMap(b, ev.Annotations, appendString)
-	}
+	b = appendAnnotations(b, ev.Annotations, ch, &cut)
 	return append(b, '}'), nil
 }
 
-// appendAnnotations writes m with the chain fields of ch among them, keys
-// sorted, as appendMap writes m with those two keys set.
-func appendAnnotations(b []byte, m map[string]string, ch *chainLink) []byte {
+// appendAnnotations writes the annotations field: m with the chain fields
+// of ch (when not nil) and AnnotationCut (when cut names a field, or an
+// annotation is cut) among them, keys sorted, as appendMap writes m with
+// those keys set. Nothing is written for no annotations at all. Keys and
+// values are cut, and annotations beyond MaxRecordAnnotations left out.
+func appendAnnotations(b []byte, m map[string]string, ch *chainLink, cut *cutList) []byte {
 	var buf [16]string
-	keys := append(buf[:0], AnnotationSeq, AnnotationPrevHash)
+	keys := buf[:0]
 	for k := range m {
-		if k != AnnotationSeq && k != AnnotationPrevHash {
+		if ch == nil && k != AnnotationCut || k != AnnotationSeq && k != AnnotationPrevHash && k != AnnotationCut {
 			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
-	b = append(b, '{')
+	if len(keys) > MaxRecordAnnotations {
+		cut.add("annotations: " + strconv.Itoa(len(keys)-MaxRecordAnnotations) + " more left out")
+		keys = keys[:MaxRecordAnnotations]
+	}
+	for _, k := range keys {
+		if _, all := fitPrefix(k, MaxRecordKey); !all {
+			cut.add("annotation key " + shortKey(k))
+		}
+		if _, all := fitPrefix(m[k], MaxRecordString); !all {
+			cut.add("annotations[" + shortKey(k) + "]")
+		}
+	}
+	if ch != nil {
+		keys = append(keys, AnnotationSeq, AnnotationPrevHash)
+	}
+	_, hasCut := m[AnnotationCut]
+	ownCut := cut.any()
+	if ownCut || hasCut {
+		keys = append(keys, AnnotationCut)
+	}
+	if len(keys) == 0 {
+		return b
+	}
+	slices.Sort(keys)
+	b = append(b, `,"annotations":{`...)
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
-		b = append(b, ':', '"')
-		switch k {
-		case AnnotationSeq:
+		b = append(b, '"')
+		b, _ = appendCut(b, k, MaxRecordKey)
+		b = append(b, '"', ':', '"')
+		switch {
+		case ch != nil && k == AnnotationSeq:
 			b = strconv.AppendUint(b, ch.seq, 10)
-		case AnnotationPrevHash:
+		case ch != nil && k == AnnotationPrevHash:
 			b = hex.AppendEncode(b, ch.prev[:])
+		case k == AnnotationCut:
+			if ownCut {
+				b, _ = appendCut(b, cut.String(), MaxRecordString)
+			} else {
+				b, _ = appendCut(b, m[k], MaxRecordString)
+			}
 		default:
-			b = appendStringBody(b, m[k])
+			b, _ = appendCut(b, m[k], MaxRecordString)
 		}
 		b = append(b, '"')
 	}
 	return append(b, '}')
 }
 
-func appendUser(b []byte, u *UserInfo) []byte {
+// appendUser writes u with its strings cut and its values bounded by
+// MaxRecordUserValues, naming in cut what was cut.
+func appendUser(b []byte, u *UserInfo, cut *cutList) []byte {
 	b = append(b, `{"username":`...)
-	b = appendString(b, u.Username)
+	b = appendCutString(b, u.Username, MaxRecordString, cut, "user.username")
 	if u.UID != "" {
 		b = append(b, `,"uid":`...)
-		b = appendString(b, u.UID)
+		b = appendCutString(b, u.UID, MaxRecordString, cut, "user.uid")
 	}
+	budget := MaxRecordUserValues
 	if len(u.Groups) > 0 {
 		b = append(b, `,"groups":`...)
-		b = appendStrings(b, u.Groups)
+		b = appendValues(b, u.Groups, &budget, cut, "user.groups", "")
 	}
 	if len(u.Extra) > 0 {
-		b = append(b, `,"extra":`...)
-		b = appendMap(b, u.Extra, appendStrings)
+		var buf [16]string
+		keys := buf[:0]
+		for k := range u.Extra {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, `,"extra":{`...)
+		left := 0
+		for i, k := range keys {
+			if budget <= 0 {
+				left = len(keys) - i
+				break
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			var c bool
+			if b, c = appendCut(b, k, MaxRecordKey); c {
+				cut.add("user.extra key " + shortKey(k))
+			}
+			b = append(b, '"', ':')
+			if len(u.Extra[k]) == 0 {
+				budget--
+			}
+			b = appendValues(b, u.Extra[k], &budget, cut, "user.extra", k)
+		}
+		b = append(b, '}')
+		if left > 0 {
+			cut.add("user.extra: " + strconv.Itoa(left) + " more keys left out")
+		}
 	}
 	return append(b, '}')
+}
+
+// appendValues writes a list of at most *budget values, each cut, and
+// takes what it wrote from the budget; nil is null, as encoding/json
+// writes it. Cuts are named field, or field[key] for an extra key.
+func appendValues(b []byte, l []string, budget *int, cut *cutList, field, key string) []byte {
+	if l == nil {
+		return append(b, "null"...)
+	}
+	name := func() string {
+		if key == "" {
+			return field
+		}
+		return field + "[" + shortKey(key) + "]"
+	}
+	b = append(b, '[')
+	for i, s := range l {
+		if *budget <= 0 {
+			cut.add(name() + ": " + strconv.Itoa(len(l)-i) + " more left out")
+			break
+		}
+		*budget--
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		var c bool
+		if b, c = appendCut(b, s, MaxRecordString); c {
+			cut.add(name())
+		}
+		b = append(b, '"')
+	}
+	return append(b, ']')
 }
 
 // sameSlice reports whether a and b are the same slice: same length and,
@@ -158,21 +265,6 @@ func sameSlice(a, b []string) bool {
 // sameMap reports whether a and b are the same map (not merely equal).
 func sameMap(a, b map[string][]string) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
-// appendStrings writes a list; nil is null, as encoding/json writes it.
-func appendStrings(b []byte, l []string) []byte {
-	if l == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range l {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
 }
 
 // appendMap writes m as a JSON object with its keys sorted, each value
@@ -200,6 +292,8 @@ func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) []byte) []
 type object struct {
 	b    []byte
 	more bool
+	// cut holds the keys of the values cut; it is rarely used.
+	cut []string
 }
 
 func (o *object) key(k string) {
@@ -217,7 +311,13 @@ func (o *object) key(k string) {
 func (o *object) str(k, v string) {
 	if v != "" {
 		o.key(k)
-		o.b = appendString(o.b, v)
+		o.b = append(o.b, '"')
+		var c bool
+		o.b, c = appendCut(o.b, v, MaxRecordString)
+		o.b = append(o.b, '"')
+		if c {
+			o.cut = append(o.cut, k)
+		}
 	}
 }
 

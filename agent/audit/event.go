@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"strconv"
 	"time"
 )
@@ -59,6 +60,11 @@ const (
 	AnnotationCheckpoint   = "pipeguard.io/checkpoint" // start, stop, rotate, periodic, prune
 	AnnotationPreviousFile = "pipeguard.io/previous-file"
 	AnnotationTornBytes    = "pipeguard.io/torn-bytes"
+	// A start checkpoint after a file that ended with complete lines that
+	// are not valid records: which file, how many bytes, and why.
+	AnnotationSkippedFile  = "pipeguard.io/skipped-file"
+	AnnotationSkippedBytes = "pipeguard.io/skipped-bytes"
+	AnnotationSkipped      = "pipeguard.io/skipped"
 	AnnotationPrunedFile   = "pipeguard.io/pruned-file"
 	AnnotationPrunedSeqs   = "pipeguard.io/pruned-seqs"      // "first-last"
 	AnnotationPrunedHash   = "pipeguard.io/pruned-last-hash" // hash of the pruned file's last record
@@ -130,11 +136,14 @@ func (e *Event) SetUser(u *EncodedUser) {
 type EncodedUser struct {
 	info UserInfo
 	json []byte
+	cut  []string // the fields cut from json
 }
 
 // EncodeUser encodes u, exactly as encoding/json writes it.
 func EncodeUser(u UserInfo) *EncodedUser {
-	return &EncodedUser{info: u, json: appendUser(nil, &u)}
+	var cut cutList
+	b := appendUser(nil, &u, &cut)
+	return &EncodedUser{info: u, json: b, cut: slices.Clone(cut.names)}
 }
 
 // Info returns the UserInfo.

@@ -1,11 +1,8 @@
 package audit
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -115,68 +112,4 @@ func Files(path string) ([]string, error) {
 		return nil, option.Errorf("no audit log at %s and no rotated files beside it: give the %s of the agent, or a directory of audit files", path, pathOption)
 	}
 	return backups, nil
-}
-
-// tail is what a file ends with: its last complete record and any torn bytes
-// after it (a write cut short by a crash).
-type tail struct {
-	raw   []byte // last complete line, without newline; nil if none
-	torn  int64  // bytes after the last newline
-	size  int64
-	found bool
-}
-
-// maxTailScan bounds how far back readTail looks for the last record.
-const maxTailScan = 4 * MaxRecordBytes
-
-func readTail(path string) (tail, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return tail{}, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return tail{}, err
-	}
-	t := tail{size: fi.Size()}
-	if t.size == 0 {
-		return t, nil
-	}
-	start := max(t.size-maxTailScan, 0)
-	buf := make([]byte, t.size-start)
-	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-		return t, err
-	}
-	last := bytes.LastIndexByte(buf, '\n')
-	if last < 0 {
-		if start > 0 {
-			return t, fmt.Errorf("%s ends with more than %d bytes without a newline", path, maxTailScan)
-		}
-		t.torn = int64(len(buf))
-		return t, nil
-	}
-	t.torn = int64(len(buf) - last - 1)
-	body := buf[:last]
-	prev := bytes.LastIndexByte(body, '\n')
-	if prev < 0 && start > 0 {
-		return t, fmt.Errorf("the last record of %s is longer than %d bytes", path, maxTailScan)
-	}
-	t.raw = body[prev+1:]
-	t.found = true
-	return t, nil
-}
-
-// lastLink returns the sequence number and hash of a file's last complete
-// record.
-func lastLink(path string, t tail) (uint64, Hash, error) {
-	var e Event
-	if err := json.Unmarshal(t.raw, &e); err != nil {
-		return 0, Hash{}, fmt.Errorf("the last record of %s is not valid JSON (%w)", path, err)
-	}
-	seq, prev, err := chainFields(&e)
-	if err != nil {
-		return 0, Hash{}, fmt.Errorf("the last record of %s cannot continue the chain: %w", path, err)
-	}
-	return seq, Link(prev, t.raw), nil
 }

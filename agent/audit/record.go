@@ -59,14 +59,35 @@ func ParseRecord(file string, line int, raw []byte) Record {
 	return rec
 }
 
+// MaxScanLine bounds the line Scan holds in memory: a longer line is read
+// past, not kept, and passed as a record with Err set. The writer's records
+// are at most MaxRecordLine; this leaves room for the larger records of
+// agents that did not bound them.
+const MaxScanLine = 64 << 20
+
 // Scan reads records from r, named name in positions, and calls fn for
-// each. A final line without a newline is passed with Torn set. fn's error
-// stops the scan and is returned.
+// each. A final line without a newline is passed with Torn set. A line
+// longer than MaxScanLine is passed with Err set and without its bytes.
+// fn's error stops the scan and is returned.
 func Scan(r io.Reader, name string, fn func(Record) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
+	var raw []byte
 	for line := 1; ; line++ {
-		raw, err := br.ReadBytes('\n')
-		if len(raw) == 0 && err == io.EOF {
+		raw = raw[:0]
+		var n int64
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			n += int64(len(chunk))
+			if n <= MaxScanLine+1 {
+				raw = append(raw, chunk...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if n == 0 && err == io.EOF {
 			return nil
 		}
 		if err != nil && err != io.EOF {
@@ -74,15 +95,25 @@ func Scan(r io.Reader, name string, fn func(Record) error) error {
 		}
 		torn := err == io.EOF
 		if !torn {
-			raw = raw[:len(raw)-1]
+			raw = raw[:len(raw)-min(len(raw), 1)]
+			n--
 		}
-		rec := ParseRecord(name, line, raw)
+		var rec Record
+		if n > MaxScanLine {
+			rec = Record{File: name, Line: line, Err: fmt.Errorf("the line is %d bytes, more than the %d bytes (MaxScanLine) verification reads of one record; pipeguard-agent writes records of at most %d bytes", n, MaxScanLine, MaxRecordLine)}
+		} else {
+			// Records keep their Raw: a copy, as raw is reused.
+			rec = ParseRecord(name, line, bytes.Clone(raw))
+		}
 		rec.Torn = torn
 		if ferr := fn(rec); ferr != nil {
 			return ferr
 		}
 		if torn {
 			return nil
+		}
+		if cap(raw) > 1<<20 {
+			raw = nil
 		}
 	}
 }

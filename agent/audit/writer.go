@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,10 +138,12 @@ func openAppend(path string) (File, error) {
 }
 
 // Open continues the chain of the log at o.Path (or starts one) and writes
-// a start checkpoint. When the file ends with a torn record, left by a
-// crash in the middle of a write, the file is rotated so that the torn bytes
-// stay at the end of a file, and the start checkpoint says how many there
-// were.
+// a start checkpoint. The chain continues from the last valid record on
+// disk, whatever its size. When the file ends with a torn record, left by
+// a crash in the middle of a write, or with lines that are not valid
+// records (edited, or not written by the agent), the file is rotated so
+// that those bytes stay at the end of a file, and the start checkpoint
+// says what they were (AnnotationTornBytes, AnnotationSkippedBytes).
 func Open(o Options) (*Log, error) {
 	if o.Path == "" {
 		return nil, option.Errorf("no audit log path: set %s", pathOption)
@@ -182,41 +183,39 @@ func Open(o Options) (*Log, error) {
 	case err != nil:
 		return nil, fmt.Errorf("reading the end of the audit log to continue its chain: %w", err)
 	}
-	from := o.Path
-	if t.torn > 0 {
-		// Keep the torn bytes where verify expects them: at the end of a file.
+	if t.torn > 0 || t.skipped > 0 {
+		// Keep what follows the last valid record where verify expects it:
+		// at the end of a file.
 		rotated, err := l.renameAside()
 		if err != nil {
-			return nil, fmt.Errorf("moving aside %s, which ends with a torn record: %w", o.Path, err)
+			return nil, fmt.Errorf("moving aside %s, which ends with %s: %w", o.Path, t.odd(), err)
 		}
-		o.Log.Info("the audit log ended with a torn record (the agent stopped mid-write); it was rotated and the chain continues", "file", rotated, "tornBytes", t.torn)
-		start[AnnotationTornBytes] = strconv.FormatInt(t.torn, 10)
-		start[AnnotationPreviousFile] = filepath.Base(rotated)
-		from = rotated
+		o.Log.Info("the audit log ended with "+t.odd()+"; it was rotated and the chain continues from its last valid record", "file", rotated, "tornBytes", t.torn, "skippedBytes", t.skipped, "skipped", t.why)
+		t.annotate(start, filepath.Base(rotated))
 		t.size = 0
 	}
 	if !t.found {
-		// Continue from the newest rotated file, if any.
+		// Continue from the newest rotated file holding a valid record.
 		backups, err := Backups(o.Path)
 		if err != nil {
 			return nil, fmt.Errorf("listing rotated audit files: %w", err)
 		}
-		t = tail{}
 		for i := len(backups) - 1; i >= 0 && !t.found; i-- {
 			if t, err = readTail(backups[i]); err != nil {
 				return nil, fmt.Errorf("reading the end of %s to continue the audit chain: %w", backups[i], err)
 			}
-			from = backups[i]
-		}
-		if t.found {
-			start[AnnotationPreviousFile] = filepath.Base(from)
+			if t.found {
+				start[AnnotationPreviousFile] = filepath.Base(backups[i])
+				if t.skipped > 0 && start[AnnotationSkippedFile] == "" {
+					t.annotate(start, filepath.Base(backups[i]))
+				}
+			}
 		}
 		t.size = 0
 	}
-	if t.found {
-		if l.seq, l.prev, err = lastLink(from, t); err != nil {
-			return nil, fmt.Errorf("%w; move the audit files aside (pipeguard audit verify shows what is wrong) to start a new chain", err)
-		}
+	l.seq, l.prev = t.seq, t.hash
+	if !t.found {
+		l.prev = Genesis()
 	}
 	l.synced.Store(l.seq)
 	l.stSeq, l.stPrev = l.seq, l.prev

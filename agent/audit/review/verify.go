@@ -146,8 +146,28 @@ func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 	rep.First, rep.Last = first.First, last.Last
 	checkStart(rep, first, prunes)
 	checkTorn(rep, o.Anchor, torn, chained)
+	checkSkipped(rep, chained)
 	checkAnchor(rep, o.Anchor, &at, last)
 	return rep, nil
+}
+
+// checkSkipped explains the lines that are not valid records which the
+// agent found at the end of a file when it restarted: the lines remain
+// problems (edited, or written by something other than the agent), and the
+// notice says that the agent left them in place and continued the chain
+// from the last valid record before them.
+func checkSkipped(rep *Report, chained []*fileChain) {
+	for _, f := range chained {
+		a := f.firstAnn
+		file := a[audit.AnnotationSkippedFile]
+		if file == "" {
+			continue
+		}
+		rep.notice(f.firstWhere, "when the agent started it found %s bytes at the end of %s that are not valid audit records (%s); "+
+			"it left them there and continued the chain from the last valid record before them, so the agent kept serving; those lines are reported as problems: "+
+			"the file was edited, or written by something other than the agent",
+			audit.CutString(a[audit.AnnotationSkippedBytes], 32), audit.CutString(file, 256), audit.CutString(a[audit.AnnotationSkipped], 1024))
+	}
 }
 
 // checkLink checks that record r directly follows the record seq prevSeq
