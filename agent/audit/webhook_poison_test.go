@@ -39,10 +39,19 @@ func (lr *limitedReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // poisoned is a record too large for a receiver that takes 8 KiB: a
-// caller chose a user agent of 32 KiB.
-func poisoned(i int) *Event {
+// caller chose a request of 32 KiB.
+func poisoned(i int) *Event { return bigRecord(i, 32<<10) }
+
+// bigRecord is a record of at least n bytes (n under MaxRecordBytes) made
+// of strings within MaxRecordString: a request body of many fields, as a
+// Request-level record of a large request holds.
+func bigRecord(i, n int) *Event {
 	ev := request(i, DecisionAllow)
-	ev.UserAgent = strings.Repeat("p", 32<<10)
+	ev.Level = LevelRequest
+	ev.RequestObject = map[string]any{}
+	for f := 0; f*(MaxRecordString/2) < n; f++ {
+		ev.RequestObject[fmt.Sprintf("field%03d", f)] = strings.Repeat("p", MaxRecordString/2)
+	}
 	return ev
 }
 
@@ -209,41 +218,37 @@ func TestWebhookRefusedCheckpointIsNotReportedAgain(t *testing.T) {
 	}
 }
 
-// TestWebhookBufferBytesBounded: records of 2 MiB each never take the
+// TestWebhookBufferBytesBounded: records of 30 KiB each never take the
 // buffer past its bytes, whatever the receiver does; the overflow names
 // the bound reached, and a record larger than the whole buffer is dropped
 // from the webhook, not queued.
 func TestWebhookBufferBytesBounded(t *testing.T) {
 	url := badreceiver.Silent(t)
 	logs := &badreceiver.Log{}
-	const limit = 8 << 20
+	const limit = 200 << 10
 	wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, url), BufferBytes: limit, BatchMaxSize: 1,
 		InitialBackoff: time.Hour, ShutdownTimeout: time.Second, Log: logs.Logger()})
 	wh.Start()
 	l := openLog(t, Options{Path: filepath.Join(t.TempDir(), "audit.log"), OnRecord: wh.Record})
 	var peak int64
 	for i := range 20 {
-		ev := request(i, DecisionAllow)
-		ev.UserAgent = strings.Repeat("u", 2<<20)
-		if err := l.Append(ev, false); err != nil {
+		if err := l.Append(bigRecord(i, 30<<10), false); err != nil {
 			t.Fatal(err)
 		}
 		peak = max(peak, wh.BufferedBytes())
 	}
-	huge := request(99, DecisionAllow)
-	huge.UserAgent = strings.Repeat("h", limit+1)
-	if err := l.Append(huge, false); err != nil {
+	if err := l.Append(bigRecord(99, limit+1), false); err != nil {
 		t.Fatal(err)
 	}
 	peak = max(peak, wh.BufferedBytes())
 	if peak > limit || peak < limit/2 {
 		t.Fatalf("the buffer held %d bytes at most, want at most %d and more than half of it", peak, limit)
 	}
-	if got := testutil.ToFloat64(wh.overflow); got < 17 {
-		t.Fatalf("overflow %v, want the records past the 3 or 4 the 8 MiB hold, and the huge one", got)
+	if got := testutil.ToFloat64(wh.overflow); got < 14 {
+		t.Fatalf("overflow %v, want the records past the 6 or 7 the 200 KiB hold, and the huge one", got)
 	}
 	drops := logs.With("audit records dropped from the webhook; the log file keeps them")
-	if want := "audit webhook " + url + "/audit: buffer of 8388608 bytes full; the receiver is not keeping up"; len(drops) == 0 || drops[0]["error"] != want {
+	if want := "audit webhook " + url + "/audit: buffer of 204800 bytes full; the receiver is not keeping up"; len(drops) == 0 || drops[0]["error"] != want {
 		t.Fatalf("overflow log lines %v, want the first saying %q", drops, want)
 	}
 	l.Close()

@@ -30,6 +30,14 @@ import (
 
 const mib = 1 << 20
 
+// The largest inputs a caller's call can carry past the agent's transport
+// bounds (server.MaxHeaderListBytes, server.MaxRequestBytes), each far
+// over what a record keeps of one string (audit.MaxRecordString).
+const (
+	bigUserAgent = 14 << 10
+	bigPath      = 100 << 10
+)
+
 // oversizedClient is a filesystem client on its own connection with user
 // agent ua ("" for the default).
 func oversizedClient(t *testing.T, sockets, ua string) (fsv1.FilesystemClient, func()) {
@@ -55,8 +63,8 @@ func answered(err error) bool {
 	return s.Code() != codes.Unavailable && s.Code() != codes.Canceled && s.Code() != codes.DeadlineExceeded && s.Code() != codes.Unknown
 }
 
-// oversizedLoad runs clients against the agent, some with 15 MiB user
-// agents and 3 MiB paths, until enough calls are answered, then kills the
+// oversizedLoad runs clients against the agent, some with the largest
+// user agents and paths the transport lets through, until enough calls are answered, then kills the
 // agent with SIGKILL. It returns the audit IDs of the answered calls.
 func oversizedLoad(t *testing.T, cmd *exec.Cmd, exited <-chan error, stderr *strings.Builder, sockets, kubelet string) map[string]string {
 	t.Helper()
@@ -69,8 +77,8 @@ func oversizedLoad(t *testing.T, cmd *exec.Cmd, exited <-chan error, stderr *str
 		enough = make(chan struct{})
 		once   sync.Once
 	)
-	bigUA := strings.Repeat("U", 15*mib)
-	bigPath := kubelet + "/pods/" + strings.Repeat("p", 3*mib)
+	bigUA := strings.Repeat("U", bigUserAgent)
+	bigPath := kubelet + "/pods/" + strings.Repeat("p", bigPath)
 	for w := range 6 {
 		oversized := w < 2
 		ua := ""
@@ -93,7 +101,7 @@ func oversizedLoad(t *testing.T, cmd *exec.Cmd, exited <-chan error, stderr *str
 				switch {
 				case oversized && i%2 == 0:
 					_, err = c.Mkdir(ctx, &fsv1.MkdirRequest{Path: bigPath}, grpc.Header(&hdr), grpc.Trailer(&trl))
-					what += " (15 MiB user agent, 3 MiB path)"
+					what += " (oversized user agent and path)"
 				case i%2 == 0:
 					_, err = c.Mkdir(ctx, &fsv1.MkdirRequest{Path: fmt.Sprintf("%s/pods/w%d/%d", kubelet, w, i)}, grpc.Header(&hdr), grpc.Trailer(&trl))
 				default:
@@ -204,8 +212,8 @@ func plantOldRecord(t *testing.T, auditPath string) {
 }
 
 // TestKill9WithOversizedInputs attacks the audit log with what an attacker
-// holding one CSI pipe can send: concurrent calls with 15 MiB user agents
-// and 3 MiB paths among ordinary ones, a SIGKILL under that load, then a
+// holding one CSI pipe can send: concurrent calls with the largest user
+// agents and paths the transport lets through among ordinary ones, a SIGKILL under that load, then a
 // 20 MiB last record as an agent without record bounds wrote it, and then
 // a last line that is not a record. Every answered call has its record,
 // every record is at most MaxRecordLine, the agent starts and serves after
@@ -226,7 +234,7 @@ func TestKill9WithOversizedInputs(t *testing.T) {
 	seen := recordedIDs(t, auditPath)
 	missing, oversized := 0, 0
 	for id, what := range ids {
-		if strings.Contains(what, "15 MiB") {
+		if strings.Contains(what, "oversized") {
 			oversized++
 		}
 		if !seen[id] {
@@ -234,9 +242,9 @@ func TestKill9WithOversizedInputs(t *testing.T) {
 			t.Errorf("%s was answered (audit ID %s) but has no record", what, id)
 		}
 	}
-	t.Logf("kill -9 after %d answered calls (%d with 15 MiB user agents), %d of them without a record", len(ids), oversized, missing)
+	t.Logf("kill -9 after %d answered calls (%d with oversized user agents and paths), %d of them without a record", len(ids), oversized, missing)
 
-	// A call with a 15 MiB user agent on a restarted agent, then a 20 MiB
+	// A call with the largest user agent on a restarted agent, then a 20 MiB
 	// last record as an older agent wrote it, then a line that is no
 	// record: each time the agent starts and serves.
 	serveOnce := func(ua string) {
@@ -250,7 +258,7 @@ func TestKill9WithOversizedInputs(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-exited
 	}
-	serveOnce(strings.Repeat("U", 15*mib))
+	serveOnce(strings.Repeat("U", bigUserAgent))
 	plantOldRecord(t, auditPath)
 	serveOnce("")
 	f, err := os.OpenFile(auditPath, os.O_WRONLY|os.O_APPEND, 0)

@@ -58,13 +58,14 @@ func (rc *sizeLimitedReceiver) has(id string) bool {
 }
 
 // TestWebhookPoisonedCallsLoseOnlyTheirRecords: the agent with a
-// receiver that takes bodies up to 8 KiB. Mkdir X, then three Mkdir calls
-// whose 32 KiB user agent makes their records too large for it: X's
+// receiver that takes bodies up to 4 KiB. Mkdir X, then three Mkdir calls
+// whose 12 KiB user agent (within the header bound; cut to 4 KiB in the
+// record) makes their records too large for it: X's
 // records reach the receiver, and each poisoned record is reported on its
 // own, in the agent's log and by a webhook-rejected checkpoint in the
 // audit log naming its seq, which reaches the receiver too.
 func TestWebhookPoisonedCallsLoseOnlyTheirRecords(t *testing.T) {
-	rc := &sizeLimitedReceiver{limit: 8 << 10, ids: map[string]bool{}}
+	rc := &sizeLimitedReceiver{limit: 4 << 10, ids: map[string]bool{}}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	a := runWebhookAgent(t, srv.URL+"/audit", false)
@@ -94,7 +95,7 @@ func TestWebhookPoisonedCallsLoseOnlyTheirRecords(t *testing.T) {
 	x := mkdir("", "x")
 	var poisoned []string
 	for i := range 3 {
-		poisoned = append(poisoned, mkdir(strings.Repeat("p", 32<<10), fmt.Sprint("p", i)))
+		poisoned = append(poisoned, mkdir(strings.Repeat("p", 12<<10), fmt.Sprint("p", i)))
 	}
 	// Each poisoned call has two records: its write-ahead and its completion.
 	for deadline := time.Now().Add(time.Minute); a.counter(t, "pipeguard_agent_audit_webhook_rejected_total") < 6; time.Sleep(10 * time.Millisecond) {
