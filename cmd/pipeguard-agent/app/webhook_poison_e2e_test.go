@@ -149,7 +149,17 @@ func TestWebhookPoisonedCallsLoseOnlyTheirRecords(t *testing.T) {
 	if fmt.Sprint(named) != fmt.Sprint(want) {
 		t.Fatalf("webhook-rejected checkpoints name %v, want the poisoned records %v", named, want)
 	}
-	if rep := verifyLog(t, a.auditPath); !rep.OK() {
+	rep := verifyLog(t, a.auditPath)
+	if !rep.OK() {
 		t.Fatalf("audit verify: %v", rep.Problems)
+	}
+	refusedNotices := 0
+	for _, n := range rep.Notices {
+		if strings.Contains(n.Msg, "the audit webhook receiver refused record seq") && strings.Contains(n.Msg, "only the files on the node hold it") {
+			refusedNotices++
+		}
+	}
+	if refusedNotices != 6 {
+		t.Fatalf("verify noticed %d records the receiver refused, want 6: %v", refusedNotices, rep.Notices)
 	}
 }
