@@ -265,6 +265,7 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	if err != nil {
 		return nil, err
 	}
+	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb")
 	sysHost := o.System
 	if sysHost == nil {
 		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices)}
@@ -295,14 +296,19 @@ func allowedService(allowed []string) func(name string) bool {
 	return func(name string) bool { return sysgroup.Allowed(allowed, name) }
 }
 
+// hostCallTimeout is the deadline of the host calls of group.
+func hostCallTimeout(o Options, group string) time.Duration {
+	if timeout, ok := o.HostCallTimeouts[group]; ok {
+		return timeout
+	}
+	return runner.DefaultTimeouts[group]
+}
+
 // boundRunner gives the host calls of group their deadline and caps: the
 // group's timeout and runner.DefaultConcurrency, and for the volume group's
 // format and resize calls the same timeout and FormatConcurrency.
 func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
-	timeout, ok := o.HostCallTimeouts[group]
-	if !ok {
-		timeout = runner.DefaultTimeouts[group]
-	}
+	timeout := hostCallTimeout(o, group)
 	setting := "--host-call-timeout-" + group
 	limits := runner.Limits{Timeout: timeout, Concurrency: runner.DefaultConcurrency, Setting: setting}
 	if group != "volume" {
