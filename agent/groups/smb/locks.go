@@ -2,11 +2,12 @@ package smb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
 // shareLocks serialize the mapping changes of each share, as CSI Proxy
@@ -59,16 +60,13 @@ func (l *shareLocks) lock(ctx context.Context, share string) (func(), error) {
 	return nil, ctx.Err()
 }
 
-// errRequestDeadline is the cause of the deadline of a whole smb request.
-var errRequestDeadline = errors.New("smb request deadline")
-
 // withDeadline gives ctx the group's deadline for the whole request: the
 // wait for the share's lock and every host call it makes.
 func (s *Server) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.deadline <= 0 {
 		return ctx, func() {}
 	}
-	return context.WithTimeoutCause(ctx, s.deadline, errRequestDeadline)
+	return context.WithTimeoutCause(ctx, s.deadline, runner.ErrHostCallDeadline)
 }
 
 // lockShare takes root's lock within ctx, which withDeadline made.
@@ -77,7 +75,7 @@ func (s *Server) lockShare(parent, ctx context.Context, method, root string) (fu
 	if err == nil {
 		return unlock, nil
 	}
-	if parent.Err() == nil && context.Cause(ctx) == errRequestDeadline {
+	if parent.Err() == nil && context.Cause(ctx) == runner.ErrHostCallDeadline {
 		return nil, fmt.Errorf("smb %s of %s did not start within %v: another mapping change of the same share held its lock all that time, so it was not run (host operation deadline, counted for the whole request; %s): %w",
 			method, root, s.deadline, s.setting, err)
 	}
@@ -87,7 +85,7 @@ func (s *Server) lockShare(parent, ctx context.Context, method, root string) (fu
 // ended explains err, the error of a host call of a request, when the
 // request's own deadline cut it.
 func (s *Server) ended(parent, ctx context.Context, method, root string, err error) error {
-	if err == nil || parent.Err() != nil || context.Cause(ctx) != errRequestDeadline {
+	if err == nil || parent.Err() != nil || context.Cause(ctx) != runner.ErrHostCallDeadline {
 		return err
 	}
 	return fmt.Errorf("smb %s of %s did not finish within %v (host operation deadline, counted for the whole request; %s): %w", method, root, s.deadline, s.setting, err)

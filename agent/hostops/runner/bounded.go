@@ -137,8 +137,13 @@ func (e *DeadlineError) Error() string {
 // Unwrap returns context.DeadlineExceeded.
 func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
 
-// errOwnDeadline is the cause of a Bounded call's own deadline.
-var errOwnDeadline = errors.New("host operation deadline")
+// ErrHostCallDeadline is the cause (context.Cause) of a context ended by
+// the agent's own host operation deadline, not by its caller: a Bounded
+// call's, or a group's for a whole request. The PowerShell workers' restart
+// backoff does not count such ends against the caller.
+var ErrHostCallDeadline = errors.New("host operation deadline")
+
+var errOwnDeadline = ErrHostCallDeadline
 
 type opKey struct{}
 

@@ -211,3 +211,23 @@ func TestKillBackoffDoublesUpToItsBoundAndForgets(t *testing.T) {
 		t.Fatalf("%d callers kept, want at most %d", len(b.callers), MaxKillBackoffCallers)
 	}
 }
+
+// A request cut by the agent's own deadline (a group's, for a whole smb
+// request) is not counted against its caller: only ends the caller chose
+// back off.
+func TestWorkersOwnDeadlineDoesNotBackOff(t *testing.T) {
+	f := newFakePool(t, 2, func(o *WorkerOptions) { o.KillBackoff = time.Hour })
+	caller := podCtx(context.Background(), "driver")
+	ctx, cancel := context.WithTimeoutCause(caller, 100*time.Millisecond, ErrHostCallDeadline)
+	defer cancel()
+	if _, err := f.run(ctx, "New-SmbGlobalMapping", "hang"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	out, err := f.run(caller, "New-SmbGlobalMapping", "answer:ok")
+	if err != nil || string(out) != "ok" {
+		t.Fatalf("the next request: %q, %v", out, err)
+	}
+	if n := int(testutil.ToFloat64(f.metrics.backoffs)); n != 0 || f.restarts(restartDeadline) != 1 {
+		t.Fatalf("%d backoffs, %d deadline restarts; want none and 1", n, f.restarts(restartDeadline))
+	}
+}
