@@ -318,8 +318,11 @@ func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
 	if formats <= 0 {
 		formats = runner.DefaultFormatConcurrency
 	}
+	// The format slots are not split between callers: with the default 2,
+	// keeping one back would halve a driver's formats. A caller's formats
+	// still count against its share of the PowerShell workers.
 	return runner.Bound(run, group, limits, runner.Class{Ops: runner.FormatOps,
-		Limits: runner.Limits{Timeout: timeout, Concurrency: formats, Setting: setting + ", --format-concurrency"}})
+		Limits: runner.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
 }
 
 // Listen opens every pipe or socket, the metrics endpoint and the health

@@ -7,8 +7,11 @@ import (
 
 	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 
 	"github.com/pipeguard/pipeguard/agent/guard"
+	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/identity"
 )
 
 // TestSmbRequestDeadlineThroughTheGuard maps a share whose
@@ -32,5 +35,29 @@ func TestSmbRequestDeadlineThroughTheGuard(t *testing.T) {
 		`smb NewSmbGlobalMapping of \\srv\share did not finish within 300ms (host operation deadline, counted for the whole request; --host-call-timeout-smb): New-SmbGlobalMapping failed:`)
 	if _, err := smb.NewSmbGlobalMapping(context.Background(), &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\other\share\pvc-2`, Username: "u", Password: "p"}); err != nil {
 		t.Fatalf("another share: %v", err)
+	}
+}
+
+// TestFormatSlotsNotSplitBetweenCallers: one pod formatting two volumes
+// gets both --format-concurrency slots; its other calls keep a share of
+// the group's.
+func TestFormatSlotsNotSplitBetweenCallers(t *testing.T) {
+	g := &formatGate{started: make(chan struct{}, 8), release: make(chan struct{})}
+	host := hostvol.PowerShell{Runner: boundRunner(Options{}, g, "volume")}
+	pod := peer.NewContext(context.Background(), &peer.Peer{AuthInfo: identity.AuthInfo{Caller: &identity.Caller{PodUID: "driver", UID: -1, GID: -1}}})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- host.FormatVolume(pod, `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`) }()
+	}
+	<-g.started
+	<-g.started
+	if n := g.running.Load(); n != 2 {
+		t.Fatalf("%d formats of one pod running, want 2", n)
+	}
+	close(g.release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
