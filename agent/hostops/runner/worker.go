@@ -56,7 +56,11 @@ type WorkerOptions struct {
 // about 600 ms of CPU to start. Each worker starts on the first request that
 // needs it, runs one request at a time, and learns each script once (see
 // WorkerBootstrap for the protocol); a request waits for an idle worker
-// within its context.
+// within its context. The workers are shared between callers (CallerKey):
+// one caller holds at most DefaultCallerShare(Size) of them, and so do the
+// calls of the groups other than ReservedWorkerGroups together. A request
+// whose context has ended is never sent, and a caller whose requests keep
+// ending mid-run waits a backoff before its next one (KillBackoff).
 //
 // A request whose context ends before its answer kills its worker (on
 // Windows with every process the worker started, through a Job object) and
