@@ -3,7 +3,7 @@ package smb
 import (
 	"context"
 	"errors"
-	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -25,9 +25,10 @@ type Server struct {
 	host           hostsmb.API
 	conf           *confine.Confiner
 	requirePrivacy bool
-	// mu serializes mapping changes, as CSI Proxy does: two mounts of one
-	// share must not both create its global mapping.
-	mu sync.Mutex
+	locks          shareLocks
+	// deadline covers a whole request; setting names what sets it.
+	deadline time.Duration
+	setting  string
 }
 
 // New returns a Server.
@@ -50,7 +51,9 @@ func (s *Server) Endpoints() []server.Endpoint {
 
 // NewSmbGlobalMapping maps the share of remotePath for the host, unless a
 // working mapping exists, and links localPath to remotePath when given.
-func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath, username, password string) error {
+func (s *Server) NewSmbGlobalMapping(parent context.Context, remotePath, localPath, username, password string) error {
+	ctx, cancel := s.withDeadline(parent)
+	defer cancel()
 	remote, root, err := validate.UNC("remote_path", remotePath)
 	if err != nil {
 		return err
@@ -69,8 +72,17 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 		return err
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := s.lockShare(parent, ctx, "NewSmbGlobalMapping", root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.ended(parent, ctx, "NewSmbGlobalMapping", root, s.mapAndLink(ctx, remote, root, localPath, username, password))
+}
+
+// mapAndLink makes the mapping of root unless one works, and the link,
+// with root's lock held.
+func (s *Server) mapAndLink(ctx context.Context, remote, root, localPath, username, password string) error {
 	log := logr.FromContextOrDiscard(ctx)
 	mapped, err := s.host.IsMapped(ctx, root)
 	if err != nil {
@@ -106,12 +118,17 @@ func (s *Server) NewSmbGlobalMapping(ctx context.Context, remotePath, localPath,
 }
 
 // RemoveSmbGlobalMapping removes the global mapping of remotePath's share.
-func (s *Server) RemoveSmbGlobalMapping(ctx context.Context, remotePath string) error {
+func (s *Server) RemoveSmbGlobalMapping(parent context.Context, remotePath string) error {
+	ctx, cancel := s.withDeadline(parent)
+	defer cancel()
 	_, root, err := validate.UNC("remote_path", remotePath)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.host.RemoveGlobalMapping(ctx, root)
+	unlock, err := s.lockShare(parent, ctx, "RemoveSmbGlobalMapping", root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.ended(parent, ctx, "RemoveSmbGlobalMapping", root, s.host.RemoveGlobalMapping(ctx, root))
 }

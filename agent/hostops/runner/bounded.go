@@ -40,10 +40,18 @@ type Limits struct {
 	Timeout time.Duration
 	// Concurrency is how many calls run at once; 0 means no cap.
 	Concurrency int
+	// CallerShare is how many of the Concurrency slots one caller
+	// (CallerKey) holds at most; 0 means DefaultCallerShare(Concurrency).
+	CallerShare int
 	// Setting names what sets these limits, for the errors, e.g.
 	// "--host-call-timeout-disk".
 	Setting string
 }
+
+// DefaultCallerShare is how many of n slots one caller holds at most when
+// Limits.CallerShare is 0: all but a quarter of them, at least one being
+// kept for the other callers when n > 1 (6 of 8, 1 of 2).
+func DefaultCallerShare(n int) int { return callerShareOf(n) }
 
 // Class is a set of operations of a group with limits of their own (a slot
 // pool separate from the group's).
@@ -65,14 +73,18 @@ type Bounded struct {
 
 type pool struct {
 	limits Limits
-	name   string        // what the slots are for, in errors
-	slots  chan struct{} // nil: no cap
+	name   string     // what the slots are for, in errors
+	slots  *fairSlots // nil: no cap
 }
 
 func newPool(name string, l Limits) *pool {
 	p := &pool{limits: l, name: name}
 	if l.Concurrency > 0 {
-		p.slots = make(chan struct{}, l.Concurrency)
+		if l.CallerShare <= 0 || l.CallerShare > l.Concurrency {
+			l.CallerShare = DefaultCallerShare(l.Concurrency)
+		}
+		p.limits = l
+		p.slots = newFairSlots(l.Concurrency, l.CallerShare, 0)
 	}
 	return p
 }
@@ -104,9 +116,17 @@ type DeadlineError struct {
 	Queued bool
 	Slots  int
 	Pool   string
+	// CallerShare, when not 0, says the slots were not all busy: the
+	// caller itself held this many of them, its whole share, until the
+	// deadline.
+	CallerShare int
 }
 
 func (e *DeadlineError) Error() string {
+	if e.Queued && e.CallerShare > 0 {
+		return fmt.Sprintf("%s %s did not start within %v: this caller already held %d of the %d slots for %s, its whole share, so it was not run (host operation deadline and per-caller share; %s)",
+			e.Group, e.Op, e.Timeout, e.CallerShare, e.Slots, e.Pool, e.Setting)
+	}
 	if e.Queued {
 		return fmt.Sprintf("%s %s did not start within %v: all %d slots for %s stayed busy, so it was not run (host operation deadline and cap; %s)",
 			e.Group, e.Op, e.Timeout, e.Slots, e.Pool, e.Setting)
@@ -117,10 +137,29 @@ func (e *DeadlineError) Error() string {
 // Unwrap returns context.DeadlineExceeded.
 func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
 
-// errOwnDeadline is the cause of a Bounded call's own deadline.
-var errOwnDeadline = errors.New("host operation deadline")
+// ErrHostCallDeadline is the cause (context.Cause) of a context ended by
+// the agent's own host operation deadline, not by its caller: a Bounded
+// call's, or a group's for a whole request. The PowerShell workers' restart
+// backoff does not count such ends against the caller.
+var ErrHostCallDeadline = errors.New("host operation deadline")
+
+var errOwnDeadline = ErrHostCallDeadline
 
 type opKey struct{}
+
+type groupKey struct{}
+
+// withGroup names the group of the calls made with ctx (Bounded does).
+func withGroup(ctx context.Context, group string) context.Context {
+	return context.WithValue(ctx, groupKey{}, group)
+}
+
+// GroupFromContext returns the group a Bounded runner gave the calls made
+// with ctx, or "" when there is none.
+func GroupFromContext(ctx context.Context) string {
+	g, _ := ctx.Value(groupKey{}).(string)
+	return g
+}
 
 // withOp names the operation of the calls made with ctx (Script does).
 func withOp(ctx context.Context, op string) context.Context {
@@ -163,24 +202,28 @@ func (b *Bounded) limit(ctx context.Context, op string, fn func(context.Context)
 		cctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errOwnDeadline)
 	}
 	defer cancel()
+	cctx = withGroup(cctx, b.group)
 	release := func() {}
 	if p.slots != nil {
-		select {
-		case p.slots <- struct{}{}:
-		case <-cctx.Done():
-			return b.ended(ctx, cctx, op, p, true)
+		rel, why := p.slots.acquire(cctx, CallerKey(ctx), false)
+		if rel == nil {
+			return b.ended(ctx, cctx, op, p, true, why)
 		}
-		release = func() { <-p.slots }
+		release = rel
 	}
 	if cctx.Err() != nil {
 		release()
-		return b.ended(ctx, cctx, op, p, true)
+		return b.ended(ctx, cctx, op, p, true, 0)
 	}
 	if !detach {
 		defer release()
 		err := fn(cctx)
+		var noWorker *NoWorkerError
+		if errors.As(err, &noWorker) {
+			return err // says what was full
+		}
 		if err != nil && cctx.Err() != nil {
-			return b.ended(ctx, cctx, op, p, false)
+			return b.ended(ctx, cctx, op, p, false, 0)
 		}
 		return err
 	}
@@ -192,11 +235,11 @@ func (b *Bounded) limit(ctx context.Context, op string, fn func(context.Context)
 	select {
 	case err := <-done:
 		if err != nil && cctx.Err() != nil {
-			return b.ended(ctx, cctx, op, p, false)
+			return b.ended(ctx, cctx, op, p, false, 0)
 		}
 		return err
 	case <-cctx.Done():
-		return b.ended(ctx, cctx, op, p, false)
+		return b.ended(ctx, cctx, op, p, false, 0)
 	}
 }
 
@@ -217,10 +260,14 @@ func Call(ctx context.Context, l Limiter, op string, fn func(ctx context.Context
 
 // ended is the error of a call whose context ended: its own deadline, or
 // the request's deadline or cancellation.
-func (b *Bounded) ended(parent, cctx context.Context, op string, p *pool, queued bool) error {
+func (b *Bounded) ended(parent, cctx context.Context, op string, p *pool, queued bool, why exhausted) error {
 	if parent.Err() == nil && context.Cause(cctx) == errOwnDeadline {
-		return &DeadlineError{Group: b.group, Op: op, Timeout: p.limits.Timeout, Setting: p.limits.Setting,
+		e := &DeadlineError{Group: b.group, Op: op, Timeout: p.limits.Timeout, Setting: p.limits.Setting,
 			Queued: queued, Slots: p.limits.Concurrency, Pool: p.name}
+		if why == exhaustedCaller {
+			e.CallerShare = p.limits.CallerShare
+		}
+		return e
 	}
 	if queued {
 		return fmt.Errorf("%s %s did not start: the request ended while it waited for a slot: %w", b.group, op, parent.Err())

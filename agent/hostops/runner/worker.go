@@ -15,6 +15,12 @@ import (
 // DefaultWorkers is how many PowerShell workers run at most.
 const DefaultWorkers = 2
 
+// ReservedWorkerGroups are the groups whose calls may take every worker
+// one caller's share allows; the calls of the other groups (iscsi, smb,
+// system) together hold at most DefaultCallerShare(Size) workers, so that
+// hung iSCSI or SMB cmdlets cannot keep a disk or volume call waiting.
+var ReservedWorkerGroups = map[string]bool{"disk": true, "volume": true}
+
 // ErrWorkersClosed answers the requests made after Workers.Close.
 var ErrWorkersClosed = errors.New("the PowerShell workers are stopped: the agent is shutting down")
 
@@ -35,6 +41,11 @@ type WorkerOptions struct {
 	MaxLine int
 	// Log receives the workers' starts and restarts.
 	Log logr.Logger
+	// KillBackoff is how long a caller whose request ended mid-run (and so
+	// killed its worker) waits before its next request gets a worker; it
+	// doubles with each such request in a row, up to KillBackoffMax. 0
+	// means DefaultKillBackoff and DefaultKillBackoffMax.
+	KillBackoff, KillBackoffMax time.Duration
 	// Registerer receives the metrics (pipeguard_agent_powershell_*); nil
 	// means they are not registered.
 	Registerer prometheus.Registerer
@@ -45,7 +56,11 @@ type WorkerOptions struct {
 // about 600 ms of CPU to start. Each worker starts on the first request that
 // needs it, runs one request at a time, and learns each script once (see
 // WorkerBootstrap for the protocol); a request waits for an idle worker
-// within its context.
+// within its context. The workers are shared between callers (CallerKey):
+// one caller holds at most DefaultCallerShare(Size) of them, and so do the
+// calls of the groups other than ReservedWorkerGroups together. A request
+// whose context has ended is never sent, and a caller whose requests keep
+// ending mid-run waits a backoff before its next one (KillBackoff).
 //
 // A request whose context ends before its answer kills its worker (on
 // Windows with every process the worker started, through a Job object) and
@@ -55,8 +70,12 @@ type WorkerOptions struct {
 // cmdlet must not run twice.
 type Workers struct {
 	opts    WorkerOptions
-	slots   chan struct{} // one per request in a worker; Size of them
+	slots   *fairSlots // one per request in a worker; Size of them
 	metrics *workerMetrics
+	backoff *killBackoff
+	// testBackoffWait, when set, is called as a request starts its wait
+	// for the restart backoff.
+	testBackoffWait func()
 
 	mu     sync.Mutex
 	idle   []*workerProc     // running and free; the last used is reused first
@@ -88,8 +107,16 @@ func NewWorkers(o WorkerOptions) (*Workers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workers{opts: o, slots: make(chan struct{}, o.Size), metrics: m,
-		names: map[string]string{}, live: map[*workerProc]struct{}{}}, nil
+	if o.KillBackoff <= 0 {
+		o.KillBackoff = DefaultKillBackoff
+	}
+	if o.KillBackoffMax <= 0 {
+		o.KillBackoffMax = DefaultKillBackoffMax
+	}
+	o.KillBackoffMax = max(o.KillBackoffMax, o.KillBackoff)
+	return &Workers{opts: o, slots: newFairSlots(o.Size, callerShareOf(o.Size), callerShareOf(o.Size)), metrics: m,
+		backoff: newKillBackoff(o.KillBackoff, o.KillBackoffMax),
+		names:   map[string]string{}, live: map[*workerProc]struct{}{}}, nil
 }
 
 // Size is how many workers run at most.
@@ -113,12 +140,15 @@ func (w *Workers) Run(ctx context.Context, cmd Command) ([]byte, error) {
 	if env == nil {
 		env = map[string]string{}
 	}
-	select {
-	case w.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("no PowerShell worker became free for %s before the request ended (all %d were busy; --powershell-workers): %w", op, w.opts.Size, ctx.Err())
+	caller, group := CallerKey(ctx), GroupFromContext(ctx)
+	if err := w.waitBackoff(ctx, caller, op); err != nil {
+		return nil, err
 	}
-	defer func() { <-w.slots }()
+	release, why := w.slots.acquire(ctx, caller, !ReservedWorkerGroups[group] && group != "")
+	if release == nil {
+		return nil, w.noWorker(ctx, op, group, why)
+	}
+	defer release()
 	p, err := w.take()
 	if err != nil {
 		return nil, err
@@ -126,18 +156,59 @@ func (w *Workers) Run(ctx context.Context, cmd Command) ([]byte, error) {
 	name := w.scriptName(cmd.Script)
 	start := time.Now()
 	if p == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s was not run: the request ended before a PowerShell worker started for it: %w", op, err)
+		}
 		if p, err = w.start(); err != nil {
 			return nil, fmt.Errorf("%s was not run: %w", op, err)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		w.put(p)
+		return nil, fmt.Errorf("%s was not run: the request ended before it was sent to a PowerShell worker: %w", op, err)
+	}
 	out, fail, err := p.do(ctx, op, name, cmd.Script, env)
 	w.metrics.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if caller != "" {
+		// Only a request its caller ended counts: one cut at the group's
+		// own deadline cost its caller that deadline already.
+		w.backoff.record(caller, fail == restartDeadline && context.Cause(ctx) != errOwnDeadline, time.Now())
+	}
 	if fail != "" {
 		w.retire(p, fail, op)
 	} else {
 		w.put(p)
 	}
 	return out, err
+}
+
+// NoWorkerError is a request that got no PowerShell worker before its
+// context ended; it was not run. It wraps the context's error, and its
+// message names what was full.
+type NoWorkerError struct{ err error }
+
+func (e *NoWorkerError) Error() string { return e.err.Error() }
+
+// Unwrap returns the context's error.
+func (e *NoWorkerError) Unwrap() error { return errors.Unwrap(e.err) }
+
+func noWorkerErrorf(format string, a ...any) error {
+	return &NoWorkerError{err: fmt.Errorf(format, a...)}
+}
+
+// noWorker is the error of a request that got no worker before its
+// context ended, naming what was full.
+func (w *Workers) noWorker(ctx context.Context, op, group string, why exhausted) error {
+	share := callerShareOf(w.opts.Size)
+	switch why {
+	case exhaustedCaller:
+		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: this caller already had %d of the %d workers, its whole share (--powershell-workers): %w",
+			op, share, w.opts.Size, ctx.Err())
+	case exhaustedClass:
+		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: the %s group, with the others but disk and volume, already had %d of the %d workers, the rest being kept for disk and volume (--powershell-workers): %w",
+			op, group, share, w.opts.Size, ctx.Err())
+	}
+	return noWorkerErrorf("no PowerShell worker became free for %s before the request ended (all %d were busy; --powershell-workers): %w", op, w.opts.Size, ctx.Err())
 }
 
 // take returns the idle worker used last, or nil when none runs (the

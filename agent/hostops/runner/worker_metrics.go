@@ -11,6 +11,7 @@ type workerMetrics struct {
 	starts   prometheus.Counter
 	restarts *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	backoffs prometheus.Counter
 }
 
 func newWorkerMetrics(reg prometheus.Registerer) (*workerMetrics, error) {
@@ -29,6 +30,10 @@ func newWorkerMetrics(reg prometheus.Registerer) (*workerMetrics, error) {
 			Help:    "Time a PowerShell worker took to answer a request (a worker's start included), by operation.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 15, 30, 60, 120},
 		}, []string{"operation"}),
+		backoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "pipeguard", Subsystem: "agent_powershell", Name: "worker_backoffs_total",
+			Help: "Requests that waited for the restart backoff first: their caller's previous requests ended before their answer, each killing its worker.",
+		}),
 	}
 	for _, r := range []failure{restartDeadline, restartExited, restartProtocol} {
 		m.restarts.WithLabelValues(string(r))
@@ -36,7 +41,7 @@ func newWorkerMetrics(reg prometheus.Registerer) (*workerMetrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.starts, m.restarts, m.duration} {
+	for _, c := range []prometheus.Collector{m.starts, m.restarts, m.duration, m.backoffs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the PowerShell worker metrics: %w", err)
 		}

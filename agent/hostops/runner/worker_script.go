@@ -15,7 +15,9 @@ const WorkerMarker = "<# pipeguard-powershell-worker v1 #>"
 //
 // Before a run it sets each value as a process environment variable, so
 // that the scripts read $Env:name as they do in a process of their own, and
-// afterwards puts back what the variables held. The script runs with
+// afterwards puts back what the variables held; once the answer is written
+// it removes its own variables of the request (WorkerRequestVariables) and
+// clears $Error, which holds the exceptions of the request. The script runs with
 // $ErrorActionPreference='Stop' in a child scope, so its variables do not
 // outlive the request, and inside a loop of its own, so that a stray break
 // or continue in it cannot reach the worker's loop. Its warning, verbose, debug and information streams
@@ -45,7 +47,14 @@ const WorkerBootstrap = WorkerMarker + " " +
 	`do { $ans.out = [string](& $sb 3>$null 4>$null 5>$null 6>$null | Out-String -Width 65536) } while ($false) ` +
 	`} catch { $ans.ok = $false; $ans.error = [string]$_.Exception.Message } ` +
 	`finally { foreach ($n in $saved.Keys) { [Environment]::SetEnvironmentVariable($n, $saved[$n], 'Process') } }; ` +
-	`$stdout.WriteLine((ConvertTo-Json $ans -Compress)) }`
+	`$stdout.WriteLine((ConvertTo-Json $ans -Compress)); ` +
+	`Remove-Variable -Name ` + WorkerRequestVariables + ` -ErrorAction SilentlyContinue; $Error.Clear() }`
+
+// WorkerRequestVariables are the variables WorkerBootstrap sets for a
+// request, removed once it is answered, with $Error, so that no value of a
+// request (an SMB password, a CHAP secret) stays in the worker for the next
+// one to read.
+const WorkerRequestVariables = "line,req,ans,saved,v,n,sb"
 
 // WorkerArgs are the arguments of a PowerShell worker: the options every
 // PowerShell command gets, and WorkerBootstrap as its -Command.

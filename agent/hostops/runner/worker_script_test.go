@@ -68,3 +68,32 @@ func TestWorkerArgsMatchTheOneOffCommand(t *testing.T) {
 		t.Fatal("the worker's -Command is not the bootstrap")
 	}
 }
+
+// Every variable the bootstrap sets for a request (request values, an SMB
+// password or a CHAP secret among them) is removed once the request is
+// answered, and $Error cleared, so that the next request's script cannot
+// read them.
+func TestWorkerBootstrapForgetsEachRequest(t *testing.T) {
+	b := WorkerBootstrap
+	loop := b[strings.Index(b, "while ("):]
+	removed := map[string]bool{}
+	for _, n := range strings.Split(WorkerRequestVariables, ",") {
+		removed[strings.ToLower(n)] = true
+	}
+	kept := map[string]bool{"erroractionpreference": true, "progresspreference": true}
+	set := regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)\s*=[^=]|foreach \(\$([A-Za-z_][A-Za-z0-9_]*) in`)
+	for _, m := range set.FindAllStringSubmatch(loop, -1) {
+		name := strings.ToLower(m[1] + m[2])
+		if !removed[name] && !kept[name] {
+			t.Errorf("the bootstrap sets $%s for a request and does not remove it afterwards", name)
+		}
+	}
+	if len(set.FindAllString(loop, -1)) < 5 {
+		t.Fatal("found too few assignments in the bootstrap's loop: the pattern no longer matches it")
+	}
+	answer := strings.LastIndex(loop, "$stdout.WriteLine(")
+	clearing := strings.LastIndex(loop, "Remove-Variable -Name "+WorkerRequestVariables+" -ErrorAction SilentlyContinue; $Error.Clear() }")
+	if answer < 0 || clearing < answer || !strings.HasSuffix(loop, "$Error.Clear() }") {
+		t.Fatal("the bootstrap does not remove the request's variables and clear $Error after each answer, inside its loop")
+	}
+}

@@ -265,6 +265,7 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	if err != nil {
 		return nil, err
 	}
+	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb")
 	sysHost := o.System
 	if sysHost == nil {
 		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices)}
@@ -295,14 +296,19 @@ func allowedService(allowed []string) func(name string) bool {
 	return func(name string) bool { return sysgroup.Allowed(allowed, name) }
 }
 
+// hostCallTimeout is the deadline of the host calls of group.
+func hostCallTimeout(o Options, group string) time.Duration {
+	if timeout, ok := o.HostCallTimeouts[group]; ok {
+		return timeout
+	}
+	return runner.DefaultTimeouts[group]
+}
+
 // boundRunner gives the host calls of group their deadline and caps: the
 // group's timeout and runner.DefaultConcurrency, and for the volume group's
 // format and resize calls the same timeout and FormatConcurrency.
 func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
-	timeout, ok := o.HostCallTimeouts[group]
-	if !ok {
-		timeout = runner.DefaultTimeouts[group]
-	}
+	timeout := hostCallTimeout(o, group)
 	setting := "--host-call-timeout-" + group
 	limits := runner.Limits{Timeout: timeout, Concurrency: runner.DefaultConcurrency, Setting: setting}
 	if group != "volume" {
@@ -312,8 +318,11 @@ func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
 	if formats <= 0 {
 		formats = runner.DefaultFormatConcurrency
 	}
+	// The format slots are not split between callers: with the default 2,
+	// keeping one back would halve a driver's formats. A caller's formats
+	// still count against its share of the PowerShell workers.
 	return runner.Bound(run, group, limits, runner.Class{Ops: runner.FormatOps,
-		Limits: runner.Limits{Timeout: timeout, Concurrency: formats, Setting: setting + ", --format-concurrency"}})
+		Limits: runner.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
 }
 
 // Listen opens every pipe or socket, the metrics endpoint and the health

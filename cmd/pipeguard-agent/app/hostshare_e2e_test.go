@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+
+	"github.com/pipeguard/pipeguard/agent/guard"
+	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/identity"
+)
+
+// TestSmbRequestDeadlineThroughTheGuard maps a share whose
+// New-SmbGlobalMapping never ends: --host-call-timeout-smb covers the whole
+// request (the mapping lookup before it included), which answers
+// DeadlineExceeded naming the share and the flag; the next mapping is
+// served.
+func TestSmbRequestDeadlineThroughTheGuard(t *testing.T) {
+	fake := &hangOn{hang: "smbuser=hung"}
+	const timeout = 300 * time.Millisecond
+	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake,
+		HostCallTimeouts: map[string]time.Duration{"smb": timeout}}, guard.Options{}, nil)
+	smb := smbv1.NewSmbClient(g.dial(t, "smb", "v1"))
+
+	start := time.Now()
+	_, err := smb.NewSmbGlobalMapping(context.Background(), &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\srv\share\pvc-1`, Username: "hung", Password: "p"})
+	if took := time.Since(start); took > timeout+10*time.Second {
+		t.Fatalf("answered after %v", took)
+	}
+	wantStatus(t, err, codes.DeadlineExceeded,
+		`smb NewSmbGlobalMapping of \\srv\share did not finish within 300ms (host operation deadline, counted for the whole request; --host-call-timeout-smb): New-SmbGlobalMapping failed:`)
+	if _, err := smb.NewSmbGlobalMapping(context.Background(), &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\other\share\pvc-2`, Username: "u", Password: "p"}); err != nil {
+		t.Fatalf("another share: %v", err)
+	}
+}
+
+// TestFormatSlotsNotSplitBetweenCallers: one pod formatting two volumes
+// gets both --format-concurrency slots; its other calls keep a share of
+// the group's.
+func TestFormatSlotsNotSplitBetweenCallers(t *testing.T) {
+	g := &formatGate{started: make(chan struct{}, 8), release: make(chan struct{})}
+	host := hostvol.PowerShell{Runner: boundRunner(Options{}, g, "volume")}
+	pod := peer.NewContext(context.Background(), &peer.Peer{AuthInfo: identity.AuthInfo{Caller: &identity.Caller{PodUID: "driver", UID: -1, GID: -1}}})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- host.FormatVolume(pod, `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`) }()
+	}
+	<-g.started
+	<-g.started
+	if n := g.running.Load(); n != 2 {
+		t.Fatalf("%d formats of one pod running, want 2", n)
+	}
+	close(g.release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
