@@ -21,7 +21,14 @@ func fixedBounds() map[string]string {
 	kib := func(n int) string { return strconv.Itoa(n>>10) + " KiB" }
 	mib := func(n int) string { return strconv.Itoa(n>>20) + " MiB" }
 	b := defaultHTTPBounds()
+	share := func(n int) string { return fmt.Sprintf("%d of %d", runner.DefaultCallerShare(n), n) }
 	want := map[string]string{
+		"host operations of one group one caller holds at once (a caller: its pod, else its user)":        share(runner.DefaultConcurrency),
+		"PowerShell workers one caller holds at once":                                                     share(2),
+		"PowerShell workers the iSCSI, SMB and system groups hold together":                               share(2),
+		"wait before a caller's next worker, after it ended its own request mid-run (killing its worker)": runner.DefaultKillBackoff.String() + ", doubling per such request in a row",
+		"that wait, at most":                 runner.DefaultKillBackoffMax.String(),
+		"callers whose restart wait is kept": strconv.Itoa(runner.MaxKillBackoffCallers),
 		"one caller's share of the audit webhook buffer, in blocking mode (a caller: its pod, else container, SID or uid, pid)": "1/" + strconv.Itoa(audit.WebhookCallerShare),
 		"ranges of unacknowledged records the webhook remembers":                                                                strconv.Itoa(audit.MaxUnsentRanges),
 		"a receiver's refusal reason, and the list of undelivered records, in a checkpoint":                                     strconv.Itoa(audit.MaxUnsentText) + " bytes",
