@@ -211,20 +211,6 @@ func New(o Options) (*Agent, error) {
 	return a, nil
 }
 
-// powerShellWorkers returns the pool of PowerShell workers that runs the
-// cmdlets of every Windows group on Windows, or nil when o.Runner replaces
-// it or the agent does not run on Windows.
-func powerShellWorkers(o Options, reg prometheus.Registerer) (*runner.Workers, error) {
-	if o.Runner != nil || o.GOOS != "windows" {
-		return nil, nil
-	}
-	w, err := runner.NewWorkers(runner.WorkerOptions{Size: o.PowerShellWorkers, Log: o.Log.WithName("powershell"), Registerer: reg})
-	if err != nil {
-		return nil, fmt.Errorf("PowerShell workers (--powershell-workers): %w", err)
-	}
-	return w, nil
-}
-
 // buildEndpoints assembles every API group with its host operations. The
 // Windows-only groups make Win32 calls through o.Win32 (the host's by
 // default) and run the cmdlets that have no Win32 equivalent through
@@ -294,35 +280,6 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 // group would allow them too.
 func allowedService(allowed []string) func(name string) bool {
 	return func(name string) bool { return sysgroup.Allowed(allowed, name) }
-}
-
-// hostCallTimeout is the deadline of the host calls of group.
-func hostCallTimeout(o Options, group string) time.Duration {
-	if timeout, ok := o.HostCallTimeouts[group]; ok {
-		return timeout
-	}
-	return runner.DefaultTimeouts[group]
-}
-
-// boundRunner gives the host calls of group their deadline and caps: the
-// group's timeout and runner.DefaultConcurrency, and for the volume group's
-// format and resize calls the same timeout and FormatConcurrency.
-func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
-	timeout := hostCallTimeout(o, group)
-	setting := "--host-call-timeout-" + group
-	limits := runner.Limits{Timeout: timeout, Concurrency: runner.DefaultConcurrency, Setting: setting}
-	if group != "volume" {
-		return runner.Bound(run, group, limits)
-	}
-	formats := o.FormatConcurrency
-	if formats <= 0 {
-		formats = runner.DefaultFormatConcurrency
-	}
-	// The format slots are not split between callers: with the default 2,
-	// keeping one back would halve a driver's formats. A caller's formats
-	// still count against its share of the PowerShell workers.
-	return runner.Bound(run, group, limits, runner.Class{Ops: runner.FormatOps,
-		Limits: runner.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
 }
 
 // Listen opens every pipe or socket, the metrics endpoint and the health
