@@ -129,12 +129,21 @@ func TestMountVolumePodLink(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s, host := protectServer(t)
-			err := s.MountVolume(confine.WithCaller(context.Background(), tc.caller), testVolume, "target_path", tc.target)
+			ctx := confine.WithCaller(context.Background(), tc.caller)
+			err := s.MountVolume(ctx, testVolume, "target_path", tc.target)
 			if tc.want == "" {
 				if err != nil || len(host.MountPoints()) != 1 {
 					t.Fatalf("err %v, mount points %v", err, host.MountPoints())
 				}
+				if err := s.UnmountVolume(ctx, testVolume, "target_path", tc.target); err != nil || len(host.MountPoints()) != 0 {
+					t.Fatalf("UnmountVolume: err %v, mount points %v", err, host.MountPoints())
+				}
 				return
+			}
+			// The same caller cannot take away a mount point it could
+			// not have placed.
+			if uerr := s.UnmountVolume(ctx, testVolume, "target_path", tc.target); uerr == nil || uerr.Error() != tc.want {
+				t.Fatalf("UnmountVolume: err %v\nwant %s", uerr, tc.want)
 			}
 			var r *confine.Refusal
 			if !errors.As(err, &r) || r.Rule != confine.RulePodLink || err.Error() != tc.want {

@@ -82,6 +82,11 @@ func (s *Server) UnmountVolume(ctx context.Context, volumeID, pathField, path st
 	if err != nil {
 		return err
 	}
+	// A mount point is removed on the terms it is placed on: a caller in
+	// a pod cannot take a volume away from another pod's directory.
+	if err := s.refuseMountAt(ctx, pathField, path, p); err != nil {
+		return err
+	}
 	return s.host.UnmountVolume(ctx, volumeID, p)
 }
 
