@@ -25,7 +25,9 @@ func scanAny(r io.Reader, name string, fn func(audit.Record) error) error {
 	if !eventListStart.Match(head) {
 		return scan(br, name, fn)
 	}
-	dec := json.NewDecoder(br)
+	cr := &listCap{r: br}
+	dec := json.NewDecoder(cr)
+	cr.dec = dec
 	n := 0
 	for list := 1; ; list++ {
 		var l struct {
@@ -66,4 +68,26 @@ func scanAny(r io.Reader, name string, fn func(audit.Record) error) error {
 			}
 		}
 	}
+}
+
+// MaxEventListBytes bounds one EventList that review holds in memory; the
+// agent's batches are at most --audit-webhook-batch-max-bytes (3 MiB by
+// default), and a longer list is reported as not valid, where it starts.
+const MaxEventListBytes = 256 << 20
+
+// listCap fails the read that would make the decoder hold more than
+// MaxEventListBytes of the list it is decoding.
+type listCap struct {
+	r    io.Reader
+	dec  *json.Decoder
+	read int64
+}
+
+func (c *listCap) Read(p []byte) (int, error) {
+	if c.read-c.dec.InputOffset() > MaxEventListBytes {
+		return 0, fmt.Errorf("an EventList longer than %d bytes (MaxEventListBytes), more than review holds of one list; the agent sends lists of at most --audit-webhook-batch-max-bytes", MaxEventListBytes)
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
 }

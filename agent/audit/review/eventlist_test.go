@@ -70,3 +70,39 @@ func TestVerifyReadsWebhookEventLists(t *testing.T) {
 		t.Fatalf("tampered EventLists: ok=%v problems=%v", rep.OK(), rep.Problems)
 	}
 }
+
+// endless yields `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`
+// and then string bytes for ever: a list that never ends.
+type endless struct{ head []byte }
+
+func (e *endless) Read(p []byte) (int, error) {
+	if len(e.head) > 0 {
+		n := copy(p, e.head)
+		e.head = e.head[n:]
+		return n, nil
+	}
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+// TestEventListIsBounded: a saved stream whose EventList never ends is
+// reported as not valid once past MaxEventListBytes, instead of being
+// read into memory for ever.
+func TestEventListIsBounded(t *testing.T) {
+	r := &endless{head: []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"kind":"Event","userAgent":"`)}
+	var got []string
+	err := scanAny(r, "stream", func(rec audit.Record) error {
+		if rec.Err != nil {
+			got = append(got, rec.Err.Error())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "EventList 1 is not valid JSON") || !strings.Contains(got[0], "longer than 268435456 bytes (MaxEventListBytes)") {
+		t.Fatalf("findings %q, want EventList 1 reported as longer than MaxEventListBytes", got)
+	}
+}

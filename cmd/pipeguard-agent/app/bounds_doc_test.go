@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/identity"
@@ -59,6 +60,7 @@ func fixedBounds() map[string]string {
 		"values of an audit record's user (groups and extra values together)":                                                           strconv.Itoa(audit.MaxRecordUserValues),
 		"annotations of an audit record (besides the chain's and the cut's)":                                                            strconv.Itoa(audit.MaxRecordAnnotations),
 		"one line `pipeguard audit` reads":                                                                                              mib(audit.MaxScanLine),
+		"one EventList `pipeguard audit` reads from a receiver's saved stream":                                                          mib(review.MaxEventListBytes),
 		"probe and metrics ports: request header bytes":                                                                                 kib(portMaxHeaderBytes),
 		"probe port: request headers arrive within":                                                                                     b.Probes.ReadHeaderTimeout.String(),
 		"metrics port: TLS handshake and request headers within":                                                                        b.Metrics.ReadHeaderTimeout.String(),
