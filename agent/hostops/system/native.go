@@ -41,6 +41,11 @@ type Native struct {
 	// agent allows only its --allowed-service list, so that force cannot
 	// reach past it.
 	MayStop func(name string) bool
+	// MayStart says whether a service that is not running and that the
+	// one StartService starts depends on, directly or not, may be started
+	// with it (the service control manager starts those first); nil means
+	// any. The agent allows only its --allowed-service list.
+	MayStart func(name string) bool
 
 	// connect opens the service control manager and firmware reads the
 	// raw SMBIOS data; nil means the host's. Tests replace them.
@@ -102,10 +107,17 @@ func (n Native) GetService(ctx context.Context, name string) (Service, error) {
 }
 
 // StartService starts the service name and waits until it is Running, as
-// Start-Service does; a service already running is left as it is.
+// Start-Service does; a service already running is left as it is. With
+// MayStart, a start that would start a service it depends on that MayStart
+// refuses is refused before anything starts.
 func (n Native) StartService(ctx context.Context, name string) error {
 	w := &watch{}
 	return n.withService(ctx, opStartService, name, accessStart, w, func(ctx context.Context, m serviceManager, h serviceHandle) error {
+		if n.MayStart != nil {
+			if err := checkStartDependencies(m, name, h, n.MayStart); err != nil {
+				return err
+			}
+		}
 		return n.waiter(w).start(ctx, name, h)
 	})
 }

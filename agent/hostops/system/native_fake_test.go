@@ -17,6 +17,9 @@ type fakeSCM struct {
 	// transitive makes activeDependents list the services that depend on
 	// a service indirectly too, deepest first, as Windows may.
 	transitive bool
+	// hook, when set, runs after each call is logged, with the lock held:
+	// it may change the services, as the node changes under a call.
+	hook func(entry string)
 }
 
 // fakeService is one service. After a start or stop, state() walks
@@ -46,7 +49,11 @@ func newFakeSCM(services ...*fakeService) *fakeSCM {
 func (f *fakeSCM) connect() (serviceManager, error) { return f, nil }
 
 func (f *fakeSCM) record(format string, args ...any) {
-	f.log = append(f.log, fmt.Sprintf(format, args...))
+	entry := fmt.Sprintf(format, args...)
+	f.log = append(f.log, entry)
+	if f.hook != nil {
+		f.hook(entry)
+	}
 }
 
 // calls returns the log entries that start with one of prefixes.
@@ -91,6 +98,13 @@ type fakeHandle struct {
 
 func (h *fakeHandle) config() (string, uint32, error) {
 	return h.s.display, h.s.startType, nil
+}
+
+func (h *fakeHandle) dependencies() ([]string, error) {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	h.f.record("dependencies %s", h.s.name)
+	return append([]string(nil), h.s.dependsOn...), nil
 }
 
 func (h *fakeHandle) state() (uint32, error) {

@@ -66,8 +66,9 @@ const (
 	// accessQuery reads the configuration and the status
 	// (SERVICE_QUERY_CONFIG | SERVICE_QUERY_STATUS).
 	accessQuery access = iota
-	// accessStart starts the service and follows its status
-	// (SERVICE_START | SERVICE_QUERY_STATUS).
+	// accessStart reads what the service depends on, starts it and
+	// follows its status (SERVICE_START | SERVICE_QUERY_STATUS |
+	// SERVICE_QUERY_CONFIG).
 	accessStart
 	// accessStop lists the services that depend on it, stops it and
 	// follows its status (SERVICE_STOP | SERVICE_QUERY_STATUS |
@@ -88,6 +89,10 @@ type serviceManager interface {
 type serviceHandle interface {
 	// config returns the display name and start type.
 	config() (displayName string, startType uint32, err error)
+	// dependencies returns the services this one depends on, which the
+	// service control manager starts before it; a load-order group it
+	// depends on is named with SC_GROUP_IDENTIFIER ('+') in front.
+	dependencies() ([]string, error)
 	// state returns the current state.
 	state() (uint32, error)
 	// start asks the service control manager to start the service; a

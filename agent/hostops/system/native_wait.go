@@ -28,6 +28,10 @@ const maxDependentDepth = 16
 type waiter struct {
 	poll  time.Duration
 	watch *watch
+	// stopping and mayStop are the service a stop with force was asked
+	// for and what may be stopped with it (nil: any).
+	stopping string
+	mayStop  func(string) bool
 }
 
 // sleep waits one poll interval, or until ctx ends.
@@ -95,15 +99,14 @@ func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h 
 			return err
 		}
 		if len(refused) > 0 {
-			flags := make([]string, len(refused))
-			for i, r := range refused {
-				flags[i] = "--allowed-service=" + r
-			}
 			return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 				"StopService of service %q with force refused: it would also stop services that depend on it and are not allowed services: %s; stop them on the node first, or allow them too (%s)",
-				name, quoteAll(refused), strings.Join(flags, " "))}
+				name, quoteAll(refused), allowFlags(refused))}
 		}
 	}
+	// The dependents are read again for the stop: each is checked again
+	// there, as one may have started since.
+	w.stopping, w.mayStop = name, mayStop
 	return w.stopWithDependents(ctx, m, name, h, force, []string{name})
 }
 
@@ -176,6 +179,9 @@ func checkDependency(path []string, dep string) error {
 // the services that depend on it.
 func (w *waiter) stopDependent(ctx context.Context, m serviceManager, dep string, path []string) error {
 	if err := checkDependency(path, dep); err != nil {
+		return err
+	}
+	if err := refuseDependentStop(w.stopping, dep, w.mayStop); err != nil {
 		return err
 	}
 	h, err := m.open(dep, accessStop)

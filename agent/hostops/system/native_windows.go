@@ -29,7 +29,7 @@ func accessRights(a access) uint32 {
 	case accessQuery:
 		return windows.SERVICE_QUERY_CONFIG | windows.SERVICE_QUERY_STATUS
 	case accessStart:
-		return windows.SERVICE_START | windows.SERVICE_QUERY_STATUS
+		return windows.SERVICE_START | windows.SERVICE_QUERY_STATUS | windows.SERVICE_QUERY_CONFIG
 	case accessStop:
 		return windows.SERVICE_STOP | windows.SERVICE_QUERY_STATUS | windows.SERVICE_ENUMERATE_DEPENDENTS
 	}
@@ -59,6 +59,27 @@ type winService struct{ s *mgr.Service }
 const maxServiceConfig = 8 << 10
 
 func (w *winService) config() (string, uint32, error) {
+	var display string
+	var start uint32
+	err := w.queryConfig(func(c *windows.QUERY_SERVICE_CONFIG, _ []uint64) {
+		display, start = windows.UTF16PtrToString(c.DisplayName), c.StartType
+	})
+	return display, start, err
+}
+
+func (w *winService) dependencies() ([]string, error) {
+	var deps []string
+	var bad error
+	err := w.queryConfig(func(c *windows.QUERY_SERVICE_CONFIG, buf []uint64) { deps, bad = multiString(c.Dependencies, buf) })
+	if err == nil && bad != nil {
+		err = fmt.Errorf("QueryServiceConfig: lpDependencies: %w", bad)
+	}
+	return deps, err
+}
+
+// queryConfig calls read with the service's QUERY_SERVICE_CONFIG, which
+// holds pointers into its buffer: read must copy what it keeps.
+func (w *winService) queryConfig(read func(c *windows.QUERY_SERVICE_CONFIG, buf []uint64)) error {
 	n := uint32(1024)
 	for range 3 {
 		// A []uint64 keeps the buffer aligned for the structure's pointers.
@@ -67,17 +88,48 @@ func (w *winService) config() (string, uint32, error) {
 		var needed uint32
 		err := windows.QueryServiceConfig(w.s.Handle, c, uint32(len(buf)*8), &needed)
 		if err == nil {
-			return windows.UTF16PtrToString(c.DisplayName), c.StartType, nil
+			read(c, buf)
+			return nil
 		}
 		if !errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER) {
-			return "", 0, fmt.Errorf("QueryServiceConfig: %w", err)
+			return fmt.Errorf("QueryServiceConfig: %w", err)
 		}
 		if needed <= n || needed > maxServiceConfig {
-			return "", 0, fmt.Errorf("QueryServiceConfig: asks for %d bytes after %d: %w", needed, n, err)
+			return fmt.Errorf("QueryServiceConfig: asks for %d bytes after %d: %w", needed, n, err)
 		}
 		n = needed
 	}
-	return "", 0, errors.New("QueryServiceConfig: the configuration kept growing")
+	return errors.New("QueryServiceConfig: the configuration kept growing")
+}
+
+// multiString reads a REG_MULTI_SZ-shaped list (lpDependencies) at p,
+// inside buf: strings each ended by a NUL, the list by an empty one. It
+// never reads past buf; a list that is not inside buf, or not ended in it,
+// is an error, so that dependencies that cannot be read are never taken
+// for none.
+func multiString(p *uint16, buf []uint64) ([]string, error) {
+	if p == nil {
+		return nil, nil
+	}
+	start := uintptr(unsafe.Pointer(&buf[0]))
+	end := start + uintptr(len(buf)*8)
+	at := uintptr(unsafe.Pointer(p))
+	if at < start || at >= end {
+		return nil, errors.New("the list is not inside the buffer QueryServiceConfig filled")
+	}
+	chars := unsafe.Slice(p, (end-at)/2)
+	var out []string
+	for from, i := 0, 0; i < len(chars); i++ {
+		if chars[i] != 0 {
+			continue
+		}
+		if i == from {
+			return out, nil
+		}
+		out = append(out, windows.UTF16ToString(chars[from:i]))
+		from = i + 1
+	}
+	return nil, errors.New("the list does not end inside the buffer QueryServiceConfig filled")
 }
 
 func (w *winService) state() (uint32, error) {

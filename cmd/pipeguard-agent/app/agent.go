@@ -254,7 +254,7 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb")
 	sysHost := o.System
 	if sysHost == nil {
-		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices)}
+		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices)}
 	}
 	sys, err := sysgroup.New(sysHost, o.AllowedServices)
 	if err != nil {

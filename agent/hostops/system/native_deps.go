@@ -1,0 +1,105 @@
+package system
+
+// The allowed services (--allowed-service) bound what a start or a stop
+// with force reaches: the services the service control manager would
+// start with the one started, and the dependents stopped with the one
+// stopped.
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pipeguard/pipeguard/agent/apierr"
+)
+
+// groupPrefix marks a load-order group among a service's dependencies
+// (SC_GROUP_IDENTIFIER).
+const groupPrefix = "+"
+
+// checkStartDependencies refuses to start name when the service control
+// manager would start with it a service that is not running and that
+// mayStart refuses, directly or through another dependency, or when it
+// depends on a load-order group, whose members cannot be known ahead.
+// Nothing is started before it returns.
+func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayStart func(string) bool) error {
+	var refused []string
+	var walk func(path []string, h serviceHandle) error
+	walk = func(path []string, h serviceHandle) error {
+		svc := path[len(path)-1]
+		deps, err := h.dependencies()
+		if err != nil {
+			return fmt.Errorf("StartService: reading the services service %q depends on: %w", svc, err)
+		}
+		for _, dep := range deps {
+			if g, ok := strings.CutPrefix(dep, groupPrefix); ok {
+				return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+					"StartService of service %q refused: service %q depends on the load-order group %q, whose services a start may start too and the agent cannot check against the allowed services; start it on the node",
+					name, svc, g)}
+			}
+			if slices.ContainsFunc(path, func(p string) bool { return strings.EqualFold(p, dep) }) {
+				return fmt.Errorf("StartService: services depend on each other in a cycle (%s -> %s): the service control manager's database is inconsistent; start them on the node", quoteAll(path), strconv.Quote(dep))
+			}
+			if len(path) >= maxDependentDepth {
+				return fmt.Errorf("StartService: services depend on each other more than %d deep (%s -> %s): start them on the node", maxDependentDepth, quoteAll(path), strconv.Quote(dep))
+			}
+			dh, err := m.open(dep, accessQuery)
+			if errors.Is(err, errNoSuchService) {
+				continue // the service control manager refuses the start itself
+			}
+			if err != nil {
+				return fmt.Errorf("StartService: opening service %q, which service %q depends on: %w", dep, svc, err)
+			}
+			err = func() error {
+				defer dh.close()
+				st, err := dh.state()
+				if err != nil {
+					return fmt.Errorf("StartService: reading the status of service %q, which service %q depends on: %w", dep, svc, err)
+				}
+				if st == stateRunning {
+					return nil // not started again, nor what it depends on
+				}
+				if !mayStart(dep) && !slices.ContainsFunc(refused, func(r string) bool { return strings.EqualFold(r, dep) }) {
+					refused = append(refused, dep)
+				}
+				return walk(append(path[:len(path):len(path)], dep), dh)
+			}()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk([]string{name}, h); err != nil {
+		return err
+	}
+	if len(refused) > 0 {
+		return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+			"StartService of service %q refused: it would also start services it depends on that are not running and are not allowed services: %s; start them on the node first, or allow them too (%s)",
+			name, quoteAll(refused), allowFlags(refused))}
+	}
+	return nil
+}
+
+// refuseDependentStop refuses to stop dep, a dependent of the service a
+// stop with force was asked for, when mayStop does not allow it: one that
+// started after the dependents were checked.
+func refuseDependentStop(name, dep string, mayStop func(string) bool) error {
+	if mayStop == nil || mayStop(dep) {
+		return nil
+	}
+	return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+		"StopService of service %q with force refused: service %q, which depends on it, started while it was being stopped and is not an allowed service; the services stopped so far stay stopped; stop it on the node first, or allow it too (%s)",
+		name, dep, allowFlags([]string{dep}))}
+}
+
+// allowFlags are the flags that would allow names.
+func allowFlags(names []string) string {
+	flags := make([]string, len(names))
+	for i, r := range names {
+		flags[i] = "--allowed-service=" + r
+	}
+	return strings.Join(flags, " ")
+}
