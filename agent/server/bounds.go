@@ -35,20 +35,23 @@ const (
 	// cannot take an endpoint's every place.
 	MaxConnectionsPerCaller = 16
 	// HandshakeTimeout bounds the time from accepting a connection to its
-	// HTTP/2 preface: a connection that sends nothing is closed.
+	// HTTP/2 preface: a connection that sends nothing is closed. The
+	// caller's identification runs in it too, and takes its own time on
+	// top (Options.HandshakeTimeout).
 	HandshakeTimeout = 5 * time.Second
 	// IdleConnectionTimeout closes a connection with no call in flight for
 	// this long. gRPC clients reconnect on their next call.
 	IdleConnectionTimeout = 2 * time.Minute
 )
 
-// grpcBounds are the server options that apply the bounds above.
-func grpcBounds() []grpc.ServerOption {
+// grpcBounds are the server options that apply the bounds above, with
+// handshake as the handshake's bound.
+func grpcBounds(handshake time.Duration) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxHeaderListSize(MaxHeaderListBytes),
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.MaxConcurrentStreams(MaxStreamsPerConnection),
-		grpc.ConnectionTimeout(HandshakeTimeout),
+		grpc.ConnectionTimeout(handshake),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: IdleConnectionTimeout}),
 	}
 }

@@ -42,6 +42,11 @@ type Options struct {
 	// Credentials, when set, run on every accepted connection; caller
 	// identity (package identity) plugs in here.
 	Credentials credentials.TransportCredentials
+	// HandshakeTimeout bounds a connection's handshake (Credentials
+	// included) and its HTTP/2 preface; 0 means HandshakeTimeout. Give
+	// credentials that take time (a lookup of the caller) their time on
+	// top of it.
+	HandshakeTimeout time.Duration
 }
 
 // Server serves the endpoints.
@@ -81,6 +86,9 @@ func New(o Options) (*Server, error) {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = HandshakeTimeout
+	}
 	return &Server{opts: o, log: o.Log, metrics: o.Metrics}, nil
 }
 
@@ -99,7 +107,7 @@ func (s *Server) Listen(ctx context.Context) error {
 		address := s.opts.Listen.Address(ep.Group, ep.Version)
 		lis = newPlacedListener(lis, MaxConnectionsPerEndpoint)
 		unary, stream := s.chain(ep, address)
-		opts := append(grpcBounds(), grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
+		opts := append(grpcBounds(s.opts.HandshakeTimeout), grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 		if s.opts.Credentials != nil {
 			var refused func()
 			if s.metrics != nil {

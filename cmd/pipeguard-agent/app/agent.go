@@ -83,6 +83,10 @@ type Options struct {
 	Guard *guard.Options
 	// Peer identifies callers when Guard is set; nil means identity.Peer.
 	Peer identity.PeerFunc
+	// PeerTimeout is the longest Peer takes for one connection (the CRI
+	// lookups of its caller); a connection's handshake may take it on top
+	// of server.HandshakeTimeout.
+	PeerTimeout time.Duration
 	// UnaryInterceptors and StreamInterceptors are inserted in every
 	// endpoint's chain between the guard and the handler.
 	UnaryInterceptors  []grpc.UnaryServerInterceptor
@@ -197,6 +201,7 @@ func New(o Options) (*Agent, error) {
 			return nil, err
 		}
 		so.Credentials = identity.NewCredentials(o.Log, o.Peer)
+		so.HandshakeTimeout = server.HandshakeTimeout + o.PeerTimeout
 		so.UnaryInterceptors = append([]grpc.UnaryServerInterceptor{g.Unary}, o.UnaryInterceptors...)
 		so.StreamInterceptors = append([]grpc.StreamServerInterceptor{g.Stream}, o.StreamInterceptors...)
 	}

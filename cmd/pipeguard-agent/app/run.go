@@ -125,6 +125,10 @@ func Run(ctx context.Context, cfg Config, ready func(addresses []string)) (err e
 	if cri != nil {
 		defer func() { _ = cri.Close() }()
 		cfg.Agent.Peer = identity.WithCRI(cfg.Agent.Peer, cri)
+		cfg.Agent.PeerTimeout = cfg.Guard.CRITimeout
+		if cfg.Agent.PeerTimeout == 0 {
+			cfg.Agent.PeerTimeout = identity.DefaultCRITimeout
+		}
 	}
 	a, err := New(cfg.Agent)
 	if err != nil {
