@@ -9,14 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -49,29 +47,12 @@ func serveCounting(t *testing.T, creds credentials.TransportCredentials) (string
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{
+	address := listenAndServe(t, Options{
 		Metrics:     m,
-		Log:         logr.Discard(),
-		Listen:      ListenOptions{SocketDir: filepath.Join(t.TempDir(), "s")},
 		Endpoints:   []Endpoint{{Group: "filesystem", Version: "v1", Register: func(g *grpc.Server) { fsv1.RegisterFilesystemServer(g, h) }}},
 		Credentials: creds,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := s.Listen(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return s.Addresses()[0], h, s.metrics
+	})[0]
+	return address, h, m
 }
 
 func dialFS(t *testing.T, address string, opts ...grpc.DialOption) (fsv1.FilesystemClient, *grpc.ClientConn) {

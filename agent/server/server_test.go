@@ -35,6 +35,18 @@ func fsEndpoint(needsWindows bool) Endpoint {
 func serve(t *testing.T, o Options) (fsv1.FilesystemClient, func()) {
 	t.Helper()
 	skipInProcessPipes(t)
+	conn, err := grpc.NewClient(dialTarget(listenAndServe(t, o)[0]), append(dialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsv1.NewFilesystemClient(conn), func() { conn.Close() }
+}
+
+// listenAndServe starts a Server with o, its log discarded and its sockets
+// in a temporary directory, serves it until the test ends, and returns its
+// addresses.
+func listenAndServe(t *testing.T, o Options) []string {
+	t.Helper()
 	o.Log = logr.Discard()
 	o.Listen = ListenOptions{SocketDir: filepath.Join(t.TempDir(), "s")}
 	s, err := New(o)
@@ -43,21 +55,18 @@ func serve(t *testing.T, o Options) (fsv1.FilesystemClient, func()) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := s.Listen(ctx); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
-	conn, err := grpc.NewClient(dialTarget(s.Addresses()[0]), append(dialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fsv1.NewFilesystemClient(conn), func() {
-		conn.Close()
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}
+	})
+	return s.Addresses()
 }
 
 // TestInterceptorChain checks the one place where gate, identity and audit
