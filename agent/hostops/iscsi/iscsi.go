@@ -47,20 +47,32 @@ type API interface {
 }
 
 // The scripts. They are constants: request values are read from $Env:.
+// They answer as CSI Proxy 1.3 does: adding a portal that exists, connecting
+// a connected target and disconnecting one that is not connected change
+// nothing and succeed; a target that is not connected has no disks; a
+// connection is not made persistent, and a persistent session (one made by
+// an older CSI Proxy) is unregistered before it is disconnected.
 const (
-	portalArgs     = `-TargetPortalAddress $Env:iscsi_tp_address -TargetPortalPortNumber ([uint16]$Env:iscsi_tp_port)`
-	scriptAdd      = `New-IscsiTargetPortal ` + portalArgs + ` | Out-Null`
+	portalArgs = `-TargetPortalAddress $Env:iscsi_tp_address -TargetPortalPortNumber ([uint16]$Env:iscsi_tp_port)`
+	scriptAdd  = `if (-not (Get-IscsiTargetPortal ` + portalArgs + ` -ErrorAction SilentlyContinue)) { ` +
+		`New-IscsiTargetPortal ` + portalArgs + ` | Out-Null }`
 	scriptDiscover = `Get-IscsiTargetPortal ` + portalArgs + ` | Get-IscsiTarget | Select-Object -ExpandProperty NodeAddress`
 	scriptRemove   = `Get-IscsiTargetPortal ` + portalArgs + ` | Remove-IscsiTargetPortal -Confirm:$false`
 	scriptList     = `Get-IscsiTargetPortal | Select-Object TargetPortalAddress, TargetPortalPortNumber | ConvertTo-Json -Compress`
-	scriptConnect  = `$params = @{ TargetPortalAddress = $Env:iscsi_tp_address; TargetPortalPortNumber = [uint16]$Env:iscsi_tp_port; ` +
-		`NodeAddress = $Env:iscsi_target_iqn; IsPersistent = $true; AuthenticationType = $Env:iscsi_auth_type }; ` +
+	// targetOfPortal sets $t to the portal's target with the IQN, and
+	// fails when the portal has none, as CSI Proxy's query of it does.
+	targetOfPortal = `$t = Get-IscsiTargetPortal ` + portalArgs + ` | Get-IscsiTarget | Where-Object { $_.NodeAddress -eq $Env:iscsi_target_iqn } | Select-Object -First 1; ` +
+		`if (-not $t) { throw 'the target portal has no target with that IQN' }; `
+	scriptConnect = targetOfPortal + `if ($t.IsConnected) { return }; ` +
+		`$params = @{ TargetPortalAddress = $Env:iscsi_tp_address; TargetPortalPortNumber = [uint16]$Env:iscsi_tp_port; ` +
+		`NodeAddress = $Env:iscsi_target_iqn; AuthenticationType = $Env:iscsi_auth_type }; ` +
 		`if ($Env:iscsi_auth_type -ne 'NONE') { $params.ChapUsername = $Env:iscsi_chap_user; $params.ChapSecret = $Env:iscsi_chap_secret }; ` +
 		`Connect-IscsiTarget @params | Out-Null`
-	targetOfPortal   = `Get-IscsiTargetPortal ` + portalArgs + ` | Get-IscsiTarget | Where-Object { $_.NodeAddress -eq $Env:iscsi_target_iqn }`
-	scriptDisconnect = targetOfPortal + ` | Disconnect-IscsiTarget -Confirm:$false`
-	scriptDisks      = `$t = ` + targetOfPortal + `; ` +
-		`if (-not $t -or -not $t.IsConnected) { throw 'the target is not connected' }; ` +
+	scriptDisconnect = targetOfPortal + `if (-not $t.IsConnected) { return }; ` +
+		`$s = Get-IscsiSession -IscsiTarget $t | Select-Object -First 1; ` +
+		`if ($s.IsPersistent) { $s | Unregister-IscsiSession }; ` +
+		`Disconnect-IscsiTarget -SessionIdentifier $s.SessionIdentifier -Confirm:$false`
+	scriptDisks = targetOfPortal + `if (-not $t.IsConnected) { return }; ` +
 		`Get-IscsiConnection -IscsiTarget $t | Get-Disk | Select-Object -ExpandProperty Number`
 	scriptSetMutual = `Set-IscsiChapSecret -ChapSecret $Env:iscsi_mutual_chap_secret`
 )
@@ -79,7 +91,7 @@ func portalEnv(pt Portal) []string {
 	}
 }
 
-// AddTargetPortal runs New-IscsiTargetPortal.
+// AddTargetPortal runs New-IscsiTargetPortal, unless the portal exists.
 func (p PowerShell) AddTargetPortal(ctx context.Context, pt Portal) error {
 	_, err := runner.Script(ctx, p.Runner, "New-IscsiTargetPortal", scriptAdd, portalEnv(pt)...)
 	return err
@@ -120,7 +132,8 @@ func (p PowerShell) ListTargetPortals(ctx context.Context) ([]Portal, error) {
 	return portals, nil
 }
 
-// ConnectTarget runs Connect-IscsiTarget, persistently, with CHAP when asked.
+// ConnectTarget runs Connect-IscsiTarget, with CHAP when asked, unless the
+// target is connected.
 func (p PowerShell) ConnectTarget(ctx context.Context, pt Portal, iqn string, auth AuthType, chapUser, chapSecret string) error {
 	env := append(portalEnv(pt),
 		runner.Env("iscsi_target_iqn", iqn),
@@ -131,13 +144,15 @@ func (p PowerShell) ConnectTarget(ctx context.Context, pt Portal, iqn string, au
 	return err
 }
 
-// DisconnectTarget disconnects the portal's target with that IQN.
+// DisconnectTarget disconnects the portal's target with that IQN, if it is
+// connected.
 func (p PowerShell) DisconnectTarget(ctx context.Context, pt Portal, iqn string) error {
 	_, err := runner.Script(ctx, p.Runner, "Disconnect-IscsiTarget", scriptDisconnect, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
 	return err
 }
 
-// GetTargetDisks returns the numbers of the disks of a connected target.
+// GetTargetDisks returns the numbers of the disks of the target: none when
+// it is not connected.
 func (p PowerShell) GetTargetDisks(ctx context.Context, pt Portal, iqn string) ([]string, error) {
 	out, err := runner.Script(ctx, p.Runner, "Get-IscsiConnection", scriptDisks, append(portalEnv(pt), runner.Env("iscsi_target_iqn", iqn))...)
 	if err != nil {
