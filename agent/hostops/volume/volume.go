@@ -37,11 +37,15 @@ type Cmdlets interface {
 }
 
 // The scripts. They are constants: request values are read from $Env:.
+// As CSI Proxy 1.3 does, a format is a quick NTFS format and a resize
+// refreshes the disk's cached layout after it. Unlike CSI Proxy, a format
+// is not forced: a volume in use (mounted and open, say a pod's) is not
+// taken off to be formatted.
 const (
 	scriptFormat = `Get-Volume -UniqueId $Env:volumeid | Format-Volume -FileSystem NTFS -Confirm:$false | Out-Null`
 	scriptResize = `$p = Get-Volume -UniqueId $Env:volumeid | Get-Partition; $size = [int64]$Env:sizebytes; ` +
 		`if ($size -eq 0) { $size = ($p | Get-PartitionSupportedSize).SizeMax }; ` +
-		`if ($size - $p.Size -ge 100MB) { $p | Resize-Partition -Size $size }`
+		`if ($size - $p.Size -ge 100MB) { $p | Resize-Partition -Size $size; $p | Get-Disk | Update-Disk }`
 )
 
 // PowerShell is Cmdlets, run through a runner.Runner (the agent's

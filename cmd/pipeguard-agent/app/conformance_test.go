@@ -1,0 +1,156 @@
+package app
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"testing"
+
+	diskv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1alpha1"
+	diskv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta1"
+	diskv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta2"
+	volv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
+	volv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
+	"google.golang.org/grpc/codes"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+)
+
+// conformanceCases are the checks of the rows of docs/windows.md's
+// conformance table that no other test holds, by "group/RPC": each makes
+// the call through the unmodified CSI Proxy client, on the pipes' gRPC
+// services, against a Windows host in memory, and asserts the answer CSI
+// Proxy 1.3 gives for it.
+func conformanceCases() map[string]func(t *testing.T) {
+	ctx := context.Background()
+	return map[string]func(t *testing.T){
+		// DiskStats reads the disk number from a string and answers the
+		// disk's size, as GetDiskStats does.
+		"disk/DiskStats": func(t *testing.T) {
+			r, _, host, _ := windowsAgentHost(t)
+			host.AddDisk(win32test.Disk{Number: 2, Size: 64 << 30})
+			c := diskv1beta1.NewDiskClient(r.dial(t, "disk", "v1beta1"))
+			got, err := c.DiskStats(ctx, &diskv1beta1.DiskStatsRequest{DiskID: "2"})
+			if err != nil || got.DiskSize != 64<<30 {
+				t.Fatalf("DiskStats(2) = %v, %v; want the disk's 64 GiB", got, err)
+			}
+			_, err = c.DiskStats(ctx, &diskv1beta1.DiskStatsRequest{DiskID: "two"})
+			wantStatus(t, err, codes.InvalidArgument, `diskID: "two" is not a disk number`)
+		},
+		// GetAttachState answers whether the disk is online: not IsOffline.
+		"disk/GetAttachState": func(t *testing.T) {
+			r, fake, _, _ := windowsAgentHost(t)
+			c := diskv1beta2.NewDiskClient(r.dial(t, "disk", "v1beta2"))
+			for offline, online := range map[string]bool{"True": false, "False": true} {
+				fake.Respond = func(runner.Command) ([]byte, error) { return []byte(offline + "\r\n"), nil }
+				got, err := c.GetAttachState(ctx, &diskv1beta2.GetAttachStateRequest{DiskID: "3"})
+				if err != nil || got.IsOnline != online {
+					t.Fatalf("GetAttachState with IsOffline %s = %v, %v; want IsOnline %v", offline, got, err, online)
+				}
+			}
+			for _, c := range fake.Commands() {
+				if !slices.Contains(c.Env, "disknumber=3") {
+					t.Fatalf("the state of disk 3 was asked with %q", c.Env)
+				}
+			}
+		},
+		// SetAttachState takes the disk offline or online.
+		"disk/SetAttachState": func(t *testing.T) {
+			r, fake, _, _ := windowsAgentHost(t)
+			c := diskv1beta2.NewDiskClient(r.dial(t, "disk", "v1beta2"))
+			if _, err := c.SetAttachState(ctx, &diskv1beta2.SetAttachStateRequest{DiskID: "3", IsOnline: false}); err != nil {
+				t.Fatal(err)
+			}
+			cmds := fake.Commands()
+			if len(cmds) != 1 || !slices.Contains(cmds[0].Env, "disknumber=3") || !slices.Contains(cmds[0].Env, "diskoffline=true") {
+				t.Fatalf("SetAttachState(3, offline) ran %+v; want one Set-Disk of disk 3 with IsOffline true", cmds)
+			}
+		},
+		// GetDiskNumberByName finds the disk whose page 83 identifier is
+		// the name; no such disk is an error naming it.
+		"disk/GetDiskNumberByName": func(t *testing.T) {
+			r, _, host, _ := windowsAgentHost(t)
+			host.AddDisk(win32test.Disk{Number: 4, Page83: asciiPage83("MSFT    Virtual_Disk    60022480f48d"), Serial: "S4"})
+			c := diskv1alpha1.NewDiskClient(r.dial(t, "disk", "v1alpha1"))
+			got, err := c.GetDiskNumberByName(ctx, &diskv1alpha1.GetDiskNumberByNameRequest{DiskName: "MSFT    Virtual_Disk    60022480f48d"})
+			if err != nil || got.DiskNumber != "4" {
+				t.Fatalf("GetDiskNumberByName = %v, %v; want disk 4", got, err)
+			}
+			_, err = c.GetDiskNumberByName(ctx, &diskv1alpha1.GetDiskNumberByNameRequest{DiskName: "no such disk"})
+			wantStatus(t, err, codes.Unknown, `no disk has the page 83 identifier "no such disk"`)
+		},
+		// DismountVolume flushes the volume and removes its mount point,
+		// as UnmountVolume does.
+		"volume/DismountVolume": func(t *testing.T) {
+			r, _, host, _ := windowsAgentHost(t)
+			host.AddVolume(win32test.Volume{ID: volumeID, FileSystem: "NTFS", Total: 100, Free: 40})
+			target := `C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd.csi.storage.gke.io\abc\globalmount`
+			if err := host.SetMountPoint(target+`\`, volumeID); err != nil {
+				t.Fatal(err)
+			}
+			c := volv1beta2.NewVolumeClient(r.dial(t, "volume", "v1beta2"))
+			if _, err := c.DismountVolume(ctx, &volv1beta2.DismountVolumeRequest{VolumeId: volumeID, Path: target}); err != nil {
+				t.Fatalf("DismountVolume: %v", err)
+			}
+			if mounts := host.MountPoints(); len(mounts) != 0 || host.Flushes(volumeID) != 1 {
+				t.Fatalf("after DismountVolume: mount points %v, %d flushes; want none left and one flush", mounts, host.Flushes(volumeID))
+			}
+		},
+		// GetVolumeDiskNumber answers the disk the volume lies on, as a
+		// number, as GetDiskNumberFromVolumeID does.
+		"volume/GetVolumeDiskNumber": func(t *testing.T) {
+			r, _, host, _ := windowsAgentHost(t)
+			host.AddVolume(win32test.Volume{ID: volumeID, FileSystem: "NTFS", PartitionNumber: 2,
+				Extents: []win32.DiskExtent{{DiskNumber: 5, StartingOffset: 1 << 20, ExtentLength: 1 << 30}}})
+			c := volv1beta1.NewVolumeClient(r.dial(t, "volume", "v1beta1"))
+			got, err := c.GetVolumeDiskNumber(ctx, &volv1beta1.VolumeDiskNumberRequest{VolumeId: volumeID})
+			if err != nil || got.DiskNumber != 5 {
+				t.Fatalf("GetVolumeDiskNumber = %v, %v; want disk 5", got, err)
+			}
+		},
+		// GetVolumeIDFromMount answers the volume mounted at the path, in
+		// the \\?\Volume{GUID}\ form, as GetVolumeIDFromTargetPath does.
+		"volume/GetVolumeIDFromMount": func(t *testing.T) {
+			r, _, host, _ := windowsAgentHost(t)
+			host.AddVolume(win32test.Volume{ID: volumeID, FileSystem: "NTFS"})
+			target := `C:\var\lib\kubelet\plugins\kubernetes.io\csi\disk.csi.azure.com\abc\globalmount`
+			if err := host.SetMountPoint(target+`\`, volumeID); err != nil {
+				t.Fatal(err)
+			}
+			c := volv1beta1.NewVolumeClient(r.dial(t, "volume", "v1beta1"))
+			got, err := c.GetVolumeIDFromMount(ctx, &volv1beta1.VolumeIDFromMountRequest{Mount: target})
+			if err != nil || !strings.EqualFold(got.VolumeId, volumeID) {
+				t.Fatalf("GetVolumeIDFromMount = %v, %v; want %s", got, err, volumeID)
+			}
+		},
+	}
+}
+
+// TestConformance runs conformanceCases, one subtest per row.
+func TestConformance(t *testing.T) {
+	for name, check := range conformanceCases() {
+		t.Run(name, check)
+	}
+}
+
+// asciiPage83 encodes a STORAGE_DEVICE_ID_DESCRIPTOR with one identifier:
+// id in the ASCII code set, associated with the device.
+func asciiPage83(id string) []byte {
+	const header, identHeader = 12, 16
+	const codeSetASCII, typeVendorID = 2, 1
+	n := identHeader + len(id)
+	b := make([]byte, header+n)
+	binary.LittleEndian.PutUint32(b[0:], 1)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(b)))
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	binary.LittleEndian.PutUint32(b[12:], codeSetASCII)
+	binary.LittleEndian.PutUint32(b[16:], typeVendorID)
+	binary.LittleEndian.PutUint16(b[20:], uint16(len(id)))
+	binary.LittleEndian.PutUint16(b[22:], uint16(n))
+	binary.LittleEndian.PutUint32(b[24:], 0) // StorageIdAssocDevice
+	copy(b[28:], id)
+	return b
+}
