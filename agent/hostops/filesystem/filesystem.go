@@ -92,9 +92,14 @@ func (l Local) Mkdir(_ context.Context, path string) error {
 
 // Rmdir removes path; force removes it with its contents. A final link is
 // removed, not followed. With force, the removal does not cross a mount
-// point (rule mount-point).
+// point (rule mount-point), and a path that does not exist, or whose
+// parent does not, is removed already: the call succeeds, as CSI Proxy's
+// os.RemoveAll does (drivers remove their paths without asking first).
 func (l Local) Rmdir(_ context.Context, path string, force bool) error {
 	h, err := l.open(path, confine.ResolveParent)
+	if force && errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -103,7 +108,10 @@ func (l Local) Rmdir(_ context.Context, path string, force bool) error {
 		return err
 	}
 	if force {
-		return removeAll(h, "Rmdir")
+		if err := removeAll(h, "Rmdir"); !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	}
 	return h.Err(h.Root().Remove(h.Name()))
 }

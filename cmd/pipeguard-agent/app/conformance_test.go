@@ -3,11 +3,14 @@ package app
 import (
 	"context"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	diskv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1alpha1"
+	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	diskv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta1"
 	diskv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta2"
 	volv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
@@ -109,6 +112,37 @@ func conformanceCases() map[string]func(t *testing.T) {
 			got, err := c.GetVolumeDiskNumber(ctx, &volv1beta1.VolumeDiskNumberRequest{VolumeId: volumeID})
 			if err != nil || got.DiskNumber != 5 {
 				t.Fatalf("GetVolumeDiskNumber = %v, %v; want disk 5", got, err)
+			}
+		},
+		// Rmdir with force of a path that does not exist, or whose parent
+		// does not, succeeds (os.RemoveAll): every driver's unpublish and
+		// unstage remove their path without asking whether it exists.
+		// Without force it fails, as os.Remove does.
+		"filesystem/Rmdir": func(t *testing.T) {
+			r := start(t, Options{})
+			c := fsv1.NewFilesystemClient(r.dial(t, "filesystem", "v1"))
+			pod := filepath.Join(r.kubelet, "pods", "uid")
+			if err := os.MkdirAll(pod, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{filepath.Join(pod, "missing"), filepath.Join(pod, "volumes", "kubernetes.io~csi", "pv", "mount")} {
+				if _, err := c.Rmdir(ctx, &fsv1.RmdirRequest{Path: p, Force: true}); err != nil {
+					t.Fatalf("Rmdir(%s, force) of a missing path: %v; want success", p, err)
+				}
+			}
+			if _, err := c.Rmdir(ctx, &fsv1.RmdirRequest{Path: filepath.Join(pod, "missing")}); err == nil {
+				t.Fatal("Rmdir without force of a missing path succeeded; want the error os.Remove gives")
+			}
+		},
+		// Mkdir of a directory that exists succeeds (os.MkdirAll).
+		"filesystem/Mkdir": func(t *testing.T) {
+			r := start(t, Options{})
+			c := fsv1.NewFilesystemClient(r.dial(t, "filesystem", "v1"))
+			dir := filepath.Join(r.kubelet, "plugins", "kubernetes.io", "csi", "drv", "pv", "globalmount")
+			for i := 0; i < 2; i++ {
+				if _, err := c.Mkdir(ctx, &fsv1.MkdirRequest{Path: dir}); err != nil {
+					t.Fatalf("Mkdir #%d: %v", i+1, err)
+				}
 			}
 		},
 		// GetVolumeIDFromMount answers the volume mounted at the path, in
