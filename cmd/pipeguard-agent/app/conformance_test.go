@@ -11,6 +11,7 @@ import (
 
 	diskv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1alpha1"
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
+	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
 	diskv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta1"
 	diskv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta2"
 	volv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
@@ -142,6 +143,27 @@ func conformanceCases() map[string]func(t *testing.T) {
 			for i := 0; i < 2; i++ {
 				if _, err := c.Mkdir(ctx, &fsv1.MkdirRequest{Path: dir}); err != nil {
 					t.Fatalf("Mkdir #%d: %v", i+1, err)
+				}
+			}
+		},
+		// RemoveSmbGlobalMapping removes the mapping of the share root of
+		// the path it is given: csi-driver-smb sends its link's target,
+		// sub-directory included, with '/' or '\\'.
+		"smb/RemoveSmbGlobalMapping": func(t *testing.T) {
+			r, fake, _, _ := windowsAgentHost(t)
+			c := smbv1.NewSmbClient(r.dial(t, "smb", "v1"))
+			for _, p := range []string{`\\SRV\Share\pvc-1\sub`, `//SRV/Share/pvc-1`} {
+				if _, err := c.RemoveSmbGlobalMapping(ctx, &smbv1.RemoveSmbGlobalMappingRequest{RemotePath: p}); err != nil {
+					t.Fatalf("RemoveSmbGlobalMapping(%s): %v", p, err)
+				}
+			}
+			cmds := fake.Commands()
+			if len(cmds) != 2 {
+				t.Fatalf("ran %+v; want two removals", cmds)
+			}
+			for _, c := range cmds {
+				if !strings.Contains(c.Script, "Remove-SmbGlobalMapping") || !slices.ContainsFunc(c.Env, func(e string) bool { return strings.EqualFold(e, `smbremotepath=\\srv\share`) }) {
+					t.Fatalf("ran %q with %q; want Remove-SmbGlobalMapping of the share root", c.Script, c.Env)
 				}
 			}
 		},
