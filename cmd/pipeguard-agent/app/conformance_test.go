@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	diskv1alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1alpha1"
-	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
-	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
 	diskv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta1"
 	diskv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1beta2"
+	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
+	smbv1 "github.com/kubernetes-csi/csi-proxy/client/api/smb/v1"
 	volv1beta1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta1"
 	volv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
 	"google.golang.org/grpc/codes"
