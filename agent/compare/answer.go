@@ -48,6 +48,8 @@ type answer struct {
 	err         string
 	unavailable bool // the side could not be reached
 	fields      map[string]string
+	// set is set when fields are the entries of a list, keys alone.
+	set bool
 }
 
 func (a answer) String() string {
@@ -62,9 +64,12 @@ func (a answer) String() string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		if v := a.fields[k]; v == "" {
+		switch v := a.fields[k]; {
+		case a.set:
 			b.WriteString(k)
-		} else {
+		case v == "":
+			b.WriteString(k + `=""`)
+		default:
 			b.WriteString(k + "=" + v)
 		}
 	}
@@ -109,6 +114,12 @@ var callOpts = []grpc.CallOption{grpc.MaxCallRecvMsgSize(MaxMessage)}
 // answer; fields turns a response into fields, or an error when it holds
 // more than the bounds allow.
 func ask[R any](ctx context.Context, timeout time.Duration, call func(context.Context, ...grpc.CallOption) (R, error), fields func(R) (map[string]string, error)) (a answer) {
+	return askList(ctx, timeout, call, fields, false)
+}
+
+// askList is ask for an answer that is a list: set says its fields are
+// entries, keys alone.
+func askList[R any](ctx context.Context, timeout time.Duration, call func(context.Context, ...grpc.CallOption) (R, error), fields func(R) (map[string]string, error), set bool) (a answer) {
 	defer func() {
 		if r := recover(); r != nil {
 			a = answer{err: clean(fmt.Sprintf("reading the answer failed: %v", r))}
@@ -134,7 +145,7 @@ func ask[R any](ctx context.Context, timeout time.Duration, call func(context.Co
 	for k, v := range f {
 		f[k] = clean(v)
 	}
-	return answer{fields: f}
+	return answer{fields: f, set: set}
 }
 
 // tooMany is the error of a list answer longer than MaxItems.
@@ -181,13 +192,21 @@ func diff(a, b answer, tolerate near) []string {
 		case !aok:
 			out = append(out, k+": only pipeguard answers it"+valueOf(bv))
 		case av != bv && (tolerate == nil || !tolerate(k, a, b)):
-			out = append(out, fmt.Sprintf("%s: CSI Proxy %s, pipeguard %s", k, av, bv))
+			out = append(out, fmt.Sprintf("%s: CSI Proxy %s, pipeguard %s", k, shown(av), shown(bv)))
 		}
 	}
 	if len(out) > MaxDifferences {
 		out = append(out[:MaxDifferences], fmt.Sprintf("… and %d more", len(out)-MaxDifferences))
 	}
 	return out
+}
+
+// shown is a value as a difference shows it: "" when empty.
+func shown(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
 }
 
 func valueOf(v string) string {

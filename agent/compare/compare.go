@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	diskapi "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
@@ -19,8 +20,8 @@ const DefaultTimeout = 30 * time.Second
 
 // DefaultServices are the Windows services GetService is asked about when
 // Options.Services is empty: those CSI drivers look at (the SMB client, the
-// iSCSI initiator) and CSI Proxy itself.
-var DefaultServices = []string{"csi-proxy", "LanmanWorkstation", "MSiSCSI"}
+// iSCSI initiator) and CSI Proxy's own service, csiproxy.
+var DefaultServices = []string{"csiproxy", "LanmanWorkstation", "MSiSCSI"}
 
 // Options configure a comparison.
 type Options struct {
@@ -106,7 +107,7 @@ func (r *run) both(rpc, request string, ask func(c Conns) answer, tolerate near)
 		r.report.Differ++
 	}
 	if csi.unavailable {
-		r.report.Unreachable = append(r.report.Unreachable, rpc+" "+row.Request)
+		r.report.Unreachable = append(r.report.Unreachable, strings.TrimSpace(rpc+" "+row.Request))
 	}
 	r.report.Rows = append(r.report.Rows, row)
 	return csi, pg
@@ -191,7 +192,7 @@ func (r *run) volumesOn(disks []uint32) []string {
 	seen := map[string]bool{}
 	for _, n := range disks {
 		r.both("volume.ListVolumesOnDisk", diskKey(n), func(c Conns) answer {
-			return ask(r.ctx, r.timeout, func(ctx context.Context, opts ...grpc.CallOption) (*volapi.ListVolumesOnDiskResponse, error) {
+			return askList(r.ctx, r.timeout, func(ctx context.Context, opts ...grpc.CallOption) (*volapi.ListVolumesOnDiskResponse, error) {
 				return c.Volume.ListVolumesOnDisk(ctx, &volapi.ListVolumesOnDiskRequest{DiskNumber: n}, opts...)
 			}, func(resp *volapi.ListVolumesOnDiskResponse) (map[string]string, error) {
 				ids := resp.GetVolumeIds()
@@ -206,7 +207,7 @@ func (r *run) volumesOn(disks []uint32) []string {
 					}
 				}
 				return f, nil
-			})
+			}, true)
 		}, nil)
 	}
 	volumes := slices.Sorted(func(yield func(string) bool) {

@@ -98,6 +98,7 @@ func TestEachDifferenceIsNamed(t *testing.T) {
 			x.Status = 4
 			s.Services["MSiSCSI"] = x
 		}, "system.GetService", "status: CSI Proxy RUNNING, pipeguard STOPPED"},
+		"empty BIOS serial": {func(s *comparetest.Side) { s.Serial = "" }, "system.GetBIOSSerialNumber", `serialNumber: CSI Proxy "", pipeguard GoogleCloud-1234`},
 		"error on one side": {func(s *comparetest.Side) {
 			s.Errors = map[string]error{"GetBIOSSerialNumber": errors.New("WMI is broken")}
 		},

@@ -21,7 +21,7 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("no CSI Proxy on %s: is the csi-proxy service running? (sc.exe query csi-proxy): %v", e.Pipe, e.Err)
+	return fmt.Sprintf("no CSI Proxy on %s: is CSI Proxy running? (sc.exe query csiproxy, or its DaemonSet's pods on this node) (%v)", e.Pipe, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }

@@ -61,7 +61,7 @@ func TestCompareExitCodes(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		withSides(t, nil, comparetest.Node())
 		code, out, errOut := runCompareTest("--kubelet-path", kubelet)
-		want := `pipeguard-agent compare: no CSI Proxy on \\.\pipe\csi-proxy-disk-v1: is the csi-proxy service running? (sc.exe query csi-proxy): The system cannot find the file specified.`
+		want := `pipeguard-agent compare: no CSI Proxy on \\.\pipe\csi-proxy-disk-v1: is CSI Proxy running? (sc.exe query csiproxy, or its DaemonSet's pods on this node) (The system cannot find the file specified.)`
 		if code != 2 || out != "" || strings.TrimSpace(errOut) != want {
 			t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 		}
@@ -71,7 +71,7 @@ func TestCompareExitCodes(t *testing.T) {
 		csi.Errors = map[string]error{"GetBIOSSerialNumber": unavailable{}}
 		withSides(t, csi, comparetest.Node())
 		code, _, errOut := runCompareTest("--kubelet-path", kubelet)
-		if code != 2 || !strings.Contains(errOut, "CSI Proxy could not be reached for 1 calls (first: system.GetBIOSSerialNumber ): is the csi-proxy service running?") {
+		if code != 2 || !strings.Contains(errOut, "CSI Proxy could not be reached for 1 calls (first: system.GetBIOSSerialNumber): is CSI Proxy running? (sc.exe query csiproxy)") {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 	})

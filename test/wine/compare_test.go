@@ -131,11 +131,11 @@ func TestCompare(t *testing.T) {
 	if err := os.WriteFile(p.path(fixture), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--kubelet-path", kubelet, "--timeout", "3s", "--service", "RpcSs", "--service", "PlugPlay", "--service", "csi-proxy"}
+	args := []string{"--kubelet-path", kubelet, "--timeout", "3s", "--service", "RpcSs", "--service", "PlugPlay", "--service", "csiproxy"}
 
 	t.Run("no CSI Proxy", func(t *testing.T) {
 		code, out, errOut := runCompare(t, p, agentExe, fixture, args...)
-		want := `pipeguard-agent compare: no CSI Proxy on \\.\pipe\csi-proxy-disk-v1: is the csi-proxy service running? (sc.exe query csi-proxy)`
+		want := `pipeguard-agent compare: no CSI Proxy on \\.\pipe\csi-proxy-disk-v1: is CSI Proxy running? (sc.exe query csiproxy, or its DaemonSet's pods on this node)`
 		if code != 2 || out != "" || !strings.Contains(errOut, want) {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errOut, want)
 		}
@@ -157,7 +157,7 @@ func TestCompare(t *testing.T) {
 		{"volumes", `\\?\Volume{00000000-0000-0000-0000-00000000beef}\: only CSI Proxy answers it`},
 		{"formatted", "formatted: CSI Proxy false, pipeguard true"},
 		{"stats", "usedBytes: CSI Proxy 46170898432, pipeguard 35433480192"},
-		{"bios", "serialNumber: CSI Proxy other serial, pipeguard "},
+		{"bios", `serialNumber: CSI Proxy other serial, pipeguard ""`},
 		{"service", "status: CSI Proxy "},
 		{"error", "fails on CSI Proxy only: Unknown: wmi: no Win32_BIOS"},
 		{"hang", "fails on CSI Proxy only: no answer within 3s (--timeout)"},

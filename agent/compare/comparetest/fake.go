@@ -206,7 +206,7 @@ func Node() *Side {
 		Paths:   map[string]bool{`C:\var\lib\kubelet`: true},
 		Serial:  "GoogleCloud-1234",
 		Services: map[string]Service{
-			"csi-proxy":         {DisplayName: "CSI Proxy", StartType: sysapi.StartType_AUTOMATIC, Status: sysapi.ServiceStatus_RUNNING},
+			"csiproxy":          {DisplayName: "CSI Proxy", StartType: sysapi.StartType_AUTOMATIC, Status: sysapi.ServiceStatus_RUNNING},
 			"LanmanWorkstation": {DisplayName: "Workstation", StartType: sysapi.StartType_AUTOMATIC, Status: sysapi.ServiceStatus_RUNNING},
 			"MSiSCSI":           {DisplayName: "Microsoft iSCSI Initiator Service", StartType: sysapi.StartType_MANUAL, Status: sysapi.ServiceStatus_STOPPED},
 		},
