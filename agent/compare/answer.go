@@ -31,6 +31,10 @@ const (
 	MaxValue = 512
 	// MaxDifferences is the most differences listed for one call.
 	MaxDifferences = 20
+	// MaxTimeouts is how many calls in a row CSI Proxy may leave
+	// unanswered until their deadline before it is asked nothing more:
+	// a hung CSI Proxy costs at most this many deadlines.
+	MaxTimeouts = 3
 )
 
 // The tolerance of a volume's used bytes, which move on a live node
@@ -47,6 +51,7 @@ const (
 type answer struct {
 	err         string
 	unavailable bool // the side could not be reached
+	timedOut    bool // the side did not answer within the deadline
 	fields      map[string]string
 	// set is set when fields are the entries of a list, keys alone.
 	set bool
@@ -132,7 +137,7 @@ func askList[R any](ctx context.Context, timeout time.Duration, call func(contex
 		s := status.Convert(err)
 		switch {
 		case (s.Code() == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) && cctx.Err() != nil && ctx.Err() == nil:
-			return answer{err: fmt.Sprintf("no answer within %s (--timeout)", timeout)}
+			return answer{err: fmt.Sprintf("no answer within %s (--timeout)", timeout), timedOut: true}
 		case s.Code() == codes.ResourceExhausted && strings.Contains(s.Message(), "larger than max"):
 			return answer{err: fmt.Sprintf("the answer is larger than the %d bytes compare reads", MaxMessage)}
 		}

@@ -71,6 +71,8 @@ type run struct {
 	timeout time.Duration
 	csi, pg Conns
 	report  Report
+	// timeouts counts CSI Proxy's unanswered calls in a row.
+	timeouts int
 }
 
 // Compare asks csi (CSI Proxy) and pg (pipeguard) the same read-only
@@ -100,7 +102,17 @@ func Compare(ctx context.Context, csi, pg Conns, o Options) Report {
 
 // both asks each side, then records the row.
 func (r *run) both(rpc, request string, ask func(c Conns) answer, tolerate near) (csi, pg answer) {
-	csi, pg = ask(r.csi), ask(r.pg)
+	if r.timeouts >= MaxTimeouts {
+		csi = answer{err: fmt.Sprintf("not asked: CSI Proxy left %d calls in a row unanswered", MaxTimeouts), unavailable: true}
+	} else if csi = ask(r.csi); csi.timedOut {
+		r.timeouts++
+		if r.timeouts == MaxTimeouts {
+			r.report.Notes = append(r.report.Notes, fmt.Sprintf("CSI Proxy stopped answering: %d calls in a row had no answer within %s; it was asked nothing more", MaxTimeouts, r.timeout))
+		}
+	} else {
+		r.timeouts = 0
+	}
+	pg = ask(r.pg)
 	row := Row{RPC: rpc, Request: clean(request), CSIProxy: csi.String(), Pipeguard: pg.String(), Differences: diff(csi, pg, tolerate)}
 	row.Same = len(row.Differences) == 0
 	if !row.Same {

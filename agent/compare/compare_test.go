@@ -251,3 +251,32 @@ func TestGarbage(t *testing.T) {
 		t.Errorf("difference %q", got)
 	}
 }
+
+// TestStoppedAnswering: a CSI Proxy that answers nothing costs MaxTimeouts
+// deadlines, then is asked nothing more; every call is still reported,
+// and the report says CSI Proxy could not be reached.
+func TestStoppedAnswering(t *testing.T) {
+	csi, pg := comparetest.Node(), comparetest.Node()
+	csi.Hang = map[string]bool{}
+	for _, ms := range compare.Allowed {
+		for _, m := range ms {
+			csi.Hang[m] = true
+		}
+	}
+	o := options()
+	o.Timeout = 100 * time.Millisecond
+	start := time.Now()
+	r, out := run(t, csi, pg, o)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("took %s", took)
+	}
+	if n := len(csi.Calls()); n != compare.MaxTimeouts {
+		t.Errorf("CSI Proxy asked %d times, want %d", n, compare.MaxTimeouts)
+	}
+	if r.Identical || len(r.Unreachable) == 0 || !strings.Contains(out, "CSI Proxy stopped answering: 3 calls in a row had no answer within 100ms; it was asked nothing more") {
+		t.Errorf("unreachable %q:\n%s", r.Unreachable, out)
+	}
+	if !contains(differences(r, "filesystem.PathExists"), "fails on CSI Proxy only: not asked: CSI Proxy left 3 calls in a row unanswered") {
+		t.Errorf("%s", out)
+	}
+}

@@ -31,6 +31,7 @@ func TestBoundsDocumented(t *testing.T) {
 		fmt.Sprintf("within %g%% of the volume's total bytes or %d MiB", UsedBytesShare*100, UsedBytesFloor>>20),
 		fmt.Sprintf("(default `%s`)", DefaultTimeout),
 		fmt.Sprintf("at %d characters", MaxCell),
+		fmt.Sprintf("leaves %d calls in a row unanswered", MaxTimeouts),
 		"`GetService` of `" + strings.Join(DefaultServices[:2], "`, `"),
 	} {
 		if !strings.Contains(doc, want) {

@@ -106,7 +106,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if len(report.Unreachable) > 0 {
-		fmt.Fprintf(stderr, "pipeguard-agent compare: CSI Proxy could not be reached for %d calls (first: %s): is CSI Proxy running? (sc.exe query csiproxy)\n", len(report.Unreachable), report.Unreachable[0])
+		fmt.Fprintf(stderr, "pipeguard-agent compare: CSI Proxy could not be reached for %d of %d calls (first: %s): is CSI Proxy running? (sc.exe query csiproxy)\n", len(report.Unreachable), report.Calls, report.Unreachable[0])
 		return 2
 	}
 	if ctx.Err() != nil {

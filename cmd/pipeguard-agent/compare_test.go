@@ -71,8 +71,17 @@ func TestCompareExitCodes(t *testing.T) {
 		csi.Errors = map[string]error{"GetBIOSSerialNumber": unavailable{}}
 		withSides(t, csi, comparetest.Node())
 		code, _, errOut := runCompareTest("--kubelet-path", kubelet)
-		if code != 2 || !strings.Contains(errOut, "CSI Proxy could not be reached for 1 calls (first: system.GetBIOSSerialNumber): is CSI Proxy running? (sc.exe query csiproxy)") {
+		if code != 2 || !strings.Contains(errOut, "CSI Proxy could not be reached for 1 of 17 calls (first: system.GetBIOSSerialNumber): is CSI Proxy running? (sc.exe query csiproxy)") {
 			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("hung", func(t *testing.T) {
+		csi := comparetest.Node()
+		csi.Hang = map[string]bool{"ListDiskLocations": true, "ListDiskIDs": true, "GetDiskStats": true, "ListVolumesOnDisk": true}
+		withSides(t, csi, comparetest.Node())
+		code, out, errOut := runCompareTest("--kubelet-path", kubelet, "--timeout", "50ms")
+		if code != 2 || !strings.Contains(errOut, "CSI Proxy could not be reached for 14 of 17 calls (first: disk.GetDiskStats disk 1)") || !strings.Contains(out, "CSI Proxy stopped answering") {
+			t.Errorf("exit %d\n%s\n%s", code, out, errOut)
 		}
 	})
 	for name, args := range map[string][]string{

@@ -162,6 +162,7 @@ func TestCompare(t *testing.T) {
 		{"error", "fails on CSI Proxy only: Unknown: wmi: no Win32_BIOS"},
 		{"hang", "fails on CSI Proxy only: no answer within 3s (--timeout)"},
 		{"huge", "entries; compare reads at most 1024"},
+		{"hang-all", "CSI Proxy stopped answering: 3 calls in a row had no answer within 3s; it was asked nothing more"},
 	} {
 		name := tc.diff
 		if name == "" {
@@ -172,8 +173,14 @@ func TestCompare(t *testing.T) {
 			startStandin(t, p, standin, "-fixture", fixture, "-kubelet-path", kubelet, "-diff", tc.diff, "-log", log)
 			code, out, errOut := runCompare(t, p, agentExe, fixture, args...)
 			wantCode := 1
-			if strings.HasPrefix(tc.want, "pipeguard answers") {
+			switch {
+			case strings.HasPrefix(tc.want, "pipeguard answers"):
 				wantCode = 0
+			case tc.diff == "hang-all":
+				wantCode = 2
+				if !strings.Contains(errOut, "pipeguard-agent compare: CSI Proxy could not be reached for 13 of 16 calls (first: disk.GetDiskStats disk 1): is CSI Proxy running?") {
+					t.Errorf("stderr: %s", errOut)
+				}
 			}
 			if code != wantCode || !strings.Contains(out, tc.want) {
 				t.Errorf("exit %d, want %d and %q in the output:\n%s\n%s", code, wantCode, tc.want, out, errOut)

@@ -45,6 +45,7 @@ var diffs = map[string]string{
 	"service":      "GetService answers STOPPED for a running service and RUNNING otherwise",
 	"error":        "GetBIOSSerialNumber fails",
 	"hang":         "ListDiskIDs never answers",
+	"hang-all":     "no method ever answers",
 	"huge":         "ListVolumesOnDisk lists 5000 volumes",
 }
 
@@ -83,6 +84,10 @@ func main() {
 			mu.Lock()
 			fmt.Fprintln(log, info.FullMethod)
 			mu.Unlock()
+		}
+		if *diff == "hang-all" {
+			<-ctx.Done()
+			return nil, ctx.Err()
 		}
 		return handler(ctx, req)
 	}
