@@ -2,6 +2,10 @@ package compare
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -124,5 +128,43 @@ func TestLocalRefusesTheRest(t *testing.T) {
 		if allowedMethod(full) {
 			t.Errorf("%q allowed", full)
 		}
+	}
+}
+
+// TestNoMutatingCallInSource: no code of the command, in this package or
+// in cmd/pipeguard-agent/compare.go, names a method of the CSI Proxy API
+// that is not allowed, so none can be called by way of another type.
+func TestNoMutatingCallInSource(t *testing.T) {
+	forbidden := map[string]bool{}
+	for _, m := range apiMethods(t) {
+		if !slices.Contains(Allowed[m.group], m.name) {
+			forbidden[m.name] = true
+		}
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../cmd/pipeguard-agent/compare.go")
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && forbidden[sel.Sel.Name] {
+				t.Errorf("%s: names %s, which compare may not call", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	if checked < 8 {
+		t.Errorf("only %d files checked", checked)
 	}
 }
