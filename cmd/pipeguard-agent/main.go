@@ -18,9 +18,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
-// run parses the flags, then runs the agent until SIGTERM or Ctrl-C (or, as a
+// run runs pipeguard-agent compare when args start with compare, and
+// otherwise parses the flags, then runs the agent until SIGTERM or Ctrl-C (or, as a
 // Windows service, until the service is stopped), and returns the exit code.
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "compare" {
+		return runCompare(args[1:], os.Stdout, stderr)
+	}
 	cfg, code, ok := parseFlags(args, stderr)
 	if !ok {
 		return code
