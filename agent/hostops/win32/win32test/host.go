@@ -19,8 +19,10 @@ type Disk struct {
 	// that query fail with ERROR_NOT_SUPPORTED.
 	Page83 []byte
 	// Vendor, Product and Serial are the strings of its
-	// STORAGE_DEVICE_DESCRIPTOR (StorageDeviceProperty).
+	// STORAGE_DEVICE_DESCRIPTOR (StorageDeviceProperty), written as they
+	// are (any bytes but NUL), and Bus its BusType.
 	Vendor, Product, Serial string
+	Bus                     win32.StorageBusType
 	// Size is its length in bytes (IOCTL_DISK_GET_LENGTH_INFO).
 	Size int64
 }
