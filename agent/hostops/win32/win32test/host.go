@@ -20,7 +20,10 @@ type Disk struct {
 	Page83 []byte
 	// Vendor, Product and Serial are the strings of its
 	// STORAGE_DEVICE_DESCRIPTOR (StorageDeviceProperty), written as they
-	// are (any bytes but NUL), and Bus its BusType.
+	// are (any bytes but NUL), and Bus its BusType. A Bus left 0
+	// (BusTypeUnknown) on a disk with a SCSI address answers BusTypeScsi,
+	// so that a disk given only its address is a SCSI disk; an unknown bus
+	// with an address needs Answer.
 	Vendor, Product, Serial string
 	Bus                     win32.StorageBusType
 	// Size is its length in bytes (IOCTL_DISK_GET_LENGTH_INFO).
