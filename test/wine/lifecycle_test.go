@@ -374,7 +374,7 @@ var (
 	answerVolumes = `{"volumeIds":[` + quote(lcVolume) + `]}`
 	answerStats   = fmt.Sprintf(`{"totalBytes":"%d","usedBytes":"%d"}`, lcTotal, lcTotal-lcFree)
 	answerDiskIDs = fmt.Sprintf(`{"diskIDs":{"%d":{"page83":%s,"serialNumber":"lc-serial"}}}`, lcDisk, quote("Google "+lcPV))
-	answerLoc     = fmt.Sprintf(`{"diskLocations":{"%d":{"Adapter":"0","Bus":"0","Target":"0","LUNID":%s}}}`, lcDisk, quote(lcLUN))
+	answerLoc     = fmt.Sprintf(`{"diskLocations":{"%d":{"Adapter":"0","Target":"0","LUNID":%s}}}`, lcDisk, quote(lcLUN))
 )
 
 func quote(s string) string {

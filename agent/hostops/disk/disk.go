@@ -9,7 +9,9 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
-// Location is where a disk is attached: SCSI adapter, bus (port), target and LUN.
+// Location is where a disk is attached, as CSI Proxy reports it: SCSI
+// adapter, target and LUN (see locationRules). Bus is part of the API and
+// never set, as CSI Proxy never sets it.
 type Location struct {
 	Adapter, Bus, Target, LUNID string
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -26,6 +25,11 @@ type Native struct {
 	// Cmdlets runs PartitionDisk, Rescan, SetDiskState and GetDiskState,
 	// and nothing else: the PowerShell implementation.
 	Cmdlets Cmdlets
+	// Skipped, when set, is told of each disk a listing leaves out because
+	// its answer could not be read: the listing ("ListDiskLocations",
+	// "ListDiskIDs") and the error, which names the disk. The agent logs
+	// and counts them.
+	Skipped func(listing string, err error)
 }
 
 var _ API = Native{}
@@ -56,36 +60,82 @@ func (n Native) drives(ctx context.Context) ([]uint32, error) {
 	return win32.Call(ctx, n.Limits, "QueryDosDeviceW", n.Sys.PhysicalDrives)
 }
 
-// ListDiskLocations returns the SCSI address of every disk that has one
-// (IOCTL_SCSI_GET_ADDRESS), as Get-Disk's Location reads it: Adapter is
-// the PortNumber, Bus the PathId, Target the TargetId, LUNID the Lun.
-// Disks that do not answer (not on a SCSI port) are left out, as CSI
-// Proxy does; a disk whose answer is malformed fails the listing, as its
-// location cannot be trusted to tell it from another.
+// ListDiskLocations returns the location of every disk CSI Proxy lists,
+// as it reports it: the disk's bus type (IOCTL_STORAGE_QUERY_PROPERTY,
+// StorageDeviceProperty) decides whether it is listed and which fields of
+// its SCSI address (IOCTL_SCSI_GET_ADDRESS) are reported (locationRules);
+// Bus is never set. Disks that answer neither query (none on a SCSI port)
+// or went away are left out, as CSI Proxy leaves them out. A disk whose
+// answer cannot be read is left out too and told to Skipped; the listing
+// fails only when the disks cannot be listed, or a call runs out of time.
 func (n Native) ListDiskLocations(ctx context.Context) (map[uint32]Location, error) {
+	const listing = "ListDiskLocations"
 	drives, err := n.drives(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing the disks: %w", err)
 	}
 	locs := map[uint32]Location{}
 	for _, d := range drives {
-		out, err := n.ioctl(ctx, d, win32.IOCTL_SCSI_GET_ADDRESS, nil, win32.SCSIAddressSize)
-		if gone(err) {
+		loc, ok, err := n.location(ctx, d)
+		if err != nil {
+			err = fmt.Errorf("reading the location of disk %d: %w", d, err)
+			if ended(ctx, err) {
+				return nil, err
+			}
+			n.skip(listing, err)
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the location of disk %d: %w", d, err)
+		if ok {
+			locs[d] = loc
 		}
-		a, err := win32.ParseSCSIAddress(out)
-		if err != nil {
-			return nil, fmt.Errorf("reading the location of disk %d: %w", d, err)
-		}
-		locs[d] = Location{Adapter: u8(a.PortNumber), Bus: u8(a.PathId), Target: u8(a.TargetId), LUNID: u8(a.Lun)}
 	}
 	return locs, nil
 }
 
-func u8(v uint8) string { return strconv.Itoa(int(v)) }
+// location returns the location CSI Proxy reports for disk, false when it
+// lists none.
+func (n Native) location(ctx context.Context, disk uint32) (Location, bool, error) {
+	desc, err := n.queryProperty(ctx, disk, win32.StorageDeviceProperty, descriptorFirstTry, maxDescriptorSize)
+	if gone(err) {
+		return Location{}, false, nil
+	}
+	if err != nil {
+		return Location{}, false, err
+	}
+	id, err := win32.ParseStorageDeviceIdentity(desc)
+	if err != nil {
+		return Location{}, false, err
+	}
+	if locationRules[id.BusType] == notListed {
+		return Location{}, false, nil
+	}
+	out, err := n.ioctl(ctx, disk, win32.IOCTL_SCSI_GET_ADDRESS, nil, win32.SCSIAddressSize)
+	if gone(err) {
+		return Location{}, false, nil
+	}
+	if err != nil {
+		return Location{}, false, err
+	}
+	a, err := win32.ParseSCSIAddress(out)
+	if err != nil {
+		return Location{}, false, err
+	}
+	loc, ok := reportedLocation(id.BusType, a)
+	return loc, ok, nil
+}
+
+// ended tells whether err is the end of the call's time (its deadline, or
+// the caller giving up), after which no other disk can be read either.
+func ended(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// skip tells Skipped of a disk left out of listing.
+func (n Native) skip(listing string, err error) {
+	if n.Skipped != nil {
+		n.Skipped(listing, err)
+	}
+}
 
 // GetDiskStats returns the disk's size in bytes (IOCTL_DISK_GET_LENGTH_INFO).
 func (n Native) GetDiskStats(ctx context.Context, disk uint32) (int64, error) {

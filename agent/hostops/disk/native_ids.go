@@ -66,7 +66,8 @@ func (n Native) page83(ctx context.Context, disk uint32) (string, error) {
 }
 
 // serial returns disk's serial number from its STORAGE_DEVICE_DESCRIPTOR,
-// spaces trimmed; a disk that does not answer the query has none ("").
+// spaces trimmed; a disk that does not answer the query has none (""). Only
+// the serial number is read of the descriptor.
 func (n Native) serial(ctx context.Context, disk uint32) (string, error) {
 	buf, err := n.queryProperty(ctx, disk, win32.StorageDeviceProperty, descriptorFirstTry, maxDescriptorSize)
 	if errors.Is(err, win32.ErrNotSupported) {
@@ -75,7 +76,7 @@ func (n Native) serial(ctx context.Context, disk uint32) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	d, err := win32.ParseStorageDeviceDescriptor(buf)
+	d, err := win32.ParseStorageDeviceIdentity(buf)
 	if err != nil {
 		return "", err
 	}
@@ -85,30 +86,47 @@ func (n Native) serial(ctx context.Context, disk uint32) (string, error) {
 // ListDiskIDs returns every disk's page 83 ID and serial number, read
 // with IOCTL_STORAGE_QUERY_PROPERTY (StorageDeviceIdProperty,
 // StorageDeviceProperty). A disk that went away since it was listed is
-// left out; a malformed answer fails the listing, as the disk could not be
-// told from another.
+// left out; so is a disk whose answer cannot be read, which is told to
+// Skipped rather than reported with a guessed ID. The listing fails only
+// when the disks cannot be listed, or a call runs out of time.
 func (n Native) ListDiskIDs(ctx context.Context) (map[uint32]IDs, error) {
+	const listing = "ListDiskIDs"
 	drives, err := n.drives(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing the disks: %w", err)
 	}
 	ids := map[uint32]IDs{}
 	for _, d := range drives {
-		p83, err := n.page83(ctx, d)
-		if errors.Is(err, win32.ErrNotFound) {
+		id, ok, err := n.ids(ctx, d)
+		if err != nil {
+			if ended(ctx, err) {
+				return nil, err
+			}
+			n.skip(listing, err)
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the page 83 ID of disk %d: %w", d, err)
+		if ok {
+			ids[d] = id
 		}
-		sn, err := n.serial(ctx, d)
-		if errors.Is(err, win32.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the serial number of disk %d: %w", d, err)
-		}
-		ids[d] = IDs{Page83: p83, SerialNumber: sn}
 	}
 	return ids, nil
+}
+
+// ids returns disk's IDs, false when it went away.
+func (n Native) ids(ctx context.Context, disk uint32) (IDs, bool, error) {
+	p83, err := n.page83(ctx, disk)
+	if errors.Is(err, win32.ErrNotFound) {
+		return IDs{}, false, nil
+	}
+	if err != nil {
+		return IDs{}, false, fmt.Errorf("reading the page 83 ID of disk %d: %w", disk, err)
+	}
+	sn, err := n.serial(ctx, disk)
+	if errors.Is(err, win32.ErrNotFound) {
+		return IDs{}, false, nil
+	}
+	if err != nil {
+		return IDs{}, false, fmt.Errorf("reading the serial number of disk %d: %w", disk, err)
+	}
+	return IDs{Page83: p83, SerialNumber: sn}, true, nil
 }

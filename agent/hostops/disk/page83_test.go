@@ -130,6 +130,10 @@ func TestPage83ID(t *testing.T) {
 		{"last NextOffset 0", descriptor(portNAA, ident{StorageIdCodeSetBinary, StorageIdTypeFCPHName, StorageIdAssocDevice, unhex("5000c50012345678"), -1, 0}),
 			"5000c50012345678", 2},
 		{"NextOffset past the aligned length", skipped, "5000c50012345678", 2},
+		// CSI Proxy reads the same identifier again for each count left.
+		{"NextOffset 0 before a match ends the walk with none", put16(descriptor(portNAA, naa6), 12+10, 0), "", 1},
+		{"NextOffset 0 after the match", put16(descriptor(naa5, portNAA), 12+10, 0), "5000c50012345678", 1},
+		{"NextOffset 0 after a skipped identifier", put16(descriptor(portNAA, targetName, naa6), 12+24+10, 0), "", 2},
 	}
 
 	for _, c := range cases {
@@ -212,10 +216,9 @@ func TestParsePage83Faults(t *testing.T) {
 			"6001405a1b2c3d4e5f60718293a4b5c6"},
 		{"IdentifierSize past Size", put16(one, 12+8, 17+16), "STORAGE_IDENTIFIER 0 IdentifierSize", 20, "33 bytes from offset 28 run past Size 44", ""},
 		{"IdentifierSize 0xffff", put16(two, 12+24+8, 0xffff), "STORAGE_IDENTIFIER 1 IdentifierSize", 12 + 24 + 8, "65535 bytes", ""},
-		{"NextOffset 0 with identifiers left", put16(two, 12+10, 0), "STORAGE_IDENTIFIER 0 NextOffset", 22, "0 does not advance, and 1 identifiers remain", ""},
 		{"NextOffset overlaps", put16(two, 12+10, 20), "STORAGE_IDENTIFIER 0 NextOffset", 22, "20 overlaps this identifier's 24 bytes", ""},
 		{"NextOffset past Size", put16(two, 12+10, 0xfff0), "STORAGE_IDENTIFIER 0 NextOffset", 22, "65520 leads to offset 65532, past Size 68", ""},
-		{"fault after the reported identifier", put16(descriptor(naa5, portNAA), 12+10, 0), "STORAGE_IDENTIFIER 0 NextOffset", 22, "does not advance",
+		{"fault after the reported identifier", put16(descriptor(naa5, portNAA), 12+10, 20), "STORAGE_IDENTIFIER 0 NextOffset", 22, "20 overlaps",
 			"5000c50012345678"},
 		{"garbage", []byte("this is not a STORAGE_DEVICE_ID_DESCRIPTOR at all"), "Size", 4, "exceeds", ""},
 	}
@@ -246,7 +249,7 @@ func TestParsePage83Faults(t *testing.T) {
 
 // Identifiers read before a fault are returned with the error.
 func TestParsePage83PartialResult(t *testing.T) {
-	buf := put16(descriptor(portNAA, naa6, eui64), 12+24+10, 0)
+	buf := put16(descriptor(portNAA, naa6, eui64), 12+24+10, 20)
 	d, err := ParsePage83(buf)
 	if err == nil {
 		t.Fatal("no error")
@@ -316,8 +319,10 @@ func FuzzParsePage83(f *testing.F) {
 			}
 			return
 		}
-		if uint32(len(d.Identifiers)) != binary.LittleEndian.Uint32(buf[8:]) {
-			t.Fatalf("%d identifiers, NumberOfIdentifiers %d", len(d.Identifiers), binary.LittleEndian.Uint32(buf[8:]))
+		// Fewer only where a NextOffset of 0 ended them.
+		if n, count := len(d.Identifiers), binary.LittleEndian.Uint32(buf[8:]); uint32(n) != count &&
+			(n == 0 || uint32(n) > count || binary.LittleEndian.Uint16(buf[d.Identifiers[n-1].Offset+10:]) != 0) {
+			t.Fatalf("%d identifiers, NumberOfIdentifiers %d", n, count)
 		}
 		if lazyErr != nil || lazy != d.Page83ID() {
 			t.Fatalf("Page83ID() = %q, %v; descriptor says %q", lazy, lazyErr, d.Page83ID())

@@ -35,10 +35,16 @@ type Cmdlets interface {
 const (
 	scriptIsMapped = `$m = Get-SmbGlobalMapping -RemotePath $Env:smbremotepath -ErrorAction SilentlyContinue; ` +
 		`if ($m -and $m.Status -eq 'OK') { 'true' } else { 'false' }`
-	scriptNewMapping = `$pw = ConvertTo-SecureString -String $Env:smbpassword -AsPlainText -Force; ` +
+	// An empty password reaches the worker as no variable at all ($null),
+	// which ConvertTo-SecureString refuses: it is an empty SecureString.
+	scriptNewMapping = `if ([string]::IsNullOrEmpty($Env:smbpassword)) { $pw = New-Object -TypeName System.Security.SecureString } ` +
+		`else { $pw = ConvertTo-SecureString -String $Env:smbpassword -AsPlainText -Force }; ` +
 		`$cred = New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList $Env:smbuser, $pw; ` +
 		`New-SmbGlobalMapping -RemotePath $Env:smbremotepath -Credential $cred -RequirePrivacy ($Env:smbrequireprivacy -eq 'true') | Out-Null`
-	scriptRemoveMapping = `Remove-SmbGlobalMapping -RemotePath $Env:smbremotepath -Force`
+	// Without a user name the share is mapped with no credential, as the
+	// host's own identity, as CSI Proxy maps it.
+	scriptNewMappingNoCredential = `New-SmbGlobalMapping -RemotePath $Env:smbremotepath -RequirePrivacy ($Env:smbrequireprivacy -eq 'true') | Out-Null`
+	scriptRemoveMapping          = `Remove-SmbGlobalMapping -RemotePath $Env:smbremotepath -Force`
 )
 
 // PowerShell is Cmdlets, run through a runner.Runner (the agent's
@@ -64,7 +70,15 @@ func (p PowerShell) IsMapped(ctx context.Context, remotePath string) (bool, erro
 
 // NewGlobalMapping runs New-SmbGlobalMapping with a credential built in the
 // script from environment variables, so the password never appears in text.
+// An empty username maps without a credential, as CSI Proxy does (its
+// password, if any, is not used).
 func (p PowerShell) NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error {
+	if username == "" {
+		_, err := runner.Script(ctx, p.Runner, "New-SmbGlobalMapping", scriptNewMappingNoCredential,
+			runner.Env("smbremotepath", remotePath),
+			runner.Env("smbrequireprivacy", fmt.Sprint(requirePrivacy)))
+		return err
+	}
 	_, err := runner.Script(ctx, p.Runner, "New-SmbGlobalMapping", scriptNewMapping,
 		runner.Env("smbuser", username),
 		runner.Env("smbpassword", password),

@@ -3,6 +3,7 @@ package smb
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
@@ -23,6 +24,20 @@ func TestCommands(t *testing.T) {
 			},
 			Script: scriptNewMapping,
 			Env:    []string{`smbuser=DOMAIN\user`, "smbpassword=s3cret", `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
+		},
+		"NewGlobalMapping without a user name": {
+			Call: func(p PowerShell) (any, error) {
+				return nil, p.NewGlobalMapping(ctx, `\\srv\share`, "", "ignored", false)
+			},
+			Script: scriptNewMappingNoCredential,
+			Env:    []string{`smbremotepath=\\srv\share`, "smbrequireprivacy=false"},
+		},
+		"NewGlobalMapping with a user and an empty password": {
+			Call: func(p PowerShell) (any, error) {
+				return nil, p.NewGlobalMapping(ctx, `\\srv\share`, `DOMAIN\user`, "", true)
+			},
+			Script: scriptNewMapping,
+			Env:    []string{`smbuser=DOMAIN\user`, "smbpassword=", `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
 		},
 		"RemoveGlobalMapping": {
 			Call:   func(p PowerShell) (any, error) { return nil, p.RemoveGlobalMapping(ctx, `\\srv\share`) },
@@ -65,6 +80,25 @@ func TestInjection(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
+		}
+	}
+}
+
+// The scripts decide as CSI Proxy does: a credential only with a user name;
+// an empty password, which the worker receives as no variable, becomes an
+// empty SecureString rather than an argument ConvertTo-SecureString refuses.
+func TestNewMappingScripts(t *testing.T) {
+	if strings.Contains(scriptNewMappingNoCredential, "Credential") || strings.Contains(scriptNewMappingNoCredential, "smbuser") ||
+		strings.Contains(scriptNewMappingNoCredential, "smbpassword") {
+		t.Errorf("the mapping without a user name reads a credential: %s", scriptNewMappingNoCredential)
+	}
+	for _, want := range []string{
+		`if ([string]::IsNullOrEmpty($Env:smbpassword)) { $pw = New-Object -TypeName System.Security.SecureString }`,
+		`else { $pw = ConvertTo-SecureString -String $Env:smbpassword -AsPlainText -Force }`,
+		`-Credential $cred`,
+	} {
+		if !strings.Contains(scriptNewMapping, want) {
+			t.Errorf("the mapping with a user name lacks %q: %s", want, scriptNewMapping)
 		}
 	}
 }

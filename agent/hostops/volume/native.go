@@ -24,6 +24,11 @@ type Native struct {
 	// Cmdlets runs FormatVolume and ResizeVolume, and nothing else: the
 	// PowerShell implementation.
 	Cmdlets Cmdlets
+	// Skipped, when set, is told of each volume ListVolumesOnDisk leaves
+	// out because its answer could not be read: the listing
+	// ("ListVolumesOnDisk") and the error, which names the volume. The
+	// agent logs and counts them.
+	Skipped func(listing string, err error)
 }
 
 var _ API = Native{}
@@ -49,17 +54,30 @@ func (n Native) volumePaths(volumeID string) (root, device string, err error) {
 func dirPath(p string) string { return strings.TrimRight(p, `\`) + `\` }
 
 // MountVolume mounts the volume at targetPath, an empty folder
-// (SetVolumeMountPointW).
+// (SetVolumeMountPointW). A folder that already is a mount point of this
+// volume is success, as in CSI Proxy: when the mount fails, the volume
+// mounted at targetPath (GetVolumeNameForVolumeMountPointW) is looked at,
+// and only another volume, or none, leaves the mount's error standing.
 func (n Native) MountVolume(ctx context.Context, volumeID, targetPath string) error {
 	root, _, err := n.volumePaths(volumeID)
 	if err != nil {
 		return err
 	}
 	mp := dirPath(targetPath)
-	if err := win32.Do(ctx, n.Limits, "SetVolumeMountPointW", func() error { return n.Sys.SetMountPoint(mp, root) }); err != nil {
-		return fmt.Errorf("mounting volume %s at %s: %w", volumeID, targetPath, err)
+	err = win32.Do(ctx, n.Limits, "SetVolumeMountPointW", func() error { return n.Sys.SetMountPoint(mp, root) })
+	if err == nil {
+		return nil
 	}
-	return nil
+	if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+		held, herr := win32.Call(ctx, n.Limits, "GetVolumeNameForVolumeMountPointW", func() (string, error) { return n.Sys.VolumeNameForMountPoint(mp) })
+		if herr == nil && strings.EqualFold(held, root) {
+			return nil
+		}
+		if herr == nil {
+			return fmt.Errorf("mounting volume %s at %s: %w (the folder is the mount point of volume %s; unmount it first)", volumeID, targetPath, err, held)
+		}
+	}
+	return fmt.Errorf("mounting volume %s at %s: %w", volumeID, targetPath, err)
 }
 
 // UnmountVolume flushes the volume's cache and then removes its mount

@@ -79,7 +79,10 @@ type onDisk struct {
 // ListVolumesOnDisk returns the volumes with an extent on disk and, for a
 // partition other than 0, whose partition (IOCTL_STORAGE_GET_DEVICE_NUMBER)
 // is that one, in partition order as Get-Partition lists them; volumes
-// spanning disks, which have no partition number, come last.
+// spanning disks, which have no partition number, come last. A volume
+// whose answer cannot be read, or a listed name that is no volume, is left
+// out and told to Skipped; the listing fails only when the volumes cannot
+// be listed, or a call runs out of time.
 func (n Native) ListVolumesOnDisk(ctx context.Context, disk, partition uint32) ([]string, error) {
 	if n.Sys == nil {
 		return nil, errNoSys
@@ -95,11 +98,17 @@ func (n Native) ListVolumesOnDisk(ctx context.Context, disk, partition uint32) (
 	var found []onDisk
 	for _, id := range vols {
 		if !win32.IsVolumeName(id) {
-			return nil, fmt.Errorf("listing the volumes on %s: FindNextVolumeW listed %q, which is not a volume GUID path", where, id)
+			n.skip(fmt.Errorf("listing the volumes on %s: FindNextVolumeW listed %q, which is not a volume GUID path", where, id))
+			continue
 		}
 		v, ok, err := n.volumeOnDisk(ctx, id, disk, partition)
 		if err != nil {
-			return nil, fmt.Errorf("listing the volumes on %s: volume %s: %w", where, id, err)
+			err = fmt.Errorf("listing the volumes on %s: volume %s: %w", where, id, err)
+			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return nil, err
+			}
+			n.skip(err)
+			continue
 		}
 		if ok {
 			found = append(found, v)
@@ -155,4 +164,11 @@ func (n Native) volumeOnDisk(ctx context.Context, id string, disk, partition uin
 		return onDisk{}, false, nil
 	}
 	return v, true, nil
+}
+
+// skip tells Skipped of a volume left out of ListVolumesOnDisk.
+func (n Native) skip(err error) {
+	if n.Skipped != nil {
+		n.Skipped("ListVolumesOnDisk", err)
+	}
 }

@@ -75,33 +75,6 @@ func TestNativeErrors(t *testing.T) {
 			call: func(n Native) error { _, err := n.GetDiskNumberFromVolumeID(ctx, volA); return err },
 			want: `finding the disk of volume \\?\Volume{aaaaaaaa-0000-0000-0000-000000000001}\: DeviceIoControl(IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS) says the volume has 4294967295 disk extents, more than the 4096 a volume can have`,
 		},
-		"garbage extents fail the listing": {
-			setup: func(f fixture) {
-				f.host.Answer(win32.VolumeDevice(volB), win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, []byte{1}, nil)
-			},
-			call: func(n Native) error { _, err := n.ListVolumesOnDisk(ctx, 1, 0); return err },
-			want: `listing the volumes on disk 1: volume \\?\Volume{bbbbbbbb-0000-0000-0000-000000000002}\: VOLUME_DISK_EXTENTS: NumberOfDiskExtents at offset 0: 1 bytes were returned, the field takes 4 (truncated answer)`,
-		},
-		"truncated partition number": {
-			setup: func(f fixture) {
-				f.host.Answer(win32.VolumeDevice(volA), win32.IOCTL_STORAGE_GET_DEVICE_NUMBER, make([]byte, 8), nil)
-			},
-			call: func(n Native) error { _, err := n.ListVolumesOnDisk(ctx, 1, 2); return err },
-			want: `listing the volumes on partition 2 of disk 1: volume \\?\Volume{aaaaaaaa-0000-0000-0000-000000000001}\: STORAGE_DEVICE_NUMBER: length at offset 0: 8 bytes were returned, the structure takes 12 (truncated answer)`,
-		},
-		"access denied fails the listing": {
-			setup: func(f fixture) {
-				f.host.Answer(win32.VolumeDevice(volC), win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, nil,
-					win32test.Fail("CreateFileW", win32.VolumeDevice(volC), win32test.ErrAccessDenied))
-			},
-			call: func(n Native) error { _, err := n.ListVolumesOnDisk(ctx, 2, 0); return err },
-			want: `listing the volumes on disk 2: volume \\?\Volume{cccccccc-0000-0000-0000-000000000003}\: CreateFileW \\?\Volume{cccccccc-0000-0000-0000-000000000003}: Access is denied.`,
-		},
-		"a listed name that is no volume": {
-			setup: func(f fixture) { f.host.AddVolume(win32test.Volume{ID: `\\?\GLOBALROOT\Device\X\`}) },
-			call:  func(n Native) error { _, err := n.ListVolumesOnDisk(ctx, 1, 0); return err },
-			want:  `listing the volumes on disk 1: FindNextVolumeW listed "\\\\?\\GLOBALROOT\\Device\\X\\", which is not a volume GUID path`,
-		},
 		"more free than total": {
 			setup: func(f fixture) { f.host.AddVolume(win32test.Volume{ID: volB, Total: 10, Free: 11}) },
 			call:  func(n Native) error { _, _, err := n.GetVolumeStats(ctx, volB); return err },

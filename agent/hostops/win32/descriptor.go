@@ -77,7 +77,49 @@ type StorageDeviceDescriptor struct {
 	ProductId          string
 	ProductRevision    string
 	SerialNumber       string
-	BusType            uint32
+	BusType            StorageBusType
+}
+
+// StorageDeviceIdentity is what the disk listings read of a
+// STORAGE_DEVICE_DESCRIPTOR: its bus type and serial number. The vendor,
+// product and revision strings are not read at all, so a byte in them that
+// is not printable ASCII does not matter.
+type StorageDeviceIdentity struct {
+	BusType      StorageBusType
+	SerialNumber string
+}
+
+// ParseStorageDeviceIdentity reads the BusType and the serial number of
+// the STORAGE_DEVICE_DESCRIPTOR in b, with the checks of
+// ParseStorageDeviceDescriptor on Size and on the serial number's offset
+// and string, and none on the other strings.
+func ParseStorageDeviceIdentity(b []byte) (StorageDeviceIdentity, error) {
+	desc, err := storageDeviceDescriptorBytes(b)
+	if err != nil {
+		return StorageDeviceIdentity{}, err
+	}
+	serial, err := descriptorString(desc, "SerialNumberOffset", 24)
+	if err != nil {
+		return StorageDeviceIdentity{}, err
+	}
+	return StorageDeviceIdentity{BusType: StorageBusType(u32(desc, 28)), SerialNumber: serial}, nil
+}
+
+// storageDeviceDescriptorBytes checks the Size of the descriptor in b and
+// returns b cut to it.
+func storageDeviceDescriptorBytes(b []byte) ([]byte, error) {
+	const name = "STORAGE_DEVICE_DESCRIPTOR"
+	size, err := DescriptorSize(b)
+	if err != nil {
+		return nil, err
+	}
+	if size < storageDeviceDescriptorFixed {
+		return nil, layoutFault(name, "Size", 4, "%d is less than the %d bytes of the fixed part", size, storageDeviceDescriptorFixed)
+	}
+	if uint64(size) > uint64(len(b)) {
+		return nil, layoutFault(name, "Size", 4, "%d exceeds the %d bytes returned (truncated answer)", size, len(b))
+	}
+	return b[:size], nil
 }
 
 // ParseStorageDeviceDescriptor reads the STORAGE_DEVICE_DESCRIPTOR in b,
@@ -88,23 +130,15 @@ type StorageDeviceDescriptor struct {
 // a NUL within Size. An offset of 0 (or 0xFFFFFFFF, which some drivers
 // write) means no string. Bytes beyond Size are ignored.
 func ParseStorageDeviceDescriptor(b []byte) (StorageDeviceDescriptor, error) {
-	const name = "STORAGE_DEVICE_DESCRIPTOR"
-	size, err := DescriptorSize(b)
+	desc, err := storageDeviceDescriptorBytes(b)
 	if err != nil {
 		return StorageDeviceDescriptor{}, err
 	}
-	if size < storageDeviceDescriptorFixed {
-		return StorageDeviceDescriptor{}, layoutFault(name, "Size", 4, "%d is less than the %d bytes of the fixed part", size, storageDeviceDescriptorFixed)
-	}
-	if uint64(size) > uint64(len(b)) {
-		return StorageDeviceDescriptor{}, layoutFault(name, "Size", 4, "%d exceeds the %d bytes returned (truncated answer)", size, len(b))
-	}
-	desc := b[:size]
 	d := StorageDeviceDescriptor{
-		Version: u32(desc, 0), Size: size,
+		Version: u32(desc, 0), Size: uint32(len(desc)),
 		DeviceType: desc[8], DeviceTypeModifier: desc[9],
 		RemovableMedia: desc[10] != 0, CommandQueueing: desc[11] != 0,
-		BusType: u32(desc, 28),
+		BusType: StorageBusType(u32(desc, 28)),
 	}
 	for _, f := range []struct {
 		field string

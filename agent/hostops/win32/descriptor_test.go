@@ -61,3 +61,47 @@ func TestParseStorageDeviceDescriptor(t *testing.T) {
 		}
 	}
 }
+
+// The identity reads the bus type and the serial number only: hostile
+// bytes in the other strings, or offsets of theirs that lead nowhere, do
+// not matter; the serial number's own faults do.
+func TestParseStorageDeviceIdentity(t *testing.T) {
+	d := win32test.StorageDeviceDescriptor(win32.StorageDeviceDescriptor{BusType: win32.BusTypeVirtual,
+		VendorId: "Msft\x01", ProductId: "Virtual\xffDisk", ProductRevision: "1.0\n", SerialNumber: "  6002248066c7a8e3  "})
+	if _, err := win32.ParseStorageDeviceDescriptor(d); err == nil {
+		t.Fatal("the full parse accepted a vendor string holding 0x01; the test proves nothing")
+	}
+	want := win32.StorageDeviceIdentity{BusType: win32.BusTypeVirtual, SerialNumber: "  6002248066c7a8e3  "}
+	if got, err := win32.ParseStorageDeviceIdentity(d); err != nil || got != want {
+		t.Fatalf("ParseStorageDeviceIdentity = %+v, %v\nwant %+v", got, err, want)
+	}
+	if got, err := win32.ParseStorageDeviceIdentity(put32(put32(d, 12, 4), 16, 0xfffffff0)); err != nil || got != want {
+		t.Fatalf("vendor and product offsets leading nowhere: %+v, %v", got, err)
+	}
+	serial := win32test.StorageDeviceDescriptor(win32.StorageDeviceDescriptor{SerialNumber: "SN1"})
+	for name, tc := range map[string]struct {
+		buf  []byte
+		want string
+	}{
+		"truncated":  {serial[:20], "STORAGE_DEVICE_DESCRIPTOR: Size at offset 4: 44 exceeds the 20 bytes returned (truncated answer)"},
+		"not ASCII":  {append(serial[:41:41], 0xc3, 0xa9, 0), "STORAGE_DEVICE_DESCRIPTOR: SerialNumberOffset at offset 24: the string at 40 holds byte 0xc3 at 41, which is not printable ASCII"},
+		"in header":  {put32(serial, 24, 8), "STORAGE_DEVICE_DESCRIPTOR: SerialNumberOffset at offset 24: 8 points into the 36-byte fixed part"},
+		"Size small": {put32(serial, 4, 12), "STORAGE_DEVICE_DESCRIPTOR: Size at offset 4: 12 is less than the 36 bytes of the fixed part"},
+	} {
+		got, err := win32.ParseStorageDeviceIdentity(tc.buf)
+		if err == nil || err.Error() != tc.want || got != (win32.StorageDeviceIdentity{}) {
+			t.Errorf("%s: %+v, %v\nwant %q", name, got, err, tc.want)
+		}
+	}
+}
+
+func TestStorageBusTypeNames(t *testing.T) {
+	for b, want := range map[win32.StorageBusType]string{
+		win32.BusTypeScsi: "SCSI", win32.BusTypeAta: "ATA", win32.BusTypeSata: "SATA", win32.BusTypeVirtual: "Virtual",
+		win32.BusTypeNvme: "NVMe", win32.BusTypeUfs: "UFS", win32.BusTypeNvmeof: "NVMe-oF", 0x15: "bus type 0x15", 0x7f: "bus type 0x7F",
+	} {
+		if got := b.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", uint32(b), got, want)
+		}
+	}
+}

@@ -101,10 +101,18 @@ func FuzzParseStorageDeviceDescriptor(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, buf []byte) {
+		id, idErr := win32.ParseStorageDeviceIdentity(buf)
+		if idErr != nil {
+			layoutError(t, idErr, buf)
+		}
 		d, err := win32.ParseStorageDeviceDescriptor(buf)
 		if err != nil {
 			layoutError(t, err, buf)
 			return
+		}
+		// Whatever the full parse reads, the identity reads the same.
+		if idErr != nil || id.BusType != d.BusType || id.SerialNumber != d.SerialNumber {
+			t.Fatalf("identity %+v, %v; the full descriptor %+v", id, idErr, d)
 		}
 		if int(d.Size) > len(buf) {
 			t.Fatalf("Size %d past the %d bytes", d.Size, len(buf))

@@ -172,6 +172,7 @@ func New(o Options) (*Agent, error) {
 	if workers != nil {
 		o.Runner = workers
 	}
+	o.Registry = reg
 	eps, err := buildEndpoints(o, conf)
 	if err != nil {
 		return nil, err
@@ -241,13 +242,21 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	if win == nil {
 		win = win32.New()
 	}
+	var reg prometheus.Registerer
+	if o.Registry != nil {
+		reg = o.Registry
+	}
+	skips, err := newListingSkips(reg, o.Log.WithName("host"))
+	if err != nil {
+		return nil, err
+	}
 	diskLimits := boundRunner(o, run, "disk")
-	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.PowerShell{Runner: diskLimits}})
+	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.PowerShell{Runner: diskLimits}, Skipped: skips.reporter("disk")})
 	if err != nil {
 		return nil, err
 	}
 	volLimits := boundRunner(o, run, "volume")
-	vol, err := volgroup.New(hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}}, conf)
+	vol, err := volgroup.New(hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}, Skipped: skips.reporter("volume")}, conf)
 	if err != nil {
 		return nil, err
 	}

@@ -188,3 +188,41 @@ func loopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
+
+// listingSkips logs and counts the entries the host listings leave out
+// because the host's answer for them could not be read: a disk of
+// ListDiskLocations or ListDiskIDs, a volume of ListVolumesOnDisk.
+type listingSkips struct {
+	log     logr.Logger
+	skipped *prometheus.CounterVec
+}
+
+// The listings that leave out what they cannot read, by group.
+var skippingListings = [][2]string{{"disk", "ListDiskLocations"}, {"disk", "ListDiskIDs"}, {"volume", "ListVolumesOnDisk"}}
+
+// newListingSkips registers pipeguard_agent_host_listing_skipped_total on
+// reg (none when reg is nil), each listing's series at 0.
+func newListingSkips(reg prometheus.Registerer, log logr.Logger) (*listingSkips, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "pipeguard", Subsystem: "agent", Name: "host_listing_skipped_total",
+		Help: "Entries a host listing left out because the host's answer for them could not be read (a disk, a volume), by group and listing.",
+	}, []string{"group", "listing"})
+	for _, l := range skippingListings {
+		c.WithLabelValues(l[0], l[1])
+	}
+	if reg != nil {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering the host listing metrics: %w", err)
+		}
+	}
+	return &listingSkips{log: log, skipped: c}, nil
+}
+
+// reporter is the Skipped of group's host operations.
+func (s *listingSkips) reporter(group string) func(listing string, err error) {
+	return func(listing string, err error) {
+		s.skipped.WithLabelValues(group, listing).Inc()
+		s.log.Error(err, "left an entry out of a host listing: the host's answer for it cannot be read; the other entries were listed",
+			"group", group, "listing", listing)
+	}
+}

@@ -144,7 +144,7 @@ func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runne
 	fake := &runnertest.Fake{}
 	sys := &recordingSystem{}
 	host := win32test.New()
-	host.AddDisk(win32test.Disk{Number: 1, SCSI: &win32.SCSIAddress{PortNumber: 3, Lun: 1}})
+	host.AddDisk(win32test.Disk{Number: 1, Bus: win32.BusTypeVirtual, SCSI: &win32.SCSIAddress{PortNumber: 3, Lun: 1}})
 	r := start(t, Options{
 		GOOS:            "windows",
 		KubeletPath:     `C:\var\lib\kubelet`,

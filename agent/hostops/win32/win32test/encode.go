@@ -62,7 +62,7 @@ func StorageDeviceDescriptor(d win32.StorageDeviceDescriptor) []byte {
 	if d.CommandQueueing {
 		b[11] = 1
 	}
-	binary.LittleEndian.PutUint32(b[28:], d.BusType)
+	binary.LittleEndian.PutUint32(b[28:], uint32(d.BusType))
 	for i, s := range []string{d.VendorId, d.ProductId, d.ProductRevision, d.SerialNumber} {
 		if s == "" {
 			continue

@@ -19,8 +19,13 @@ type Disk struct {
 	// that query fail with ERROR_NOT_SUPPORTED.
 	Page83 []byte
 	// Vendor, Product and Serial are the strings of its
-	// STORAGE_DEVICE_DESCRIPTOR (StorageDeviceProperty).
+	// STORAGE_DEVICE_DESCRIPTOR (StorageDeviceProperty), written as they
+	// are (any bytes but NUL), and Bus its BusType. A Bus left 0
+	// (BusTypeUnknown) on a disk with a SCSI address answers BusTypeScsi,
+	// so that a disk given only its address is a SCSI disk; an unknown bus
+	// with an address needs Answer.
 	Vendor, Product, Serial string
+	Bus                     win32.StorageBusType
 	// Size is its length in bytes (IOCTL_DISK_GET_LENGTH_INFO).
 	Size int64
 }

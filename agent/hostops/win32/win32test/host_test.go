@@ -108,6 +108,16 @@ func TestDeviceIoControlAnswersAsWindows(t *testing.T) {
 	if size, _ := win32.DescriptorSize(out); err != nil || len(out) != 8 || size != 44 {
 		t.Fatalf("a descriptor cut to 8 bytes: %x, %v", out, err)
 	}
+	// A disk given only its SCSI address is a SCSI disk; one given a bus
+	// type answers it; one with neither is of an unknown bus.
+	h.AddDisk(win32test.Disk{Number: 2, Bus: win32.BusTypeSata, SCSI: &win32.SCSIAddress{}})
+	h.AddDisk(win32test.Disk{Number: 3})
+	for d, want := range map[uint32]win32.StorageBusType{1: win32.BusTypeScsi, 2: win32.BusTypeSata, 3: win32.BusTypeUnknown} {
+		out, err := h.DeviceIoControl(win32.PhysicalDrive(d), win32.IOCTL_STORAGE_QUERY_PROPERTY, q, 1024)
+		if id, perr := win32.ParseStorageDeviceIdentity(out); err != nil || perr != nil || id.BusType != want {
+			t.Errorf("disk %d: bus type %v, %v, %v; want %v", d, id.BusType, err, perr, want)
+		}
+	}
 	if _, err := h.DeviceIoControl(disk, win32.IOCTL_STORAGE_QUERY_PROPERTY,
 		win32.StoragePropertyQuery(win32.StorageDeviceIdProperty, win32.PropertyStandardQuery), 4096); !errors.Is(err, win32.ErrNotSupported) {
 		t.Fatalf("a disk without page 83 data: %v", err)

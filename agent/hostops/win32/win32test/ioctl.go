@@ -89,7 +89,11 @@ func diskIoctl(fn, device string, code uint32, d Disk, in []byte, outSize int) (
 		var out []byte
 		switch binary.LittleEndian.Uint32(in) {
 		case win32.StorageDeviceProperty:
-			out = StorageDeviceDescriptor(win32.StorageDeviceDescriptor{DeviceType: 0, VendorId: d.Vendor, ProductId: d.Product, SerialNumber: d.Serial})
+			bus := d.Bus
+			if bus == win32.BusTypeUnknown && d.SCSI != nil {
+				bus = win32.BusTypeScsi
+			}
+			out = StorageDeviceDescriptor(win32.StorageDeviceDescriptor{DeviceType: 0, BusType: bus, VendorId: d.Vendor, ProductId: d.Product, SerialNumber: d.Serial})
 		case win32.StorageDeviceIdProperty:
 			if d.Page83 == nil {
 				return nil, Fail(fn, device, ErrNotSupported)
