@@ -17,8 +17,9 @@ const (
 
 // openFinal opens p, following every link, junction and mount point on the
 // way, and returns the final path of the opened handle as Windows reports
-// it (GetFinalPathNameByHandle): C:\..., or \\server\share\... for a file
-// on a share, or \\?\Volume{GUID}\... for a volume without a drive letter.
+// it (GetFinalPathNameByHandle): C:\... (a volume mounted in a folder is
+// named through that folder, or its drive letter), \\server\share\... for
+// a file on a share, or \\?\Volume{GUID}\... for a volume with neither.
 func openFinal(p string) (string, error) {
 	name, err := windows.UTF16PtrFromString(p)
 	if err != nil {
@@ -35,7 +36,8 @@ func openFinal(p string) (string, error) {
 	defer func() { _ = windows.CloseHandle(h) }()
 	s, err := finalPathByHandle(h, finalVolumeNameDOS)
 	if err != nil {
-		// A volume mounted only in a folder has no DOS name.
+		// A volume with neither a drive letter nor a mount folder has no
+		// DOS name.
 		if s, err = finalPathByHandle(h, finalVolumeNameGUID); err != nil {
 			return "", fmt.Errorf("reading the final path of %s: %w", Quote(p), err)
 		}
