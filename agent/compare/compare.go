@@ -147,7 +147,7 @@ func (r *run) disks() []uint32 {
 			f := map[string]string{}
 			var ns []uint32
 			for n, l := range m {
-				f[diskKey(n)] = fmt.Sprintf("adapter %s, bus %s, target %s, LUN %s", l.GetAdapter(), l.GetBus(), l.GetTarget(), l.GetLUNID())
+				f[diskKey(n)] = fmt.Sprintf("adapter %s, bus %s, target %s, LUN %s", shown(l.GetAdapter()), shown(l.GetBus()), shown(l.GetTarget()), shown(l.GetLUNID()))
 				ns = append(ns, n)
 			}
 			note(ns)

@@ -63,7 +63,7 @@ func TestLocalAnswers(t *testing.T) {
 		t.Fatalf("pipeguard differs from itself: %+v", r.Rows)
 	}
 	want := map[string]string{
-		"disk.ListDiskLocations":     "disk 0=adapter 1, bus 0, target 2, LUN 3",
+		"disk.ListDiskLocations":     `disk 0=adapter 1, bus "", target 2, LUN 3`,
 		"disk.GetDiskStats":          "totalBytes=1073741824",
 		"volume.ListVolumesOnDisk":   `\\?\Volume{11111111-2222-3333-4444-555555555555}\`,
 		"volume.IsVolumeFormatted":   "formatted=true",
