@@ -44,3 +44,8 @@ func (m *Metrics) release(group, op string) {
 		m.released.WithLabelValues(group, op).Inc()
 	}
 }
+
+// Refused is the counter of refusals of op in group, for tests.
+func (m *Metrics) Refused(group, op string) prometheus.Counter {
+	return m.refused.WithLabelValues(group, op)
+}
