@@ -107,8 +107,8 @@ func TestSetDiskStatePastItsDeadlineHoldsTheDisk(t *testing.T) {
 	<-first
 }
 
-// A PartitionDisk past its deadline holds its disk: the disk API cannot
-// list its partitions, so it is held for the settle time.
+// Without a volume lister, a PartitionDisk past its deadline holds its
+// disk for the settle time, running no check.
 func TestPartitionDiskPastItsDeadlineHoldsTheDisk(t *testing.T) {
 	host := &slowDisks{started: make(chan string, 10), deadline: make(chan struct{})}
 	close(host.deadline)
@@ -125,6 +125,61 @@ func TestPartitionDiskPastItsDeadlineHoldsTheDisk(t *testing.T) {
 	wantRefused(t, err, "disk SetDiskState of disk 2 is refused: PartitionDisk of this disk started ", diskPending)
 	if got := host.ran(); got != "PartitionDisk" {
 		t.Fatalf("host calls %q, want the first PartitionDisk only", got)
+	}
+}
+
+// volumesOf is a volume lister whose disk 2 has the volumes the test
+// gives it.
+type volumesOf struct {
+	mu   sync.Mutex
+	ids  []string
+	asks int
+}
+
+func (v *volumesOf) ListVolumesOnDisk(ctx context.Context, disk, partition uint32) ([]string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.asks++
+	if disk != 2 || partition != 0 {
+		return nil, nil
+	}
+	return v.ids, nil
+}
+
+// With the volume lister, a PartitionDisk past its deadline holds its disk
+// until the disk has a volume.
+func TestPartitionDiskPastItsDeadlineHoldsTheDiskUntilItHasAVolume(t *testing.T) {
+	host := &slowDisks{started: make(chan string, 10), deadline: make(chan struct{})}
+	close(host.deadline)
+	vols := &volumesOf{}
+	s, err := New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := serverV1{s.WithVolumes(vols)}
+	ctx := context.Background()
+	if _, err := v1.PartitionDisk(ctx, &diskv1.PartitionDiskRequest{DiskNumber: 2}); apierr.Code(err).String() != "DeadlineExceeded" {
+		t.Fatalf("PartitionDisk = %v, want its deadline", err)
+	}
+	<-host.started
+	_, err = v1.PartitionDisk(ctx, &diskv1.PartitionDiskRequest{DiskNumber: 2})
+	wantRefused(t, err, "disk PartitionDisk of disk 2 is refused: PartitionDisk of this disk started ", diskPending)
+	vols.mu.Lock()
+	vols.ids = []string{`\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`}
+	vols.mu.Unlock()
+	if _, err := v1.SetDiskState(ctx, &diskv1.SetDiskStateRequest{DiskNumber: 3, IsOnline: true}); err != nil {
+		t.Fatalf("SetDiskState of disk 3: %v", err)
+	}
+	<-host.started
+	if _, err := v1.PartitionDisk(ctx, &diskv1.PartitionDiskRequest{DiskNumber: 2}); apierr.Code(err).String() != "DeadlineExceeded" {
+		t.Fatalf("PartitionDisk once the disk has a volume = %v, want it run (and answer its deadline)", err)
+	}
+	<-host.started
+	if got := host.ran(); got != "PartitionDisk SetDiskState PartitionDisk" {
+		t.Fatalf("host calls %q", got)
+	}
+	if vols.asks != 2 {
+		t.Fatalf("the volumes were listed %d times, want 2 (one per request after the deadline)", vols.asks)
 	}
 }
 

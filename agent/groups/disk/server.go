@@ -30,6 +30,8 @@ type Server struct {
 	// holding it (held.go).
 	host hostdisk.API
 	ops  *inflight.Table
+	// volumes, if set, tells a partitioned disk (WithVolumes).
+	volumes Volumes
 }
 
 // New returns a Server.

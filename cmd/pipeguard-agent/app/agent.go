@@ -255,9 +255,10 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 	if err != nil {
 		return nil, err
 	}
-	disk.TrackOperations(held, heldLog)
 	volLimits := boundRunner(o, run, "volume")
-	vol, err := volgroup.New(hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}}, conf)
+	volHost := hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}}
+	disk.TrackOperations(held, heldLog).WithVolumes(volHost)
+	vol, err := volgroup.New(volHost, conf)
 	if err != nil {
 		return nil, err
 	}
