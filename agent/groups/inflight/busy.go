@@ -42,6 +42,8 @@ type BusyError struct {
 	Why     Why
 	// CheckErr is the settle check's error, for CheckFailed.
 	CheckErr error
+	// CheckTimeout is the settle check's deadline, for CheckTimedOut.
+	CheckTimeout time.Duration
 }
 
 func (e *BusyError) Error() string {
@@ -54,7 +56,7 @@ func (e *BusyError) Error() string {
 	case CheckFailed:
 		why = fmt.Sprintf(" (its deadline passed; checking whether the storage provider is done failed: %v)", e.CheckErr)
 	case CheckTimedOut:
-		why = fmt.Sprintf(" (its deadline passed; checking whether the storage provider is done did not answer within %v)", SettleCheckTimeout)
+		why = fmt.Sprintf(" (its deadline passed; checking whether the storage provider is done did not answer within %v)", e.CheckTimeout)
 	default:
 		why = " (its deadline passed; the storage provider may still be working)"
 	}

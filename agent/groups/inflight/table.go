@@ -129,7 +129,7 @@ func (t *Table) refuseLocked(key Key, op string, e *entry, why Why, err error) e
 	started := e.started
 	t.mu.Unlock()
 	t.metrics.refuse(t.group, op)
-	return &BusyError{Group: t.group, Op: op, Key: key, Holder: e.op, Started: started, Why: why, CheckErr: err}
+	return &BusyError{Group: t.group, Op: op, Key: key, Holder: e.op, Started: started, Why: why, CheckErr: err, CheckTimeout: t.checkTimeout}
 }
 
 // releaseLocked releases e's key at MaxHold, with an error log and a count.

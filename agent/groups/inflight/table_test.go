@@ -92,7 +92,7 @@ func TestHangingCheckIsCutAtItsDeadline(t *testing.T) {
 	hang, calls := make(chan struct{}), 0
 	check := func(context.Context) (bool, error) { calls++; <-hang; return true, nil }
 	mustBegin(t, tab.Table, Volume(volA), "FormatVolume").Abandon(check)
-	want := `volume FormatVolume of ` + volA + ` is refused: FormatVolume of this volume started 14:03:07 UTC is still running (its deadline passed; checking whether the storage provider is done did not answer within 10s), retry later`
+	want := `volume FormatVolume of ` + volA + ` is refused: FormatVolume of this volume started 14:03:07 UTC is still running (its deadline passed; checking whether the storage provider is done did not answer within 1ms), retry later`
 	refused(t, tab.Table, Volume(volA), "FormatVolume", want)
 	refused(t, tab.Table, Volume(volA), "FormatVolume", want)
 	close(hang)
@@ -192,4 +192,29 @@ func TestTokenEnds(t *testing.T) {
 	next.Done()
 	next.Abandon(never)
 	mustBegin(t, tab.Table, Volume(volA), "FormatVolume").Done()
+}
+
+// While one request checks whether the provider is done, another is
+// refused at once, saying so, and runs no check of its own.
+func TestRefusedWhileAnotherRequestChecks(t *testing.T) {
+	tab := newTestTable(t)
+	a := newAnswers()
+	mustBegin(t, tab.Table, Volume(volA), "FormatVolume").Abandon(a.check)
+	got := make(chan error, 1)
+	go func() {
+		tok, err := tab.Begin(context.Background(), Volume(volA), "FormatVolume")
+		if err == nil {
+			tok.Done()
+		}
+		got <- err
+	}()
+	<-a.calls
+	refused(t, tab.Table, Volume(volA), "ResizeVolume", `volume ResizeVolume of `+volA+` is refused: FormatVolume of this volume started 14:03:07 UTC is still running (its deadline passed; the agent is checking whether the storage provider is done), retry later`)
+	a.answer <- true
+	if err := <-got; err != nil {
+		t.Fatalf("the checking request: %v", err)
+	}
+	if len(a.calls) != 0 {
+		t.Fatalf("%d more checks ran", len(a.calls))
+	}
 }
