@@ -71,13 +71,8 @@ func (h heldDisks) SetDiskState(ctx context.Context, disk uint32, online bool) e
 }
 
 // held runs call, op of disk, holding the disk.
-func (h heldDisks) held(ctx context.Context, disk uint32, op string, check inflight.Check, call func() error) (err error) {
-	tok, err := h.s.ops.Begin(ctx, inflight.Disk(disk), op)
-	if err != nil {
-		return err
-	}
-	defer func() { tok.End(err, check) }()
-	return call()
+func (h heldDisks) held(ctx context.Context, disk uint32, op string, check inflight.Check, call func() error) error {
+	return h.s.ops.Do(ctx, inflight.Disk(disk), op, check, call)
 }
 
 // inState is SetDiskState's settle check: the disk is online, or offline,

@@ -218,3 +218,48 @@ func TestRefusedWhileAnotherRequestChecks(t *testing.T) {
 		t.Fatalf("%d more checks ran", len(a.calls))
 	}
 }
+
+// Do holds the key for its call; a call that panics leaves the key held as
+// one past its deadline (what it started may go on), and the panic goes on
+// to the caller.
+func TestDo(t *testing.T) {
+	tab := newTestTable(t)
+	inside := errors.New("Format-Volume failed: access denied")
+	err := tab.Do(context.Background(), Volume(volA), "FormatVolume", nil, func() error {
+		refused(t, tab.Table, Volume(volA), "ResizeVolume", runningMsg)
+		return inside
+	})
+	if err != inside {
+		t.Fatalf("Do = %v, want the call's error", err)
+	}
+	mustBegin(t, tab.Table, Volume(volA), "FormatVolume").Done() // the call returned: free
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Fatalf("recovered %v, want the call's panic", p)
+			}
+		}()
+		_ = tab.Do(context.Background(), Volume(volA), "FormatVolume", nil, func() error { panic("boom") })
+	}()
+	refused(t, tab.Table, Volume(volA), "FormatVolume", unsettledMsg)
+}
+
+// MaxHold releases a key even while its settle check hangs; the hung
+// check's late return leaves the operation that took the key alone.
+func TestMaxHoldReleasesPastAHungCheck(t *testing.T) {
+	tab := newTestTable(t)
+	tab.checkTimeout = time.Millisecond
+	returned := make(chan struct{}, 10)
+	tab.checkReturned = func() { returned <- struct{}{} }
+	hang := make(chan struct{})
+	mustBegin(t, tab.Table, Volume(volA), "FormatVolume").Abandon(func(context.Context) (bool, error) { <-hang; return true, nil })
+	if _, err := tab.Begin(context.Background(), Volume(volA), "FormatVolume"); err == nil {
+		t.Fatal("Begin ran while the check hung")
+	}
+	tab.clock.add(MaxHold)
+	tok := mustBegin(t, tab.Table, Volume(volA), "ResizeVolume")
+	close(hang)
+	<-returned
+	refused(t, tab.Table, Volume(volA), "FormatVolume", `volume FormatVolume of `+volA+` is refused: ResizeVolume of this volume started 14:18:07 UTC is still running, retry later`)
+	tok.Done()
+}

@@ -24,11 +24,6 @@ func (s *Server) TrackOperations(m *inflight.Metrics, log logr.Logger) *Server {
 }
 
 // held runs call, op of the target iqn, holding the target.
-func (s *Server) held(ctx context.Context, iqn, op string, call func() error) (err error) {
-	tok, err := s.ops.Begin(ctx, inflight.Target(iqn), op)
-	if err != nil {
-		return err
-	}
-	defer func() { tok.End(err, nil) }()
-	return call()
+func (s *Server) held(ctx context.Context, iqn, op string, call func() error) error {
+	return s.ops.Do(ctx, inflight.Target(iqn), op, nil, call)
 }

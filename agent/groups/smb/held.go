@@ -28,13 +28,10 @@ func (s *Server) TrackOperations(m *inflight.Metrics, log logr.Logger) *Server {
 // held runs call, method of the share root, with root's lock held: refused
 // while an earlier change of root may still run; check settles it if call
 // ends by its deadline. ctx is the request's, which withDeadline made.
-func (s *Server) held(parent, ctx context.Context, method, root string, check inflight.Check, call func() error) (err error) {
-	tok, err := s.ops.Begin(ctx, inflight.Share(root), method)
-	if err != nil {
-		return err
-	}
-	defer func() { tok.End(err, check) }()
-	return s.ended(parent, ctx, method, root, call())
+func (s *Server) held(parent, ctx context.Context, method, root string, check inflight.Check, call func() error) error {
+	return s.ops.Do(ctx, inflight.Share(root), method, check, func() error {
+		return s.ended(parent, ctx, method, root, call())
+	})
 }
 
 // mapped is the settle check of a change that maps root (want true) or

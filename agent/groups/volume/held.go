@@ -30,13 +30,8 @@ func (s *Server) TrackOperations(m *inflight.Metrics, log logr.Logger) *Server {
 // held runs call, op of volumeID, holding the volume: refused while
 // another operation of it runs or may still run; check settles it if call
 // ends by its deadline (nil: inflight.SettleTime).
-func (s *Server) held(ctx context.Context, volumeID, op string, check inflight.Check, call func() error) (err error) {
-	tok, err := s.ops.Begin(ctx, inflight.Volume(volumeID), op)
-	if err != nil {
-		return err
-	}
-	defer func() { tok.End(err, check) }()
-	return call()
+func (s *Server) held(ctx context.Context, volumeID, op string, check inflight.Check, call func() error) error {
+	return s.ops.Do(ctx, inflight.Volume(volumeID), op, check, call)
 }
 
 // formatted is FormatVolume's settle check: the volume has a file system.
