@@ -93,3 +93,71 @@ func TestMappingPastItsDeadlineHoldsTheShare(t *testing.T) {
 		t.Fatalf("mapping once the share reads mapped: %v", err)
 	}
 }
+
+// hangingRemoval is an SMB host whose removal of shareRoot's mapping
+// answers its deadline while the SMB client goes on removing it: the share
+// reads unmapped once the test says so.
+type hangingRemoval struct {
+	hostsmb.API
+	mu      sync.Mutex
+	mapped  bool
+	removes int
+	news    int
+}
+
+func (h *hangingRemoval) IsMapped(ctx context.Context, root string) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mapped, nil
+}
+
+func (h *hangingRemoval) PathValid(ctx context.Context, root string) (bool, error) { return true, nil }
+
+func (h *hangingRemoval) RemoveGlobalMapping(ctx context.Context, root string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.removes++
+	return &runner.DeadlineError{Group: "smb", Op: "Remove-SmbGlobalMapping", Timeout: time.Minute, Setting: "--host-call-timeout-smb"}
+}
+
+func (h *hangingRemoval) NewGlobalMapping(ctx context.Context, root, user, password string, privacy bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.news++
+	return nil
+}
+
+// A removal past its deadline holds its share while the mapping still
+// exists: a new mapping is refused, not run (it would race the removal);
+// once the mapping is gone, the share is mapped anew.
+func TestRemovalPastItsDeadlineHoldsTheShare(t *testing.T) {
+	host := &hangingRemoval{mapped: true}
+	conf, err := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(host, conf, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.RemoveSmbGlobalMapping(ctx, shareRoot); apierr.Code(err).String() != "DeadlineExceeded" {
+		t.Fatalf("RemoveSmbGlobalMapping = %v, want its deadline", err)
+	}
+	err = s.NewSmbGlobalMapping(ctx, shareRoot+`\pvc-1`, "", "u", "p")
+	want := `smb NewSmbGlobalMapping of \\srv\share is refused: RemoveSmbGlobalMapping of this share started `
+	if apierr.Code(err).String() != "Aborted" || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("NewSmbGlobalMapping = %v, want Aborted %q...", err, want)
+	}
+	host.mu.Lock()
+	host.mapped = false
+	host.mu.Unlock()
+	if err := s.NewSmbGlobalMapping(ctx, shareRoot+`\pvc-1`, "", "u", "p"); err != nil {
+		t.Fatalf("NewSmbGlobalMapping once the mapping is gone: %v", err)
+	}
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	if host.removes != 1 || host.news != 1 {
+		t.Fatalf("%d removals and %d new mappings ran, want 1 and 1", host.removes, host.news)
+	}
+}

@@ -148,11 +148,12 @@ func TestFormatPastItsDeadlineHoldsTheVolume(t *testing.T) {
 	}
 	wantAborted(t, "ResizeVolume", s.ResizeVolume(ctx, testVolume, "size_bytes", 0), `volume ResizeVolume of `+testVolume+` is refused: FormatVolume of this volume started `)
 	wantAborted(t, "MountVolume", s.MountVolume(ctx, testVolume, "target_path", stagingPath), `volume MountVolume of `+testVolume+` is refused: FormatVolume of this volume started `)
+	wantAborted(t, "UnmountVolume", s.UnmountVolume(ctx, testVolume, "target_path", stagingPath), `volume UnmountVolume of `+testVolume+` is refused: FormatVolume of this volume started `)
 	if _, _, err := s.GetVolumeStats(ctx, testVolume); err != nil {
 		t.Fatalf("GetVolumeStats, a read, was refused: %v", err)
 	}
-	if formats, checks := p.counts(); formats != 2 || checks != 3 {
-		t.Fatalf("%d formats and %d settle checks ran, want 2 and 3 (one per refused call after the deadline, none for the read)", formats, checks)
+	if formats, checks := p.counts(); formats != 2 || checks != 4 {
+		t.Fatalf("%d formats and %d settle checks ran, want 2 and 4 (one per refused call after the deadline, none for the read)", formats, checks)
 	}
 	if n := testutil.ToFloat64(mRefused(m, "FormatVolume")); n != 2 {
 		t.Fatalf("refused FormatVolume counted %v times, want 2", n)
