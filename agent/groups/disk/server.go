@@ -5,8 +5,11 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/go-logr/logr"
+
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -23,7 +26,12 @@ const (
 // Server is the version-independent disk server. Disk operations carry no
 // paths and no free text; their inputs are disk numbers.
 type Server struct {
+	// host is the host's disk operations, those that change a disk
+	// holding it (held.go).
 	host hostdisk.API
+	ops  *inflight.Table
+	// volumes, if set, tells a partitioned disk (WithVolumes).
+	volumes Volumes
 }
 
 // New returns a Server.
@@ -31,7 +39,9 @@ func New(host hostdisk.API) (*Server, error) {
 	if host == nil {
 		return nil, errors.New("disk server needs host operations")
 	}
-	return &Server{host: host}, nil
+	s := &Server{ops: inflight.New(Group, nil, logr.Discard())}
+	s.host = heldDisks{API: host, s: s}
+	return s, nil
 }
 
 // Endpoints returns every served disk API version.

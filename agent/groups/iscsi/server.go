@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 
+	"github.com/go-logr/logr"
+
 	"github.com/pipeguard/pipeguard/agent/apierr"
+	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
 	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	"github.com/pipeguard/pipeguard/agent/server"
@@ -19,6 +22,8 @@ const DefaultPort = 3260
 // Server is the version-independent iscsi server.
 type Server struct {
 	host hostiscsi.API
+	// ops holds each target's connection change in progress (held.go).
+	ops *inflight.Table
 }
 
 // New returns a Server.
@@ -26,7 +31,7 @@ func New(host hostiscsi.API) (*Server, error) {
 	if host == nil {
 		return nil, errors.New("iscsi server needs host operations")
 	}
-	return &Server{host: host}, nil
+	return &Server{host: host, ops: inflight.New(Group, nil, logr.Discard())}, nil
 }
 
 // Endpoints returns every served iscsi API version.
@@ -74,14 +79,14 @@ func (s *Server) connect(ctx context.Context, p hostiscsi.Portal, iqn string, au
 	default:
 		return apierr.Invalidf("auth_type", "is %d, not NONE, ONE_WAY_CHAP or MUTUAL_CHAP", auth)
 	}
-	return s.host.ConnectTarget(ctx, p, iqn, auth, user, secret)
+	return s.held(ctx, iqn, "ConnectTarget", func() error { return s.host.ConnectTarget(ctx, p, iqn, auth, user, secret) })
 }
 
 func (s *Server) disconnect(ctx context.Context, p hostiscsi.Portal, iqn string) error {
 	if err := validate.IQN("iqn", iqn); err != nil {
 		return err
 	}
-	return s.host.DisconnectTarget(ctx, p, iqn)
+	return s.held(ctx, iqn, "DisconnectTarget", func() error { return s.host.DisconnectTarget(ctx, p, iqn) })
 }
 
 func (s *Server) targetDisks(ctx context.Context, p hostiscsi.Portal, iqn string) ([]string, error) {

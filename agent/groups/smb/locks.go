@@ -14,7 +14,10 @@ import (
 // does for all of them: two mounts of one share must not both create its
 // global mapping. Shares are apart: a share whose mapping hangs holds up
 // the changes of that share only. An entry lives while a request holds or
-// waits for it, so there are at most as many as requests in flight.
+// waits for it, so there are at most as many as requests in flight. A
+// change that ended by its deadline releases the lock but may still run in
+// the SMB client: held.go then refuses the share's next change until it
+// has checked.
 type shareLocks struct {
 	mu sync.Mutex
 	m  map[string]*shareLock

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	"github.com/pipeguard/pipeguard/agent/methods"
@@ -26,6 +27,9 @@ type Server struct {
 	conf           *confine.Confiner
 	requirePrivacy bool
 	locks          shareLocks
+	// ops holds a share whose mapping change ended by its deadline while
+	// the provider may still be working (held.go).
+	ops *inflight.Table
 	// deadline covers a whole request; setting names what sets it.
 	deadline time.Duration
 	setting  string
@@ -36,7 +40,7 @@ func New(host hostsmb.API, conf *confine.Confiner, requirePrivacy bool) (*Server
 	if host == nil || conf == nil {
 		return nil, errors.New("smb server needs host operations and a confiner")
 	}
-	return &Server{host: host, conf: conf, requirePrivacy: requirePrivacy}, nil
+	return &Server{host: host, conf: conf, requirePrivacy: requirePrivacy, ops: inflight.New(Group, nil, logr.Discard())}, nil
 }
 
 // Endpoints returns every served smb API version.
@@ -77,7 +81,9 @@ func (s *Server) NewSmbGlobalMapping(parent context.Context, remotePath, localPa
 		return err
 	}
 	defer unlock()
-	return s.ended(parent, ctx, "NewSmbGlobalMapping", root, s.mapAndLink(ctx, remote, root, localPath, username, password))
+	return s.held(parent, ctx, "NewSmbGlobalMapping", root, s.mapped(root, true), func() error {
+		return s.mapAndLink(ctx, remote, root, localPath, username, password)
+	})
 }
 
 // mapAndLink makes the mapping of root unless one works, and the link,
@@ -130,5 +136,7 @@ func (s *Server) RemoveSmbGlobalMapping(parent context.Context, remotePath strin
 		return err
 	}
 	defer unlock()
-	return s.ended(parent, ctx, "RemoveSmbGlobalMapping", root, s.host.RemoveGlobalMapping(ctx, root))
+	return s.held(parent, ctx, "RemoveSmbGlobalMapping", root, s.mapped(root, false), func() error {
+		return s.host.RemoveGlobalMapping(ctx, root)
+	})
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
+
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/methods"
@@ -21,6 +24,8 @@ const Group = "volume"
 type Server struct {
 	host hostvol.API
 	conf *confine.Confiner
+	// ops holds each volume's storage operation in progress (held.go).
+	ops *inflight.Table
 }
 
 // New returns a Server.
@@ -28,7 +33,7 @@ func New(host hostvol.API, conf *confine.Confiner) (*Server, error) {
 	if host == nil || conf == nil {
 		return nil, errors.New("volume server needs host operations and a confiner")
 	}
-	return &Server{host: host, conf: conf}, nil
+	return &Server{host: host, conf: conf, ops: inflight.New(Group, nil, logr.Discard())}, nil
 }
 
 // Endpoints returns every served volume API version.
@@ -73,7 +78,7 @@ func (s *Server) MountVolume(ctx context.Context, volumeID, pathField, path stri
 	if err := s.refuseProtectedVolume(ctx, volumeID); err != nil {
 		return err
 	}
-	return s.host.MountVolume(ctx, volumeID, p)
+	return s.held(ctx, volumeID, "MountVolume", nil, func() error { return s.host.MountVolume(ctx, volumeID, p) })
 }
 
 // UnmountVolume flushes and unmounts the volume from path.
@@ -87,7 +92,7 @@ func (s *Server) UnmountVolume(ctx context.Context, volumeID, pathField, path st
 	if err := s.refuseMountAt(ctx, pathField, path, p); err != nil {
 		return err
 	}
-	return s.host.UnmountVolume(ctx, volumeID, p)
+	return s.held(ctx, volumeID, "UnmountVolume", nil, func() error { return s.host.UnmountVolume(ctx, volumeID, p) })
 }
 
 // IsVolumeFormatted reports whether the volume has a file system.
@@ -103,7 +108,7 @@ func (s *Server) FormatVolume(ctx context.Context, volumeID string) error {
 	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
 		return err
 	}
-	return s.host.FormatVolume(ctx, volumeID)
+	return s.held(ctx, volumeID, "FormatVolume", s.formatted(volumeID), func() error { return s.host.FormatVolume(ctx, volumeID) })
 }
 
 // ResizeVolume grows the volume to size bytes, or as far as possible for 0.
@@ -114,7 +119,7 @@ func (s *Server) ResizeVolume(ctx context.Context, volumeID, sizeField string, s
 	if size < 0 {
 		return apierr.Invalidf(sizeField, "is %d: give the new size in bytes, or 0 for the largest size", size)
 	}
-	return s.host.ResizeVolume(ctx, volumeID, size)
+	return s.held(ctx, volumeID, "ResizeVolume", nil, func() error { return s.host.ResizeVolume(ctx, volumeID, size) })
 }
 
 // GetVolumeStats returns total and used bytes.

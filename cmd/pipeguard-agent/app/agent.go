@@ -15,6 +15,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/confine"
 	diskgroup "github.com/pipeguard/pipeguard/agent/groups/disk"
 	fsgroup "github.com/pipeguard/pipeguard/agent/groups/filesystem"
+	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	iscsigroup "github.com/pipeguard/pipeguard/agent/groups/iscsi"
 	smbgroup "github.com/pipeguard/pipeguard/agent/groups/smb"
 	sysgroup "github.com/pipeguard/pipeguard/agent/groups/system"
@@ -173,7 +174,11 @@ func New(o Options) (*Agent, error) {
 		o.Runner = workers
 	}
 	o.Registry = reg
-	eps, err := buildEndpoints(o, conf)
+	held, err := inflight.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	eps, err := buildEndpoints(o, conf, held)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +228,10 @@ func New(o Options) (*Agent, error) {
 // o.Runner, which New sets to the PowerShell workers on Windows; each
 // group's limits bound both. Elsewhere they are marked NeedsWindows and
 // answer Unimplemented, and without a runner they refuse to run anything.
-func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error) {
+// The storage operations of disk, volume, smb and iscsi hold their volume,
+// disk, share or target (package inflight), counted in held (nil: not
+// counted).
+func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) ([]server.Endpoint, error) {
 	fsHost := o.Filesystem
 	if fsHost == nil {
 		fsHost = hostfs.Local{}
@@ -251,21 +259,25 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 		return nil, err
 	}
 	diskLimits := boundRunner(o, run, "disk")
+	heldLog := o.Log.WithName("held")
 	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.PowerShell{Runner: diskLimits}, Skipped: skips.reporter("disk")})
 	if err != nil {
 		return nil, err
 	}
 	volLimits := boundRunner(o, run, "volume")
-	vol, err := volgroup.New(hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}, Skipped: skips.reporter("volume")}, conf)
+	volHost := hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}, Skipped: skips.reporter("volume")}
+	disk.TrackOperations(held, heldLog).WithVolumes(volHost)
+	vol, err := volgroup.New(volHost, conf)
 	if err != nil {
 		return nil, err
 	}
+	vol.TrackOperations(held, heldLog)
 	smbLimits := boundRunner(o, run, "smb")
 	smb, err := smbgroup.New(hostsmb.Native{Sys: win, Limits: smbLimits, Cmdlets: hostsmb.PowerShell{Runner: smbLimits}}, conf, o.RequirePrivacy)
 	if err != nil {
 		return nil, err
 	}
-	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb")
+	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb").TrackOperations(held, heldLog)
 	sysHost := o.System
 	if sysHost == nil {
 		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices)}
@@ -278,6 +290,7 @@ func buildEndpoints(o Options, conf *confine.Confiner) ([]server.Endpoint, error
 	if err != nil {
 		return nil, err
 	}
+	iscsi.TrackOperations(held, heldLog)
 
 	eps := fs.Endpoints()
 	for _, group := range [][]server.Endpoint{disk.Endpoints(), vol.Endpoints(), smb.Endpoints(), sys.Endpoints(), iscsi.Endpoints()} {

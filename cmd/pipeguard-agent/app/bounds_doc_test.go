@@ -10,6 +10,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
@@ -47,14 +48,17 @@ func fixedBounds() map[string]string {
 		"calls in flight on one connection":      strconv.Itoa(server.MaxStreamsPerConnection),
 		"open connections of one pipe or socket": strconv.Itoa(server.MaxConnectionsPerEndpoint),
 		"open connections of one caller on one pipe or socket (a caller: its pod, else its process; see [Caller identity](#caller-identity))": strconv.Itoa(server.MaxConnectionsPerCaller),
-		"a connection that sends nothing":                     server.HandshakeTimeout.String(),
-		"a connection with no call in flight":                 server.IdleConnectionTimeout.String(),
-		"a Windows path":                                      strconv.Itoa(confine.MaxPathWindows) + " bytes",
-		"a Linux path":                                        strconv.Itoa(confine.MaxPathLinux) + " bytes",
-		"one line a PowerShell worker answers":                mib(runner.DefaultWorkerMaxLine),
-		"host operations of one group at once":                strconv.Itoa(runner.DefaultConcurrency),
-		"one audit record":                                    kib(audit.MaxRecordLine),
-		"the request body of an audit record (Request level)": kib(audit.MaxRecordBytes),
+		"a connection that sends nothing":      server.HandshakeTimeout.String(),
+		"a connection with no call in flight":  server.IdleConnectionTimeout.String(),
+		"a Windows path":                       strconv.Itoa(confine.MaxPathWindows) + " bytes",
+		"a Linux path":                         strconv.Itoa(confine.MaxPathLinux) + " bytes",
+		"one line a PowerShell worker answers": mib(runner.DefaultWorkerMaxLine),
+		"host operations of one group at once": strconv.Itoa(runner.DefaultConcurrency),
+		"the settle check of a storage operation past its deadline (see [One storage operation at a time](#one-storage-operation-at-a-time))": inflight.SettleCheckTimeout.String(),
+		"a volume, disk, share or iSCSI target held after the deadline of an operation with no settle check":                                  inflight.SettleTime.String(),
+		"a volume, disk, share or iSCSI target held after its operation's deadline, whatever the settle checks say":                           inflight.MaxHold.String(),
+		"one audit record": kib(audit.MaxRecordLine),
+		"the request body of an audit record (Request level)":                                                                           kib(audit.MaxRecordBytes),
 		"one string of an audit record (user agent, path, message, annotation value, user field, string of a request body), as written": strconv.Itoa(audit.MaxRecordString) + " bytes",
 		"one map key of an audit record (annotations, user extra, request body), as written":                                            strconv.Itoa(audit.MaxRecordKey) + " bytes",
 		"values of an audit record's user (groups and extra values together)":                                                           strconv.Itoa(audit.MaxRecordUserValues),

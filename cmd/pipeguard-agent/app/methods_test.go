@@ -18,7 +18,7 @@ func TestEveryServedMethodIsInTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := buildEndpoints(Options{GOOS: "windows"}, conf)
+	eps, err := buildEndpoints(Options{GOOS: "windows"}, conf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
