@@ -12,8 +12,9 @@ import (
 	"github.com/pipeguard/pipeguard/agent/confine"
 )
 
-// RuleProtectedVolume refuses to mount a volume the node itself stands on:
-// the system volume, or one holding an allowed root or the agent.
+// RuleProtectedVolume refuses to mount or format a volume the node itself
+// stands on: the system volume, or one holding an allowed root or the
+// agent.
 const RuleProtectedVolume = "protected-volume"
 
 // DefaultSystemRoot is the Windows directory when %SystemRoot% is not set.
@@ -45,21 +46,34 @@ func (s *Server) protectedPaths() []string {
 	return out
 }
 
-// refuseProtectedVolume refuses volumeID when it is the volume holding one
-// of protectedPaths, as the host's GetClosestVolumeIDFromTargetPath finds
-// it. A volume the host cannot tell apart from them is refused too.
-func (s *Server) refuseProtectedVolume(ctx context.Context, volumeID string) error {
+// protectedOps are the words of the refusals of the operations that
+// refuse the node's volumes: what op does, and the past participle.
+var protectedOps = map[string][2]string{
+	"MountVolume":  {"mounts", "mounted"},
+	"FormatVolume": {"formats", "formatted"},
+}
+
+// refuseProtectedVolume refuses volumeID for op (a key of protectedOps)
+// when it is the volume holding one of protectedPaths, as the host's
+// GetClosestVolumeIDFromTargetPath finds it. A volume the host cannot tell
+// apart from them is refused too.
+func (s *Server) refuseProtectedVolume(ctx context.Context, op, volumeID string) error {
+	words, ok := protectedOps[op]
+	if !ok {
+		return fmt.Errorf("internal error: %s has no protected-volume words; the request was not run", op)
+	}
+	does, done := words[0], words[1]
 	for _, p := range s.protectedPaths() {
 		v, err := s.host.GetClosestVolumeIDFromTargetPath(ctx, p)
 		if err != nil {
 			return &apierr.Denied{Rule: RuleProtectedVolume, Msg: fmt.Sprintf(
-				"%s: could not tell whether volume %s is the one holding %s (%v), so it was not mounted; retry, or check the volume of %s on the host",
-				fieldVolumeID, volumeID, confine.Quote(p), err, confine.Quote(p))}
+				"%s: could not tell whether volume %s is the one holding %s (%v), so it was not %s; retry, or check the volume of %s on the host",
+				fieldVolumeID, volumeID, confine.Quote(p), err, done, confine.Quote(p))}
 		}
 		if sameVolume(v, volumeID) {
 			return &apierr.Denied{Rule: RuleProtectedVolume, Msg: fmt.Sprintf(
-				"%s: volume %s holds %s, which the node depends on; MountVolume mounts only volumes that hold neither the Windows directory, nor the kubelet directory or a working dir, nor the agent: mount a volume of the workload's own disk",
-				fieldVolumeID, volumeID, confine.Quote(p))}
+				"%s: volume %s holds %s, which the node depends on; %s %s only volumes that hold neither the Windows directory, nor the kubelet directory or a working dir, nor the agent: %s a volume of the workload's own disk",
+				fieldVolumeID, volumeID, confine.Quote(p), op, does, strings.TrimSuffix(does, "s"))}
 		}
 	}
 	return nil

@@ -26,6 +26,15 @@ const (
 // in a folder, and whose working dir D:\csi lies on D:.
 func protectServer(t *testing.T) (*Server, *win32test.Host) {
 	t.Helper()
+	s, host, _ := protectServerCmdlets(t)
+	return s, host
+}
+
+// protectServerCmdlets is protectServer that also returns the runner of
+// its cmdlets.
+func protectServerCmdlets(t *testing.T) (*Server, *win32test.Host, *runnertest.Fake) {
+	t.Helper()
+	fake := &runnertest.Fake{}
 	host := win32test.New()
 	host.AddDrive(`C:\`, systemVolume)
 	host.AddDrive(`D:\`, workVolume)
@@ -37,11 +46,11 @@ func protectServer(t *testing.T) (*Server, *win32test.Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: &runnertest.Fake{}}}, conf)
+	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: fake}}, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, host
+	return s, host, fake
 }
 
 // TestMountVolumeRefusesTheNodesVolumes: the system volume, the kubelet
@@ -151,6 +160,39 @@ func TestMountVolumePodLink(t *testing.T) {
 			}
 			if n := len(host.MountPoints()); n != 0 {
 				t.Fatalf("%d mount points after a refusal", n)
+			}
+		})
+	}
+}
+
+// TestFormatVolumeRefusesTheNodesVolumes: the volumes MountVolume refuses
+// are never formatted either, and nothing runs for them; a workload's
+// volume is formatted.
+func TestFormatVolumeRefusesTheNodesVolumes(t *testing.T) {
+	holds := func(vol, p string) string {
+		return "volume_id: volume " + vol + ` holds "` + p + `", which the node depends on; FormatVolume formats only volumes that hold neither the Windows directory, nor the kubelet directory or a working dir, nor the agent: format a volume of the workload's own disk (rule protected-volume)`
+	}
+	cases := map[string]struct{ volume, want string }{
+		"a workload's volume":  {volume: testVolume},
+		"the system volume":    {volume: systemVolume, want: holds(systemVolume, DefaultSystemRoot)},
+		"the kubelet's volume": {volume: kubeletVolume, want: holds(kubeletVolume, `C:\var\lib\kubelet`)},
+		"a working dir's":      {volume: workVolume, want: holds(workVolume, `D:\csi`)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, _, fake := protectServerCmdlets(t)
+			err := s.FormatVolume(context.Background(), tc.volume)
+			if tc.want == "" {
+				if err != nil || len(fake.Commands()) != 1 {
+					t.Fatalf("err %v, commands %+v; want one format", err, fake.Commands())
+				}
+				return
+			}
+			if !errors.As(err, new(*apierr.Denied)) || err.Error() != tc.want || apierr.Code(err) != codes.PermissionDenied {
+				t.Fatalf("err %v\nwant %s", err, tc.want)
+			}
+			if cmds := fake.Commands(); len(cmds) != 0 {
+				t.Fatalf("a refused format ran %+v", cmds)
 			}
 		})
 	}

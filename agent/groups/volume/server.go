@@ -75,7 +75,7 @@ func (s *Server) MountVolume(ctx context.Context, volumeID, pathField, path stri
 	if err := s.refuseMountAt(ctx, pathField, path, p); err != nil {
 		return err
 	}
-	if err := s.refuseProtectedVolume(ctx, volumeID); err != nil {
+	if err := s.refuseProtectedVolume(ctx, "MountVolume", volumeID); err != nil {
 		return err
 	}
 	return s.held(ctx, volumeID, "MountVolume", nil, func() error { return s.host.MountVolume(ctx, volumeID, p) })
@@ -103,9 +103,13 @@ func (s *Server) IsVolumeFormatted(ctx context.Context, volumeID string) (bool, 
 	return s.host.IsVolumeFormatted(ctx, volumeID)
 }
 
-// FormatVolume formats the volume as NTFS.
+// FormatVolume formats the volume as NTFS. The volumes the node stands on
+// are refused (rule protected-volume), as for MountVolume.
 func (s *Server) FormatVolume(ctx context.Context, volumeID string) error {
 	if err := validate.VolumeID(fieldVolumeID, volumeID); err != nil {
+		return err
+	}
+	if err := s.refuseProtectedVolume(ctx, "FormatVolume", volumeID); err != nil {
 		return err
 	}
 	return s.held(ctx, volumeID, "FormatVolume", s.formatted(volumeID), func() error { return s.host.FormatVolume(ctx, volumeID) })

@@ -26,7 +26,10 @@ func TestFormatPastItsDeadlineHoldsTheVolume(t *testing.T) {
 	)
 	fake := &hangOn{hang: "volumeid=" + vol}
 	reg := prometheus.NewRegistry()
-	r := start(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake, Win32: win32test.New(),
+	host := win32test.New()
+	host.AddVolume(win32test.Volume{ID: nodeVolumeID, FileSystem: "NTFS"})
+	host.AddDrive(`C:\`, nodeVolumeID)
+	r := start(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake, Win32: host,
 		Registry: reg, HostCallTimeouts: map[string]time.Duration{"volume": 300 * time.Millisecond}})
 	client := volv1.NewVolumeClient(r.dial(t, "volume", "v1"))
 	ctx := context.Background()

@@ -144,6 +144,10 @@ func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runne
 	fake := &runnertest.Fake{}
 	sys := &recordingSystem{}
 	host := win32test.New()
+	// C: is the node's system volume, which holds the kubelet directory:
+	// MountVolume and FormatVolume tell the node's volumes from it.
+	host.AddVolume(win32test.Volume{ID: nodeVolumeID, FileSystem: "NTFS"})
+	host.AddDrive(`C:\`, nodeVolumeID)
 	host.AddDisk(win32test.Disk{Number: 1, Bus: win32.BusTypeVirtual, SCSI: &win32.SCSIAddress{PortNumber: 3, Lun: 1}})
 	r := start(t, Options{
 		GOOS:            "windows",
@@ -158,7 +162,10 @@ func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runne
 	return r, fake, host, sys
 }
 
-const volumeID = `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`
+const (
+	volumeID     = `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`
+	nodeVolumeID = `\\?\Volume{00000000-0000-0000-0000-00000000000c}\`
+)
 
 // TestWindowsGroupsValidateFirst checks, per request field, that bad input is
 // refused with a code and a message naming the field or rule, and that no
