@@ -19,6 +19,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/gate"
+	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/controller"
@@ -91,8 +92,9 @@ func TestDashboardCheckCatchesTypos(t *testing.T) {
 
 // exportedMetrics returns the names of every metric the two binaries
 // register: the webhook's and the controller's, and the agent's (request
-// metrics and build info, the guard's, and the audit outputs': anchor and
-// webhook backend), each built by the constructor the binary uses.
+// metrics and build info, the guard's, the audit outputs': anchor and
+// webhook backend, and the storage operation holds'), each built by the
+// constructor the binary uses.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := &registry{names: map[string]bool{}}
@@ -107,6 +109,9 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 	registerGuardMetrics(t, reg)
 	registerAuditOutputMetrics(t, reg)
+	if _, err := inflight.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"pipeguard_build_info", "pipeguard_agent_requests_total", "pipeguard_agent_gate_decisions_total", "pipeguard_agent_audit_anchor_failures_total", "pipeguard_agent_audit_webhook_sent_total"} {
 		if !reg.names[name] {
 			t.Fatalf("%s was not recorded: the registrations above miss part of what the binaries export", name)
