@@ -12,8 +12,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/groups/validate"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
-	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
 
