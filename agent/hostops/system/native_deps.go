@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/pipeguard/pipeguard/agent/apierr"
 )
 
 // groupPrefix marks a load-order group among a service's dependencies
@@ -35,7 +33,7 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 		}
 		for _, dep := range deps {
 			if g, ok := strings.CutPrefix(dep, groupPrefix); ok {
-				return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+				return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 					"StartService of service %q refused: service %q depends on the load-order group %q, whose services a start may start too and the agent cannot check against the allowed services; start it on the node",
 					name, svc, g)}
 			}
@@ -76,7 +74,7 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 		return err
 	}
 	if len(refused) > 0 {
-		return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+		return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 			"StartService of service %q refused: it would also start services it depends on that are not running and are not allowed services: %s; start them on the node first, or allow them too (%s)",
 			name, quoteAll(refused), allowFlags(refused))}
 	}
@@ -90,7 +88,7 @@ func refuseDependentStop(name, dep string, mayStop func(string) bool) error {
 	if mayStop == nil || mayStop(dep) {
 		return nil
 	}
-	return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+	return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 		"StopService of service %q with force refused: service %q, which depends on it, started while it was being stopped and is not an allowed service; the services stopped so far stay stopped; stop it on the node first, or allow it too (%s)",
 		name, dep, allowFlags([]string{dep}))}
 }

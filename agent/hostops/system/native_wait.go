@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pipeguard/pipeguard/agent/apierr"
 )
 
 // RuleAllowedServices names the rule that refuses services the agent was
@@ -99,7 +97,7 @@ func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h 
 			return err
 		}
 		if len(refused) > 0 {
-			return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+			return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 				"StopService of service %q with force refused: it would also stop services that depend on it and are not allowed services: %s; stop them on the node first, or allow them too (%s)",
 				name, quoteAll(refused), allowFlags(refused))}
 		}
