@@ -4,26 +4,17 @@ import (
 	"context"
 	"sync"
 
-	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/agent/confine"
 )
 
 // CallerKey names who a host call is for, so that slots and workers are
-// shared between callers: the pod UID of a caller attributed to a pod,
-// else its user (the verified token's username, the peer's SID or UID), so
-// that a process cannot get a share of its own by starting another. A call
-// with no caller on its context, one the agent makes itself and not a
-// request of the API (whose connections always carry one), has the key ""
-// and no per-caller cap.
-func CallerKey(ctx context.Context) string {
-	c, ok := identity.FromContext(ctx)
-	if !ok || c == nil {
-		return ""
-	}
-	if c.Attribution() == identity.AttributedPod {
-		return "pod:" + c.PodUID
-	}
-	return c.Attribution() + ":" + c.Username()
-}
+// shared between callers: the key confine.ShareKey gives the request, the
+// pod UID of a caller attributed to a pod, else its user (the verified
+// token's username, the peer's SID or UID), so that a process cannot get a
+// share of its own by starting another. A call with no caller on its
+// context, one the agent makes itself and not a request of the API (whose
+// connections always carry one), has the key "" and no per-caller cap.
+func CallerKey(ctx context.Context) string { return confine.ShareKey(ctx) }
 
 // exhausted says what a slot request found full when it gave up.
 type exhausted int
