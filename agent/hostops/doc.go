@@ -16,4 +16,9 @@
 // documented layouts (win32), tested on byte-level answers; win32test is an
 // in-memory host built from the same layouts, and runnertest.Fake answers the
 // scripts, so both halves are tested on any OS.
+//
+// The host operations import only each other, agent/confine and the
+// module's internal helpers (test/layers checks it): request validation
+// (agent/groups/validate), API errors and peer identity belong to the
+// groups above them, which turn the typed host errors into API answers.
 package hostops
