@@ -27,6 +27,7 @@ import (
 	volgroup "github.com/pipeguard/pipeguard/agent/groups/volume"
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
@@ -77,7 +78,7 @@ func Local(o LocalOptions) (Conns, error) {
 	}
 	none := runner.Unsupported{GOOS: "compare (it runs no host command)"}
 	bound := func(group string) *runner.Bounded {
-		return runner.Bound(none, group, runner.Limits{Timeout: runner.DefaultTimeouts[group], Concurrency: runner.DefaultConcurrency})
+		return runner.Bound(none, group, limits.Limits{Timeout: limits.DefaultTimeouts[group], Concurrency: limits.DefaultConcurrency})
 	}
 	dl, vl := bound("disk"), bound("volume")
 	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: dl, Cmdlets: hostdisk.PowerShell{Runner: dl}})

@@ -7,7 +7,10 @@
 //     own process, through the seam win32.Sys (system calls the service
 //     control manager directly); the rest are Cmdlets, fixed PowerShell
 //     scripts run through runner.Runner (the agent's PowerShell workers);
-//   - iscsi: Cmdlets only.
+//   - iscsi: Cmdlets only;
+//   - limits: the deadline and the concurrency cap of every host call,
+//     shared between callers, which runner.Bound applies to a group's
+//     commands and limits.Call to its Win32 calls.
 //
 // The scripts never hold request strings: each is a constant, request values
 // travel as data that the script reads from $Env:name, and every value is

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
@@ -14,14 +14,14 @@ import (
 // queries (read access for IOCTL_DISK_GET_LENGTH_INFO, which asks for it).
 // PartitionDisk, Rescan, SetDiskState and GetDiskState, which have no
 // Win32 equivalent here, run through Cmdlets. Every Win32 call runs under
-// Limits (runner.Call), named after its function, so that it has the
+// Limits (limits.Call), named after its function, so that it has the
 // group's deadline and concurrency cap and a hung call answers at the
 // deadline.
 type Native struct {
 	// Sys makes the Win32 calls; win32.New() on the host.
 	Sys win32.Sys
 	// Limits bounds every Win32 call; nil runs them unbounded.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Cmdlets runs PartitionDisk, Rescan, SetDiskState and GetDiskState,
 	// and nothing else: the PowerShell implementation.
 	Cmdlets Cmdlets

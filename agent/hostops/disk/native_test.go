@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -43,7 +44,7 @@ func newFixture(t *testing.T) fixture {
 	h.AddDisk(win32test.Disk{Number: 3, Bus: win32.BusTypeScsi, SCSI: &win32.SCSIAddress{PortNumber: 255, PathId: 255, TargetId: 255, Lun: 255},
 		Page83: bigDescriptor(), Serial: "BIG", Size: 1})
 	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("False\r\n"), nil }}
-	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "disk", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
+	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "disk", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
 }
 
 func TestNativeDiskResults(t *testing.T) {
@@ -208,7 +209,7 @@ func TestNativeDiskHungCallAnswersAtTheDeadline(t *testing.T) {
 		}
 		return nil
 	}
-	f.n.Limits = runner.Bound(f.ps, "disk", runner.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-disk"})
+	f.n.Limits = runner.Bound(f.ps, "disk", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-disk"})
 	start := time.Now()
 	_, err := f.n.ListDiskLocations(context.Background())
 	if took := time.Since(start); took > 2*time.Second {

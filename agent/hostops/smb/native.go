@@ -6,20 +6,20 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // Native is API with the path check and the link made by direct Win32
 // calls, as CSI Proxy 1.3 makes them; the global mappings, which have no
 // Win32 equivalent here, run through Cmdlets. Every Win32 call runs under
-// Limits (runner.Call), named after its function, so that a share that
+// Limits (limits.Call), named after its function, so that a share that
 // does not answer is answered at the group's deadline.
 type Native struct {
 	// Sys makes the Win32 calls; win32.New() on the host.
 	Sys win32.Sys
 	// Limits bounds every Win32 call; nil runs them unbounded.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Cmdlets runs IsMapped, NewGlobalMapping and RemoveGlobalMapping, and
 	// nothing else: the PowerShell implementation.
 	Cmdlets Cmdlets

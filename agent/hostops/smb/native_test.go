@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -23,7 +24,7 @@ func newFixture() fixture {
 	h := win32test.New()
 	h.AddFile(`\\srv\share`)
 	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("true\r\n"), nil }}
-	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "smb", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
+	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "smb", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
 }
 
 func TestNativePathValidAndNewLink(t *testing.T) {
@@ -129,7 +130,7 @@ func TestNativeHungShareAnswersAtTheDeadline(t *testing.T) {
 		<-release
 		return nil
 	}
-	f.n.Limits = runner.Bound(f.ps, "smb", runner.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-smb"})
+	f.n.Limits = runner.Bound(f.ps, "smb", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-smb"})
 	cases := map[string]struct {
 		call func() error
 		want string

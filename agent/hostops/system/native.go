@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // DefaultPoll is how often Native looks at a service it started or stopped,
@@ -32,7 +32,7 @@ const (
 type Native struct {
 	// Limits gives each call its deadline and its slot (runner.Bound for
 	// the "system" group); nil means none.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Poll is how often a starting or stopping service is looked at; 0
 	// means DefaultPoll.
 	Poll time.Duration
@@ -60,7 +60,7 @@ var _ API = Native{}
 // SystemSerialNumber), with the spaces around it trimmed.
 func (n Native) BIOSSerialNumber(ctx context.Context) (string, error) {
 	var serial string
-	err := runner.Call(ctx, n.Limits, opBIOSSerialNumber, func(context.Context) error {
+	err := limits.Call(ctx, n.Limits, opBIOSSerialNumber, func(context.Context) error {
 		read := n.firmware
 		if read == nil {
 			read = readRawSMBIOSData
@@ -146,7 +146,7 @@ func (n Native) waiter(w *watch) *waiter {
 // open for a. When the deadline passes first, the error says what the
 // service was doing, from w.
 func (n Native) withService(ctx context.Context, op, name string, a access, w *watch, fn func(context.Context, serviceManager, serviceHandle) error) error {
-	err := runner.Call(ctx, n.Limits, op, func(ctx context.Context) error {
+	err := limits.Call(ctx, n.Limits, op, func(ctx context.Context) error {
 		connect := n.connect
 		if connect == nil {
 			connect = connectServiceManager
@@ -163,7 +163,7 @@ func (n Native) withService(ctx context.Context, op, name string, a access, w *w
 		defer h.close()
 		return fn(ctx, m, h)
 	})
-	var deadline *runner.DeadlineError
+	var deadline *limits.DeadlineError
 	if errors.As(err, &deadline) && w != nil {
 		if last := w.String(); last != "" {
 			return fmt.Errorf("%w: %s", err, last)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 )
@@ -23,7 +24,7 @@ func native(f *fakeSCM) Native {
 
 // bound is the system group's limits with a short deadline.
 func bound(timeout time.Duration) *runner.Bounded {
-	return runner.Bound(nil, "system", runner.Limits{Timeout: timeout, Concurrency: 2, Setting: "--host-call-timeout-system"})
+	return runner.Bound(nil, "system", limits.Limits{Timeout: timeout, Concurrency: 2, Setting: "--host-call-timeout-system"})
 }
 
 func running(name string, dependsOn ...string) *fakeService {
@@ -161,7 +162,7 @@ func TestStuckStartAnswersAtTheDeadline(t *testing.T) {
 	if took := time.Since(start); took > 200*time.Millisecond+slack {
 		t.Fatalf("returned after %v", took)
 	}
-	var de *runner.DeadlineError
+	var de *limits.DeadlineError
 	if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || de.Op != "StartService" {
 		t.Fatalf("err = %#v, want a DeadlineError of StartService", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
@@ -152,7 +153,7 @@ func TestNativeServices(t *testing.T) {
 	installTestService(t, m, dependent, 0, base)
 
 	ctx := context.Background()
-	n := Native{Limits: runner.Bound(nil, "system", runner.Limits{Timeout: time.Minute, Concurrency: 8, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Concurrency: 8, Setting: "--host-call-timeout-system"})}
 	get := func(name string) Service {
 		t.Helper()
 		s, err := n.GetService(ctx, name)
@@ -270,15 +271,15 @@ func TestNativeStartDeadline(t *testing.T) {
 	slow := fmt.Sprintf("pipeguard-test-%d-slow", os.Getpid())
 	installTestService(t, m, slow, 5*time.Second)
 
-	n := Native{Limits: runner.Bound(nil, "system", runner.Limits{Timeout: 2 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: 2 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-system"})}
 	err = n.StartService(context.Background(), slow)
-	var de *runner.DeadlineError
+	var de *limits.DeadlineError
 	want := fmt.Sprintf(`system StartService did not finish within 2s (host operation deadline; --host-call-timeout-system): service %q was still StartPending, not Running`, slow)
 	if !errors.As(err, &de) || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("StartService of a slow service: %v\nwant %q", err, want)
 	}
 	// It does start: a longer deadline sees it Running.
-	n.Limits = runner.Bound(nil, "system", runner.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})
+	n.Limits = runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})
 	if err := n.StartService(context.Background(), slow); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestNativeStartFailure(t *testing.T) {
 		}
 		s.Close()
 	}()
-	n := Native{Limits: runner.Bound(nil, "system", runner.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})}
 	start := time.Now()
 	err = n.StartService(context.Background(), name)
 	if want := fmt.Sprintf("StartService: starting service %q: StartService: ", name); err == nil || !strings.HasPrefix(err.Error(), want) {

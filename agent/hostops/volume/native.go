@@ -7,20 +7,20 @@ import (
 	"math"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // Native is API through direct Win32 calls, as CSI Proxy 1.3 makes them:
 // only FormatVolume and ResizeVolume, which have no Win32 equivalent,
 // start a process (through Cmdlets). Every Win32 call runs under Limits
-// (runner.Call), named after its function, so that it has the group's
+// (limits.Call), named after its function, so that it has the group's
 // deadline and concurrency cap and a hung call answers at the deadline.
 type Native struct {
 	// Sys makes the Win32 calls; win32.New() on the host.
 	Sys win32.Sys
 	// Limits bounds every Win32 call; nil runs them unbounded.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Cmdlets runs FormatVolume and ResizeVolume, and nothing else: the
 	// PowerShell implementation.
 	Cmdlets Cmdlets

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -49,7 +50,7 @@ func newFixture(t *testing.T) fixture {
 		win32.DeviceIoControlFunc(win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS), win32.VolumeDevice(volDVD), win32test.ErrInvalidFunction))
 	h.AddDrive(`C:\`, volC)
 	ps := &runnertest.Fake{}
-	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "volume", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
+	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "volume", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
 }
 
 // Every native operation answers from Win32 calls alone: the PowerShell
@@ -156,7 +157,7 @@ func TestNativeHungCallAnswersAtTheDeadline(t *testing.T) {
 		}
 		return nil
 	}
-	f.n.Limits = runner.Bound(f.ps, "volume", runner.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-volume"})
+	f.n.Limits = runner.Bound(f.ps, "volume", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-volume"})
 	ctx := context.Background()
 	if err := f.n.MountVolume(ctx, volA, `C:\mnt`); err != nil {
 		t.Fatal(err)

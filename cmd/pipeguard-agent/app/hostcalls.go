@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
@@ -30,26 +31,26 @@ func hostCallTimeout(o Options, group string) time.Duration {
 	if timeout, ok := o.HostCallTimeouts[group]; ok {
 		return timeout
 	}
-	return runner.DefaultTimeouts[group]
+	return limits.DefaultTimeouts[group]
 }
 
 // boundRunner gives the host calls of group their deadline and caps: the
-// group's timeout and runner.DefaultConcurrency, and for the volume group's
+// group's timeout and limits.DefaultConcurrency, and for the volume group's
 // format and resize calls the same timeout and FormatConcurrency.
 func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
 	timeout := hostCallTimeout(o, group)
 	setting := "--host-call-timeout-" + group
-	limits := runner.Limits{Timeout: timeout, Concurrency: runner.DefaultConcurrency, Setting: setting}
+	l := limits.Limits{Timeout: timeout, Concurrency: limits.DefaultConcurrency, Setting: setting}
 	if group != "volume" {
-		return runner.Bound(run, group, limits)
+		return runner.Bound(run, group, l)
 	}
 	formats := o.FormatConcurrency
 	if formats <= 0 {
-		formats = runner.DefaultFormatConcurrency
+		formats = limits.DefaultFormatConcurrency
 	}
 	// The format slots are not split between callers: with the default 2,
 	// keeping one back would halve a driver's formats. A caller's formats
 	// still count against its share of the PowerShell workers.
-	return runner.Bound(run, group, limits, runner.Class{Ops: runner.FormatOps,
-		Limits: runner.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
+	return runner.Bound(run, group, l, limits.Class{Ops: limits.FormatOps,
+		Limits: limits.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 )
@@ -123,7 +124,7 @@ func TestFormatConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m := g.max.Load(); m != runner.DefaultFormatConcurrency {
-		t.Fatalf("%d ran at once, want %d", m, runner.DefaultFormatConcurrency)
+	if m := g.max.Load(); m != limits.DefaultFormatConcurrency {
+		t.Fatalf("%d ran at once, want %d", m, limits.DefaultFormatConcurrency)
 	}
 }
