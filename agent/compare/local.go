@@ -77,10 +77,10 @@ func Local(o LocalOptions) (Conns, error) {
 		win = win32.New()
 	}
 	none := runner.Unsupported{GOOS: "compare (it runs no host command)"}
-	bound := func(group string) *runner.Bounded {
-		return runner.Bound(none, group, limits.Limits{Timeout: limits.DefaultTimeouts[group], Concurrency: limits.DefaultConcurrency})
+	bound := func(group string, l limits.Limits) *runner.Bounded {
+		return runner.Bound(none, group, l)
 	}
-	dl, vl := bound("disk"), bound("volume")
+	dl, vl := bound("disk", hostdisk.Limits), bound("volume", hostvol.Limits)
 	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: dl, Cmdlets: hostdisk.PowerShell{Runner: dl}})
 	if err != nil {
 		return Conns{}, err
@@ -100,7 +100,7 @@ func Local(o LocalOptions) (Conns, error) {
 	sysHost := o.System
 	if sysHost == nil {
 		never := func(string) bool { return false }
-		sysHost = hostsys.Native{Limits: bound("system"), MayStop: never, MayStart: never}
+		sysHost = hostsys.Native{Limits: bound("system", hostsys.Limits), MayStop: never, MayStart: never}
 	}
 	sys, err := sysgroup.New(readOnlySystem{sysHost}, nil)
 	if err != nil {

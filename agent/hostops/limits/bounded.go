@@ -8,29 +8,10 @@ import (
 	"time"
 )
 
-// Default limits of the host calls, below the kubelet's 2-minute timeout of
-// a CSI operation so that the agent answers before the driver gives up.
-const (
-	// DefaultConcurrency is how many host calls of one group run at once.
-	DefaultConcurrency = 8
-	// DefaultFormatConcurrency is how many Format-Volume and
-	// Resize-Partition calls run at once, together.
-	DefaultFormatConcurrency = 2
-)
-
-// DefaultTimeouts is the deadline of every host call of each Windows group.
-// The filesystem group starts no process and has none.
-var DefaultTimeouts = map[string]time.Duration{
-	"disk":   90 * time.Second,
-	"volume": 90 * time.Second,
-	"smb":    60 * time.Second,
-	"iscsi":  90 * time.Second,
-	"system": 30 * time.Second,
-}
-
-// FormatOps are the operations, as the volume group names them,
-// that share the format cap (DefaultFormatConcurrency).
-var FormatOps = []string{"Format-Volume", "Resize-Partition"}
+// DefaultConcurrency is how many host calls of one group run at once, the
+// cap of each group's default Limits. Each group declares its own default
+// limits beside its host operations (e.g. disk.Limits).
+const DefaultConcurrency = 8
 
 // Limits bound a class of host calls.
 type Limits struct {

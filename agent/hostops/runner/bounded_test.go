@@ -99,11 +99,11 @@ func (g *gate) Run(_ context.Context, cmd Command) ([]byte, error) {
 func TestBoundedFormatCap(t *testing.T) {
 	g := newGate()
 	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
-		limits.Class{Ops: limits.FormatOps, Limits: limits.Limits{Timeout: time.Hour, Concurrency: 2}})
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: time.Hour, Concurrency: 2}})
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for i := range 32 {
-		op := limits.FormatOps[i%2]
+		op := formatOps[i%2]
 		wg.Go(func() {
 			_, err := Script(context.Background(), b, op, op)
 			errs <- err
@@ -138,7 +138,7 @@ func TestBoundedFormatCap(t *testing.T) {
 func TestBoundedGroupCapSeparateFromFormat(t *testing.T) {
 	g := newGate()
 	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
-		limits.Class{Ops: limits.FormatOps, Limits: limits.Limits{Timeout: time.Hour, Concurrency: 1}})
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: time.Hour, Concurrency: 1}})
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = Script(context.Background(), b, "Format-Volume", "format") })
 	<-g.started
@@ -154,7 +154,7 @@ func TestBoundedGroupCapSeparateFromFormat(t *testing.T) {
 func TestBoundedQueuedPastDeadlineNeverStarts(t *testing.T) {
 	g := newGate()
 	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
-		limits.Class{Ops: limits.FormatOps, Limits: limits.Limits{Timeout: 300 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-volume, --format-concurrency"}})
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: 300 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-volume, --format-concurrency"}})
 	done := make(chan error, 1)
 	go func() {
 		_, err := Script(context.Background(), b, "Format-Volume", "first")

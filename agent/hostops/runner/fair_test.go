@@ -75,7 +75,7 @@ func TestBoundedCallerShareNamedAtTheDeadline(t *testing.T) {
 	g := newGate()
 	defer close(g.release)
 	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
-		limits.Class{Ops: limits.FormatOps, Limits: limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
 	hostile := podCtx(context.Background(), "hostile")
 	go func() { _, _ = Script(hostile, b, "Format-Volume", "hold") }()
 	<-g.started
@@ -109,7 +109,7 @@ func TestWorkersHungISCSICallsLeaveAWorkerForFormat(t *testing.T) {
 		t.Fatalf("err = %v\nwant %q", err, want)
 	}
 	vol := Bound(f, "volume", limits.Limits{Timeout: 10 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-volume"},
-		limits.Class{Ops: limits.FormatOps, Limits: limits.Limits{Timeout: 10 * time.Second, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: 10 * time.Second, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
 	driver := podCtx(context.Background(), "driver")
 	var formats sync.WaitGroup
 	errs := make(chan error, 4)

@@ -109,10 +109,10 @@ type Options struct {
 	System hostsys.API
 	// HostCallTimeouts is the deadline of each host call of a Windows
 	// group, by group ("disk", "volume", "smb", "iscsi", "system"); a group
-	// not in it has its limits.DefaultTimeouts.
+	// not in it has its default (DefaultLimits).
 	HostCallTimeouts map[string]time.Duration
 	// FormatConcurrency is how many FormatVolume and ResizeVolume host
-	// calls run at once; 0 means limits.DefaultFormatConcurrency.
+	// calls run at once; 0 means DefaultFormatConcurrency.
 	FormatConcurrency int
 	// PowerShellWorkers is how many long-lived PowerShell processes run the
 	// cmdlets of the Windows groups on Windows (runner.Workers), each one

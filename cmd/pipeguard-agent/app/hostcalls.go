@@ -8,9 +8,29 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
+	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
+	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
+	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 )
+
+// DefaultLimits are the default limits of the host calls of each Windows
+// group, as each group declares them (e.g. disk.Limits). The filesystem
+// group starts no process and has none.
+var DefaultLimits = map[string]limits.Limits{
+	"disk":   hostdisk.Limits,
+	"volume": hostvol.Limits,
+	"smb":    hostsmb.Limits,
+	"iscsi":  hostiscsi.Limits,
+	"system": hostsys.Limits,
+}
+
+// DefaultFormatConcurrency is how many volume Format-Volume and
+// Resize-Partition calls run at once by default.
+const DefaultFormatConcurrency = hostvol.DefaultFormatConcurrency
 
 // powerShellWorkers returns the pool of PowerShell workers that runs the
 // cmdlets of every Windows group on Windows, or nil when o.Runner replaces
@@ -31,26 +51,26 @@ func hostCallTimeout(o Options, group string) time.Duration {
 	if timeout, ok := o.HostCallTimeouts[group]; ok {
 		return timeout
 	}
-	return limits.DefaultTimeouts[group]
+	return DefaultLimits[group].Timeout
 }
 
 // boundRunner gives the host calls of group their deadline and caps: the
-// group's timeout and limits.DefaultConcurrency, and for the volume group's
+// group's timeout and its default cap (DefaultLimits), and for the volume group's
 // format and resize calls the same timeout and FormatConcurrency.
 func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
 	timeout := hostCallTimeout(o, group)
 	setting := "--host-call-timeout-" + group
-	l := limits.Limits{Timeout: timeout, Concurrency: limits.DefaultConcurrency, Setting: setting}
+	l := limits.Limits{Timeout: timeout, Concurrency: DefaultLimits[group].Concurrency, Setting: setting}
 	if group != "volume" {
 		return runner.Bound(run, group, l)
 	}
 	formats := o.FormatConcurrency
 	if formats <= 0 {
-		formats = limits.DefaultFormatConcurrency
+		formats = DefaultFormatConcurrency
 	}
 	// The format slots are not split between callers: with the default 2,
 	// keeping one back would halve a driver's formats. A caller's formats
 	// still count against its share of the PowerShell workers.
-	return runner.Bound(run, group, l, limits.Class{Ops: limits.FormatOps,
+	return runner.Bound(run, group, l, limits.Class{Ops: hostvol.FormatOps,
 		Limits: limits.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 )
@@ -124,7 +123,7 @@ func TestFormatConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m := g.max.Load(); m != limits.DefaultFormatConcurrency {
-		t.Fatalf("%d ran at once, want %d", m, limits.DefaultFormatConcurrency)
+	if m := g.max.Load(); m != DefaultFormatConcurrency {
+		t.Fatalf("%d ran at once, want %d", m, DefaultFormatConcurrency)
 	}
 }
