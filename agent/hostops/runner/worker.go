@@ -51,6 +51,9 @@ type WorkerOptions struct {
 	// Registerer receives the metrics (pipeguard_agent_powershell_*); nil
 	// means they are not registered.
 	Registerer prometheus.Registerer
+	// Setting names what sets Size, for the errors of a request that got
+	// no worker, e.g. "--powershell-workers"; empty names nothing.
+	Setting string
 }
 
 // Workers runs PowerShell Commands in a small pool of long-lived PowerShell
@@ -202,15 +205,22 @@ func noWorkerErrorf(format string, a ...any) error {
 // context ended, naming what was full.
 func (w *Workers) noWorker(ctx context.Context, op, group string, why limits.Exhausted) error {
 	share := limits.DefaultCallerShare(w.opts.Size)
+	setting := ""
+	if w.opts.Setting != "" {
+		setting = " (" + w.opts.Setting + ")"
+	}
 	switch why {
 	case limits.ExhaustedCaller:
-		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: this caller already had %d of the %d workers, its whole share (--powershell-workers): %w",
-			op, share, w.opts.Size, ctx.Err())
+		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: this caller already had %d of the %d workers, its whole share%s: %w",
+			op, share, w.opts.Size, setting, ctx.Err())
 	case limits.ExhaustedClass:
-		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: the %s group, with the others but disk and volume, already had %d of the %d workers, the rest being kept for disk and volume (--powershell-workers): %w",
-			op, group, share, w.opts.Size, ctx.Err())
+		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: the %s group, with the others but disk and volume, already had %d of the %d workers, the rest being kept for disk and volume%s: %w",
+			op, group, share, w.opts.Size, setting, ctx.Err())
 	}
-	return noWorkerErrorf("no PowerShell worker became free for %s before the request ended (all %d were busy; --powershell-workers): %w", op, w.opts.Size, ctx.Err())
+	if w.opts.Setting != "" {
+		setting = "; " + w.opts.Setting
+	}
+	return noWorkerErrorf("no PowerShell worker became free for %s before the request ended (all %d were busy%s): %w", op, w.opts.Size, setting, ctx.Err())
 }
 
 // take returns the idle worker used last, or nil when none runs (the

@@ -49,7 +49,7 @@ func newFakePool(t *testing.T, size int, tune ...func(*WorkerOptions)) *fakePool
 	}
 	log := t.TempDir()
 	reg := prometheus.NewRegistry()
-	o := WorkerOptions{Program: exe, Args: fakeArgs, Size: size, Registerer: reg,
+	o := WorkerOptions{Program: exe, Args: fakeArgs, Size: size, Registerer: reg, Setting: "--powershell-workers",
 		Env: []string{fakeWorkerEnv + "=1", fakeWorkerLogEnv + "=" + log}}
 	for _, f := range tune {
 		f(&o)

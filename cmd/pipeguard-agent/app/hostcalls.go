@@ -39,7 +39,7 @@ func powerShellWorkers(o Options, reg prometheus.Registerer) (*runner.Workers, e
 	if o.Runner != nil || o.GOOS != "windows" {
 		return nil, nil
 	}
-	w, err := runner.NewWorkers(runner.WorkerOptions{Size: o.PowerShellWorkers, Log: o.Log.WithName("powershell"), Registerer: reg})
+	w, err := runner.NewWorkers(runner.WorkerOptions{Size: o.PowerShellWorkers, Log: o.Log.WithName("powershell"), Registerer: reg, Setting: "--powershell-workers"})
 	if err != nil {
 		return nil, fmt.Errorf("PowerShell workers (--powershell-workers): %w", err)
 	}
