@@ -46,6 +46,11 @@ type Native struct {
 	// with it (the service control manager starts those first); nil means
 	// any. The agent allows only its --allowed-service list.
 	MayStart func(name string) bool
+	// AllowSetting names what allows a service, for the refusals of MayStop
+	// and MayStart, e.g. "--allowed-service": a refusal names
+	// AllowSetting=<name> for each service refused; empty names the
+	// services alone.
+	AllowSetting string
 
 	// connect opens the service control manager and firmware reads the
 	// raw SMBIOS data; nil means the host's. Tests replace them.
@@ -114,7 +119,7 @@ func (n Native) StartService(ctx context.Context, name string) error {
 	w := &watch{}
 	return n.withService(ctx, opStartService, name, accessStart, w, func(ctx context.Context, m serviceManager, h serviceHandle) error {
 		if n.MayStart != nil {
-			if err := checkStartDependencies(m, name, h, n.MayStart); err != nil {
+			if err := checkStartDependencies(m, name, h, n.MayStart, n.AllowSetting); err != nil {
 				return err
 			}
 		}
@@ -139,7 +144,7 @@ func (n Native) waiter(w *watch) *waiter {
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	return &waiter{poll: poll, watch: w}
+	return &waiter{poll: poll, watch: w, allowSetting: n.AllowSetting}
 }
 
 // withService runs fn, named op, under the limits, with the service name

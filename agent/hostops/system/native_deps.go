@@ -22,7 +22,7 @@ const groupPrefix = "+"
 // mayStart refuses, directly or through another dependency, or when it
 // depends on a load-order group, whose members cannot be known ahead.
 // Nothing is started before it returns.
-func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayStart func(string) bool) error {
+func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayStart func(string) bool, allowSetting string) error {
 	var refused []string
 	var walk func(path []string, h serviceHandle) error
 	walk = func(path []string, h serviceHandle) error {
@@ -76,7 +76,7 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 	if len(refused) > 0 {
 		return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 			"StartService of service %q refused: it would also start services it depends on that are not running and are not allowed services: %s; start them on the node first, or allow them too (%s)",
-			name, quoteAll(refused), allowFlags(refused))}
+			name, quoteAll(refused), allowFlags(allowSetting, refused))}
 	}
 	return nil
 }
@@ -84,20 +84,24 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 // refuseDependentStop refuses to stop dep, a dependent of the service a
 // stop with force was asked for, when mayStop does not allow it: one that
 // started after the dependents were checked.
-func refuseDependentStop(name, dep string, mayStop func(string) bool) error {
+func refuseDependentStop(name, dep string, mayStop func(string) bool, allowSetting string) error {
 	if mayStop == nil || mayStop(dep) {
 		return nil
 	}
 	return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 		"StopService of service %q with force refused: service %q, which depends on it, started while it was being stopped and is not an allowed service; the services stopped so far stay stopped; stop it on the node first, or allow it too (%s)",
-		name, dep, allowFlags([]string{dep}))}
+		name, dep, allowFlags(allowSetting, []string{dep}))}
 }
 
-// allowFlags are the flags that would allow names.
-func allowFlags(names []string) string {
+// allowFlags are the settings that would allow names: setting=name for
+// each, or the names alone when setting is empty.
+func allowFlags(setting string, names []string) string {
 	flags := make([]string, len(names))
 	for i, r := range names {
-		flags[i] = "--allowed-service=" + r
+		flags[i] = r
+		if setting != "" {
+			flags[i] = setting + "=" + r
+		}
 	}
 	return strings.Join(flags, " ")
 }

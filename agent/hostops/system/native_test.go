@@ -17,9 +17,10 @@ import (
 // slack is what a slow, shared machine may add to a deadline.
 const slack = 10 * time.Second
 
-// native returns a Native over f that polls every millisecond.
+// native returns a Native over f that polls every millisecond, naming
+// --allowed-service in its refusals as the agent does.
 func native(f *fakeSCM) Native {
-	return Native{Poll: time.Millisecond, connect: f.connect}
+	return Native{Poll: time.Millisecond, connect: f.connect, AllowSetting: "--allowed-service"}
 }
 
 // bound is the system group's limits with a short deadline.

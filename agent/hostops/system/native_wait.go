@@ -30,6 +30,8 @@ type waiter struct {
 	// for and what may be stopped with it (nil: any).
 	stopping string
 	mayStop  func(string) bool
+	// allowSetting is Native.AllowSetting, for the refusals.
+	allowSetting string
 }
 
 // sleep waits one poll interval, or until ctx ends.
@@ -99,7 +101,7 @@ func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h 
 		if len(refused) > 0 {
 			return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 				"StopService of service %q with force refused: it would also stop services that depend on it and are not allowed services: %s; stop them on the node first, or allow them too (%s)",
-				name, quoteAll(refused), allowFlags(refused))}
+				name, quoteAll(refused), allowFlags(w.allowSetting, refused))}
 		}
 	}
 	// The dependents are read again for the stop: each is checked again
@@ -179,7 +181,7 @@ func (w *waiter) stopDependent(ctx context.Context, m serviceManager, dep string
 	if err := checkDependency(path, dep); err != nil {
 		return err
 	}
-	if err := refuseDependentStop(w.stopping, dep, w.mayStop); err != nil {
+	if err := refuseDependentStop(w.stopping, dep, w.mayStop, w.allowSetting); err != nil {
 		return err
 	}
 	h, err := m.open(dep, accessStop)

@@ -280,7 +280,8 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb").TrackOperations(held, heldLog)
 	sysHost := o.System
 	if sysHost == nil {
-		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices)}
+		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices),
+			AllowSetting: "--allowed-service"}
 	}
 	sys, err := sysgroup.New(sysHost, o.AllowedServices)
 	if err != nil {
