@@ -81,11 +81,19 @@ func Local(o LocalOptions) (Conns, error) {
 		return runner.Bound(none, group, l)
 	}
 	dl, vl := bound("disk", hostdisk.Limits), bound("volume", hostvol.Limits)
-	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: dl, Cmdlets: hostdisk.PowerShell{Runner: dl}})
+	diskHost, err := hostdisk.New(hostdisk.Deps{Sys: win, Limits: dl, Cmdlets: hostdisk.PowerShell{Runner: dl}})
 	if err != nil {
 		return Conns{}, err
 	}
-	vol, err := volgroup.New(hostvol.Native{Sys: win, Limits: vl, Cmdlets: hostvol.PowerShell{Runner: vl}}, conf)
+	disk, err := diskgroup.New(diskHost)
+	if err != nil {
+		return Conns{}, err
+	}
+	volHost, err := hostvol.New(hostvol.Deps{Sys: win, Limits: vl, Cmdlets: hostvol.PowerShell{Runner: vl}})
+	if err != nil {
+		return Conns{}, err
+	}
+	vol, err := volgroup.New(volHost, conf)
 	if err != nil {
 		return Conns{}, err
 	}

@@ -6,7 +6,9 @@
 //     What has a Win32 equivalent each group's Native does in the agent's
 //     own process, through the seam win32.Sys (system calls the service
 //     control manager directly); the rest are Cmdlets, fixed PowerShell
-//     scripts run through runner.Runner (the agent's PowerShell workers);
+//     scripts run through runner.Runner (the agent's PowerShell workers).
+//     disk, volume and smb build their Native with New(Deps), which refuses
+//     a Native without its Win32 host or its Cmdlets;
 //   - iscsi: Cmdlets only;
 //   - limits: the deadline and the concurrency cap of every host call,
 //     shared between callers, which runner.Bound applies to a group's

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	sysgroup "github.com/pipeguard/pipeguard/agent/groups/system"
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
@@ -73,4 +74,22 @@ func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
 	// still count against its share of the PowerShell workers.
 	return runner.Bound(run, group, l, limits.Class{Ops: hostvol.FormatOps,
 		Limits: limits.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
+}
+
+// systemHost is o.System, else the service control manager's operations
+// under the system group's limits, which start and stop with a service
+// only the allowed services.
+func systemHost(o Options, run runner.Runner) hostsys.API {
+	if o.System != nil {
+		return o.System
+	}
+	return hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices),
+		AllowSetting: "--allowed-service"}
+}
+
+// allowedService is sysgroup.Allowed over allowed: StopService with force
+// may stop the services that depend on the one stopped only if the system
+// group would allow them too.
+func allowedService(allowed []string) func(name string) bool {
+	return func(name string) bool { return sysgroup.Allowed(allowed, name) }
 }
