@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // DefaultPoll is how often Native looks at a service it started or stopped,
@@ -51,11 +52,13 @@ type Native struct {
 	// AllowSetting=<name> for each service refused; empty names the
 	// services alone.
 	AllowSetting string
+	// Firmware reads the raw SMBIOS data; nil means the host's
+	// (win32.NewFirmware).
+	Firmware win32.Firmware
 
-	// connect opens the service control manager and firmware reads the
-	// raw SMBIOS data; nil means the host's. Tests replace them.
-	connect  func() (serviceManager, error)
-	firmware func() ([]byte, error)
+	// connect opens the service control manager; nil means the host's.
+	// Tests replace it.
+	connect func() (serviceManager, error)
 }
 
 var _ API = Native{}
@@ -66,11 +69,11 @@ var _ API = Native{}
 func (n Native) BIOSSerialNumber(ctx context.Context) (string, error) {
 	var serial string
 	err := limits.Call(ctx, n.Limits, opBIOSSerialNumber, func(context.Context) error {
-		read := n.firmware
-		if read == nil {
-			read = readRawSMBIOSData
+		fw := n.Firmware
+		if fw == nil {
+			fw = win32.NewFirmware()
 		}
-		raw, err := read()
+		raw, err := fw.RawSMBIOSData()
 		if err != nil {
 			return fmt.Errorf("reading the BIOS serial number: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 // slack is what a slow, shared machine may add to a deadline.
@@ -344,21 +345,21 @@ func TestConnectFailure(t *testing.T) {
 
 func TestBIOSSerialNumberFromFirmware(t *testing.T) {
 	raw := rawSMBIOS(biosInformation(), systemInformation(4, "Acme", "Node", "1", "  VMware-42 1a 2b  "))
-	n := Native{firmware: func() ([]byte, error) { return raw, nil }}
+	n := Native{Firmware: win32test.Firmware(func() ([]byte, error) { return raw, nil })}
 	got, err := n.BIOSSerialNumber(context.Background())
 	if err != nil || got != "VMware-42 1a 2b" {
 		t.Fatalf("BIOSSerialNumber = %q, %v", got, err)
 	}
 
-	n.firmware = func() ([]byte, error) {
+	n.Firmware = win32test.Firmware(func() ([]byte, error) {
 		return nil, errors.New("GetSystemFirmwareTable('RSMB', 0): The parameter is incorrect.")
-	}
+	})
 	_, err = n.BIOSSerialNumber(context.Background())
 	if want := "reading the BIOS serial number: GetSystemFirmwareTable('RSMB', 0): The parameter is incorrect."; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 
-	n.firmware = func() ([]byte, error) { return raw[:20], nil }
+	n.Firmware = win32test.Firmware(func() ([]byte, error) { return raw[:20], nil })
 	_, err = n.BIOSSerialNumber(context.Background())
 	if want := "reading the BIOS serial number from the SMBIOS tables GetSystemFirmwareTable returned: RawSMBIOSData is truncated"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("err = %v, want it to start with %q", err, want)
@@ -370,7 +371,7 @@ func TestBIOSSerialNumberFromFirmware(t *testing.T) {
 func TestHungFirmwareCallAnswersAtTheDeadline(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	n := Native{Limits: bound(100 * time.Millisecond), firmware: func() ([]byte, error) { <-release; return nil, nil }}
+	n := Native{Limits: bound(100 * time.Millisecond), Firmware: win32test.Firmware(func() ([]byte, error) { <-release; return nil, nil })}
 	start := time.Now()
 	_, err := n.BIOSSerialNumber(context.Background())
 	if took := time.Since(start); took > 100*time.Millisecond+slack {
