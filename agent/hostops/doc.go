@@ -4,9 +4,9 @@
 //   - filesystem: portable Go, real on every OS;
 //   - disk, volume, smb, system: Windows storage and service operations.
 //     What has a Win32 equivalent each group's Native does in the agent's
-//     own process, through the seam win32.Sys (system reads the firmware
-//     through win32.Firmware and calls the service control manager
-//     directly); the rest are Cmdlets, fixed PowerShell
+//     own process, through the seam win32.Sys (and, for system, its
+//     seams win32.Services, the service control manager, and
+//     win32.Firmware); the rest are Cmdlets, fixed PowerShell
 //     scripts run through runner.Runner (the agent's PowerShell workers).
 //     disk, volume and smb build their Native with New(Deps), which refuses
 //     a Native without its Win32 host or its Cmdlets;

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // groupPrefix marks a load-order group among a service's dependencies
@@ -22,12 +24,12 @@ const groupPrefix = "+"
 // mayStart refuses, directly or through another dependency, or when it
 // depends on a load-order group, whose members cannot be known ahead.
 // Nothing is started before it returns.
-func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayStart func(string) bool, allowSetting string) error {
+func checkStartDependencies(m win32.Services, name string, h win32.Service, mayStart func(string) bool, allowSetting string) error {
 	var refused []string
-	var walk func(path []string, h serviceHandle) error
-	walk = func(path []string, h serviceHandle) error {
+	var walk func(path []string, h win32.Service) error
+	walk = func(path []string, h win32.Service) error {
 		svc := path[len(path)-1]
-		deps, err := h.dependencies()
+		deps, err := h.Dependencies()
 		if err != nil {
 			return fmt.Errorf("StartService: reading the services service %q depends on: %w", svc, err)
 		}
@@ -43,16 +45,16 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 			if len(path) >= maxDependentDepth {
 				return fmt.Errorf("StartService: services depend on each other more than %d deep (%s -> %s): start them on the node", maxDependentDepth, quoteAll(path), strconv.Quote(dep))
 			}
-			dh, err := m.open(dep, accessQuery)
-			if errors.Is(err, errNoSuchService) {
+			dh, err := m.Open(dep, win32.ServiceAccessQuery)
+			if errors.Is(err, win32.ErrNoSuchService) {
 				continue // the service control manager refuses the start itself
 			}
 			if err != nil {
 				return fmt.Errorf("StartService: opening service %q, which service %q depends on: %w", dep, svc, err)
 			}
 			err = func() error {
-				defer dh.close()
-				st, err := dh.state()
+				defer dh.Close()
+				st, err := dh.State()
 				if err != nil {
 					return fmt.Errorf("StartService: reading the status of service %q, which service %q depends on: %w", dep, svc, err)
 				}

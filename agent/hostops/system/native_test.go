@@ -12,6 +12,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
@@ -69,7 +70,7 @@ func TestUnknownServiceIsNamed(t *testing.T) {
 		t.Run(op, func(t *testing.T) {
 			err := call()
 			want := op + `: there is no service named "nosuch svc" on this node: give the service's name as sc.exe query lists it (SERVICE_NAME), not its display name`
-			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, errNoSuchService) {
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, win32.ErrNoSuchService) {
 				t.Fatalf("err = %v, want it to start with %q", err, want)
 			}
 		})
@@ -80,7 +81,7 @@ func TestHostileNamesAreOnlyNames(t *testing.T) {
 	for _, hostile := range runnertest.Hostile() {
 		f := newFakeSCM()
 		_, err := native(f).GetService(context.Background(), hostile)
-		if !errors.Is(err, errNoSuchService) || !strings.Contains(err.Error(), `named `+quoteAll([]string{hostile})+` on this node`) {
+		if !errors.Is(err, win32.ErrNoSuchService) || !strings.Contains(err.Error(), `named `+quoteAll([]string{hostile})+` on this node`) {
 			t.Errorf("GetService(%q) = %v, want no such service, named", hostile, err)
 		}
 		if opens := f.calls("open"); !reflect.DeepEqual(opens, []string{"open " + hostile + " query"}) {
@@ -267,7 +268,7 @@ func TestStopLeavesAStoppedServiceAlone(t *testing.T) {
 func TestStopRetriesWhileTheServiceCannotAcceptIt(t *testing.T) {
 	svc := running("csiproxy")
 	svc.state = stateStartPending
-	svc.stopErrs = []error{errCannotAcceptControl, errCannotAcceptControl}
+	svc.stopErrs = []error{win32.ErrServiceCannotAcceptControl, win32.ErrServiceCannotAcceptControl}
 	f := newFakeSCM(svc)
 	if err := native(f).StopService(context.Background(), "csiproxy", false); err != nil {
 		t.Fatal(err)
@@ -287,11 +288,11 @@ func TestStopFailures(t *testing.T) {
 		want     string
 	}{
 		"stop not accepted": {
-			err:  errStopNotAccepted,
+			err:  win32.ErrStopNotAccepted,
 			want: `StopService: service "csiproxy" does not accept stop requests: it cannot be stopped while it runs: ControlService SERVICE_CONTROL_STOP: the service does not accept the stop control`,
 		},
 		"dependents started meanwhile": {
-			err:  errDependentsRunning,
+			err:  win32.ErrDependentServicesRunning,
 			want: `StopService: service "csiproxy" did not stop: services that depend on it started while it was being stopped: ControlService SERVICE_CONTROL_STOP: services that depend on it are running`,
 		},
 		"access denied": {
@@ -336,7 +337,7 @@ func TestDeepDependencyChainEnds(t *testing.T) {
 }
 
 func TestConnectFailure(t *testing.T) {
-	n := Native{connect: func() (serviceManager, error) { return nil, errors.New("Access is denied.") }}
+	n := Native{connect: func() (win32.Services, error) { return nil, errors.New("Access is denied.") }}
 	_, err := n.GetService(context.Background(), "csiproxy")
 	if want := "GetService: connecting to the service control manager: Access is denied."; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
