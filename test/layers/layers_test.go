@@ -223,6 +223,32 @@ func TestHostOpsImportOnlyHostOps(t *testing.T) {
 	}
 }
 
+// windowsCallers are the packages of the host operations that call Windows
+// (golang.org/x/sys/windows) outside their tests: win32, the seam of the
+// native operations, and runner, which starts the PowerShell processes and
+// holds them in Job objects. The groups' Natives call Windows only through
+// win32.
+var windowsCallers = []string{"agent/hostops/win32", "agent/hostops/runner"}
+
+func TestHostOpsCallWindowsOnlyThroughWin32(t *testing.T) {
+	var wrong []string
+	for _, p := range list(t, "windows") {
+		if !under(p.path, "agent/hostops") || slices.ContainsFunc(windowsCallers, func(path string) bool { return under(p.path, path) }) {
+			continue
+		}
+		for _, imp := range p.own {
+			if imp == "golang.org/x/sys/windows" || strings.HasPrefix(imp, "golang.org/x/sys/windows/") {
+				wrong = append(wrong, p.path+" imports "+imp)
+			}
+		}
+	}
+	sort.Strings(wrong)
+	if len(wrong) > 0 {
+		t.Errorf("host operations that call Windows outside win32 (allowed: %s):\n%s",
+			strings.Join(windowsCallers, ", "), strings.Join(wrong, "\n"))
+	}
+}
+
 func TestNoControllerRuntimeBelowTheWebhook(t *testing.T) {
 	for _, goos := range gooses {
 		for _, p := range list(t, goos) {
