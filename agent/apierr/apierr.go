@@ -146,7 +146,7 @@ func Code(err error) codes.Code {
 	case errors.As(err, &other):
 		return codes.PermissionDenied
 	case errors.Is(err, context.DeadlineExceeded):
-		// A host call past its deadline (runner.DeadlineError) or the
+		// A host call past its deadline (limits.DeadlineError) or the
 		// request's own.
 		return codes.DeadlineExceeded
 	}

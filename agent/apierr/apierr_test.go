@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 func TestStatus(t *testing.T) {
@@ -27,7 +27,7 @@ func TestStatus(t *testing.T) {
 			codes.PermissionDenied, `path: path "/etc" is outside (confinement rule outside-roots)`},
 		"invalid input": {Invalidf("volume_id", "%q is not a volume id", "x"), codes.InvalidArgument, `volume_id: "x" is not a volume id (rule invalid-input)`},
 		"denied":        {&Denied{Rule: "allowed-services", Msg: "service x is not allowed"}, codes.PermissionDenied, "service x is not allowed (rule allowed-services)"},
-		"host deadline": {fmt.Errorf("formatting volume: %w", &runner.DeadlineError{Group: "disk", Op: "partitioning disk", Timeout: 90 * time.Second, Setting: "--host-call-timeout-disk"}),
+		"host deadline": {fmt.Errorf("formatting volume: %w", &limits.DeadlineError{Group: "disk", Op: "partitioning disk", Timeout: 90 * time.Second, Setting: "--host-call-timeout-disk"}),
 			codes.DeadlineExceeded, "formatting volume: disk partitioning disk did not finish within 1m30s (host operation deadline; --host-call-timeout-disk)"},
 		"request deadline": {fmt.Errorf("Get-Disk: %w", context.DeadlineExceeded), codes.DeadlineExceeded, "Get-Disk: context deadline exceeded"},
 		"status kept":      {NeedsWindows("disk", "v1", "Rescan", "linux"), codes.Unimplemented, "disk v1 Rescan needs Windows: pipeguard-agent serves the disk API group only on Windows nodes, and this one runs linux"},

@@ -27,6 +27,7 @@ import (
 	volgroup "github.com/pipeguard/pipeguard/agent/groups/volume"
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
@@ -76,15 +77,23 @@ func Local(o LocalOptions) (Conns, error) {
 		win = win32.New()
 	}
 	none := runner.Unsupported{GOOS: "compare (it runs no host command)"}
-	bound := func(group string) *runner.Bounded {
-		return runner.Bound(none, group, runner.Limits{Timeout: runner.DefaultTimeouts[group], Concurrency: runner.DefaultConcurrency})
+	bound := func(group string, l limits.Limits) *runner.Bounded {
+		return runner.Bound(none, group, l)
 	}
-	dl, vl := bound("disk"), bound("volume")
-	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: dl, Cmdlets: hostdisk.PowerShell{Runner: dl}})
+	dl, vl := bound("disk", hostdisk.Limits), bound("volume", hostvol.Limits)
+	diskHost, err := hostdisk.New(hostdisk.Deps{Sys: win, Limits: dl, Cmdlets: hostdisk.PowerShell{Runner: dl}})
 	if err != nil {
 		return Conns{}, err
 	}
-	vol, err := volgroup.New(hostvol.Native{Sys: win, Limits: vl, Cmdlets: hostvol.PowerShell{Runner: vl}}, conf)
+	disk, err := diskgroup.New(diskHost)
+	if err != nil {
+		return Conns{}, err
+	}
+	volHost, err := hostvol.New(hostvol.Deps{Sys: win, Limits: vl, Cmdlets: hostvol.PowerShell{Runner: vl}})
+	if err != nil {
+		return Conns{}, err
+	}
+	vol, err := volgroup.New(volHost, conf)
 	if err != nil {
 		return Conns{}, err
 	}
@@ -99,7 +108,7 @@ func Local(o LocalOptions) (Conns, error) {
 	sysHost := o.System
 	if sysHost == nil {
 		never := func(string) bool { return false }
-		sysHost = hostsys.Native{Limits: bound("system"), MayStop: never, MayStart: never}
+		sysHost = hostsys.Native{Limits: bound("system", hostsys.Limits), MayStop: never, MayStart: never, AllowSetting: "--allowed-service"}
 	}
 	sys, err := sysgroup.New(readOnlySystem{sysHost}, nil)
 	if err != nil {

@@ -30,3 +30,21 @@ func PeerCaller(ctx context.Context) Caller {
 	}
 	return Caller{Kind: CallerUnattributed}
 }
+
+// ShareKey names whom a request's host calls count against when slots and
+// workers are shared between callers: "pod:" and the pod UID of a caller
+// attributed to a pod, else its attribution and user (the verified token's
+// username, the peer's SID or UID), so that a process cannot get a share of
+// its own by starting another. A context without peer identity, a call the
+// agent makes itself and not a request of the API (whose connections always
+// carry one), has the key "".
+func ShareKey(ctx context.Context) string {
+	c, ok := identity.FromContext(ctx)
+	if !ok || c == nil {
+		return ""
+	}
+	if c.Attribution() == identity.AttributedPod {
+		return "pod:" + c.PodUID
+	}
+	return c.Attribution() + ":" + c.Username()
+}

@@ -99,10 +99,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	hostGroups := []string{"disk", "volume", "smb", "iscsi", "system"}
 	timeouts := map[string]*time.Duration{}
 	for _, g := range hostGroups {
-		timeouts[g] = fs.Duration("host-call-timeout-"+g, runner.DefaultTimeouts[g],
+		timeouts[g] = fs.Duration("host-call-timeout-"+g, app.DefaultLimits[g].Timeout,
 			"deadline of each "+g+" host operation (one PowerShell run, waiting for a free slot included); past it the call answers DeadlineExceeded. Keep it below the kubelet's 2m operation timeout")
 	}
-	fs.IntVar(&o.FormatConcurrency, "format-concurrency", runner.DefaultFormatConcurrency, "how many volume FormatVolume and ResizeVolume host operations run at once; the others wait for a slot within their deadline")
+	fs.IntVar(&o.FormatConcurrency, "format-concurrency", app.DefaultFormatConcurrency, "how many volume FormatVolume and ResizeVolume host operations run at once; the others wait for a slot within their deadline")
 	fs.IntVar(&o.PowerShellWorkers, "powershell-workers", runner.DefaultWorkers, "how many long-lived PowerShell processes run the host operations' cmdlets (Windows), each one operation at a time; the others wait for a free one within their deadline")
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
@@ -167,13 +167,13 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	o.HostCallTimeouts = map[string]time.Duration{}
 	for _, g := range hostGroups {
 		if *timeouts[g] <= 0 {
-			fmt.Fprintf(stderr, "--host-call-timeout-%s must be positive, e.g. %v\n", g, runner.DefaultTimeouts[g])
+			fmt.Fprintf(stderr, "--host-call-timeout-%s must be positive, e.g. %v\n", g, app.DefaultLimits[g].Timeout)
 			return cfg, 2, false
 		}
 		o.HostCallTimeouts[g] = *timeouts[g]
 	}
 	if o.FormatConcurrency <= 0 {
-		fmt.Fprintf(stderr, "--format-concurrency must be positive, e.g. %d\n", runner.DefaultFormatConcurrency)
+		fmt.Fprintf(stderr, "--format-concurrency must be positive, e.g. %d\n", app.DefaultFormatConcurrency)
 		return cfg, 2, false
 	}
 	if o.PowerShellWorkers <= 0 {

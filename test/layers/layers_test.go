@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -56,6 +57,7 @@ func layerOf(pkg string) int {
 type pkg struct {
 	path    string
 	imports []string // of the package and of its tests
+	own     []string // of the package alone, not of its tests
 	deps    []string // everything the package (not its tests) depends on
 	dir     string   // the package's directory
 }
@@ -72,7 +74,7 @@ func list(t *testing.T, goos string) []pkg {
 		return pkgs
 	}
 	cmd := exec.Command("go", "list", "-f",
-		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}|{{.Dir}}`, "./...")
+		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}|{{.Dir}}|{{join .Imports " "}}`, "./...")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "GOOS="+goos)
 	var stderr strings.Builder
@@ -84,10 +86,10 @@ func list(t *testing.T, goos string) []pkg {
 	var pkgs []pkg
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) != 4 {
+		if len(f) != 5 {
 			t.Fatalf("GOOS=%s go list: unexpected line %q", goos, line)
 		}
-		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2]), dir: f[3]})
+		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2]), dir: f[3], own: strings.Fields(f[4])})
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -181,6 +183,69 @@ func TestImportsPointDown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// hostOpsMayImport are the packages of the module that the host operations
+// (agent/hostops and below) may import outside their tests: their own,
+// confinement, and the internal helpers. Request validation, API errors and
+// peer identity belong to the groups and the server above them.
+var hostOpsMayImport = []string{"agent/hostops", "agent/confine", "internal"}
+
+func TestHostOpsImportOnlyHostOps(t *testing.T) {
+	for _, goos := range gooses {
+		t.Run(goos, func(t *testing.T) {
+			var wrong []string
+			seen := false
+			for _, p := range list(t, goos) {
+				if !under(p.path, "agent/hostops") {
+					continue
+				}
+				seen = true
+				for _, imp := range p.own {
+					if !strings.HasPrefix(imp, module+"/") {
+						continue
+					}
+					if !slices.ContainsFunc(hostOpsMayImport, func(path string) bool { return under(imp, path) }) {
+						wrong = append(wrong, p.path+" imports "+imp)
+					}
+				}
+			}
+			if !seen {
+				t.Fatal("no package under agent/hostops: update test/layers")
+			}
+			sort.Strings(wrong)
+			if len(wrong) > 0 {
+				t.Errorf("host operations that import packages above them (allowed: %s):\n%s",
+					strings.Join(hostOpsMayImport, ", "), strings.Join(wrong, "\n"))
+			}
+		})
+	}
+}
+
+// windowsCallers are the packages of the host operations that call Windows
+// (golang.org/x/sys/windows) outside their tests: win32, the seam of the
+// native operations, and runner, which starts the PowerShell processes and
+// holds them in Job objects. The groups' Natives call Windows only through
+// win32.
+var windowsCallers = []string{"agent/hostops/win32", "agent/hostops/runner"}
+
+func TestHostOpsCallWindowsOnlyThroughWin32(t *testing.T) {
+	var wrong []string
+	for _, p := range list(t, "windows") {
+		if !under(p.path, "agent/hostops") || slices.ContainsFunc(windowsCallers, func(path string) bool { return under(p.path, path) }) {
+			continue
+		}
+		for _, imp := range p.own {
+			if imp == "golang.org/x/sys/windows" || strings.HasPrefix(imp, "golang.org/x/sys/windows/") {
+				wrong = append(wrong, p.path+" imports "+imp)
+			}
+		}
+	}
+	sort.Strings(wrong)
+	if len(wrong) > 0 {
+		t.Errorf("host operations that call Windows outside win32 (allowed: %s):\n%s",
+			strings.Join(windowsCallers, ", "), strings.Join(wrong, "\n"))
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // slowDisks is a disk host whose SetDiskState and PartitionDisk of disk 2
@@ -36,7 +36,7 @@ func (d *slowDisks) call(op string, disk uint32) error {
 		return nil
 	}
 	<-d.deadline
-	return &runner.DeadlineError{Group: "disk", Op: op, Timeout: 90 * time.Second, Setting: "--host-call-timeout-disk"}
+	return &limits.DeadlineError{Group: "disk", Op: op, Timeout: 90 * time.Second, Setting: "--host-call-timeout-disk"}
 }
 
 func (d *slowDisks) SetDiskState(ctx context.Context, disk uint32, online bool) error {

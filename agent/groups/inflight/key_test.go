@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // Keys compare without case where Windows does, and name what they hold.
@@ -38,9 +38,9 @@ func TestReturned(t *testing.T) {
 	}{
 		{nil, true},
 		{errors.New("Format-Volume failed: access denied"), true},
-		{&runner.DeadlineError{Group: "volume", Op: "Format-Volume", Queued: true}, true},
-		{fmt.Errorf("x: %w", &runner.DeadlineError{Group: "volume", Op: "Format-Volume", Queued: true}), true},
-		{&runner.DeadlineError{Group: "volume", Op: "Format-Volume"}, false},
+		{&limits.DeadlineError{Group: "volume", Op: "Format-Volume", Queued: true}, true},
+		{fmt.Errorf("x: %w", &limits.DeadlineError{Group: "volume", Op: "Format-Volume", Queued: true}), true},
+		{&limits.DeadlineError{Group: "volume", Op: "Format-Volume"}, false},
 		{context.DeadlineExceeded, false},
 		{fmt.Errorf("volume Format-Volume did not finish: the request ended first: %w", context.Canceled), false},
 		{fmt.Errorf("volume Format-Volume did not start: the request ended while it waited for a slot: %w", context.Canceled), false},

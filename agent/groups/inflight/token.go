@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
@@ -62,7 +63,7 @@ func Returned(err error) bool {
 	if err == nil {
 		return true
 	}
-	var de *runner.DeadlineError
+	var de *limits.DeadlineError
 	if errors.As(err, &de) && de.Queued {
 		return true
 	}

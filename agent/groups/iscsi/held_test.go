@@ -9,7 +9,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 const (
@@ -30,7 +30,7 @@ func (h *slowInitiator) record(op, target string) error {
 	h.ran = append(h.ran, op+" "+target)
 	h.mu.Unlock()
 	if target == iqn {
-		return &runner.DeadlineError{Group: "iscsi", Op: "Connect-IscsiTarget", Timeout: 90 * time.Second, Setting: "--host-call-timeout-iscsi"}
+		return &limits.DeadlineError{Group: "iscsi", Op: "Connect-IscsiTarget", Timeout: 90 * time.Second, Setting: "--host-call-timeout-iscsi"}
 	}
 	return nil
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/groups/inflight"
+	"github.com/pipeguard/pipeguard/agent/groups/validate"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
-	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
 

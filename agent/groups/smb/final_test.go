@@ -29,7 +29,7 @@ func TestNewSmbGlobalMappingRefusesALocalPathThroughALinkOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, host := &runnertest.Fake{}, win32test.New()
-	s, err := New(hostsmb.Native{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}, conf, true)
+	s, err := New(nativeHost(t, hostsmb.Deps{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}), conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 )
 
@@ -42,7 +42,7 @@ func (h *slowMapping) NewGlobalMapping(ctx context.Context, root, user, password
 		return nil
 	}
 	<-h.deadline
-	return &runner.DeadlineError{Group: "smb", Op: "New-SmbGlobalMapping", Timeout: time.Minute, Setting: "--host-call-timeout-smb"}
+	return &limits.DeadlineError{Group: "smb", Op: "New-SmbGlobalMapping", Timeout: time.Minute, Setting: "--host-call-timeout-smb"}
 }
 
 func (h *slowMapping) count() int { h.mu.Lock(); defer h.mu.Unlock(); return h.news }
@@ -117,7 +117,7 @@ func (h *hangingRemoval) RemoveGlobalMapping(ctx context.Context, root string) e
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.removes++
-	return &runner.DeadlineError{Group: "smb", Op: "Remove-SmbGlobalMapping", Timeout: time.Minute, Setting: "--host-call-timeout-smb"}
+	return &limits.DeadlineError{Group: "smb", Op: "Remove-SmbGlobalMapping", Timeout: time.Minute, Setting: "--host-call-timeout-smb"}
 }
 
 func (h *hangingRemoval) NewGlobalMapping(ctx context.Context, root, user, password string, privacy bool) error {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // shareLocks serialize the mapping changes of each share, as CSI Proxy
@@ -69,7 +69,7 @@ func (s *Server) withDeadline(ctx context.Context) (context.Context, context.Can
 	if s.deadline <= 0 {
 		return ctx, func() {}
 	}
-	return context.WithTimeoutCause(ctx, s.deadline, runner.ErrHostCallDeadline)
+	return context.WithTimeoutCause(ctx, s.deadline, limits.ErrHostCallDeadline)
 }
 
 // lockShare takes root's lock within ctx, which withDeadline made.
@@ -78,7 +78,7 @@ func (s *Server) lockShare(parent, ctx context.Context, method, root string) (fu
 	if err == nil {
 		return unlock, nil
 	}
-	if parent.Err() == nil && context.Cause(ctx) == runner.ErrHostCallDeadline {
+	if parent.Err() == nil && context.Cause(ctx) == limits.ErrHostCallDeadline {
 		return nil, fmt.Errorf("smb %s of %s did not start within %v: another mapping change of the same share held its lock all that time, so it was not run (host operation deadline, counted for the whole request; %s): %w",
 			method, root, s.deadline, s.setting, err)
 	}
@@ -88,7 +88,7 @@ func (s *Server) lockShare(parent, ctx context.Context, method, root string) (fu
 // ended explains err, the error of a host call of a request, when the
 // request's own deadline cut it.
 func (s *Server) ended(parent, ctx context.Context, method, root string, err error) error {
-	if err == nil || parent.Err() != nil || context.Cause(ctx) != runner.ErrHostCallDeadline {
+	if err == nil || parent.Err() != nil || context.Cause(ctx) != limits.ErrHostCallDeadline {
 		return err
 	}
 	return fmt.Errorf("smb %s of %s did not finish within %v (host operation deadline, counted for the whole request; %s): %w", method, root, s.deadline, s.setting, err)

@@ -46,7 +46,7 @@ func hangingServer(t *testing.T, hung string, deadline time.Duration) (*Server, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(hostsmb.Native{Sys: win32test.New(), Cmdlets: hostsmb.PowerShell{Runner: h}}, conf, true)
+	s, err := New(nativeHost(t, hostsmb.Deps{Sys: win32test.New(), Cmdlets: hostsmb.PowerShell{Runner: h}}), conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}

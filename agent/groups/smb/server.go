@@ -9,8 +9,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/groups/inflight"
+	"github.com/pipeguard/pipeguard/agent/groups/validate"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
-	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	"github.com/pipeguard/pipeguard/agent/methods"
 	"github.com/pipeguard/pipeguard/agent/server"
 )

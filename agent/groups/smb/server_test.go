@@ -70,7 +70,7 @@ func shareServer(t *testing.T, reachable ...string) (*Server, *hostLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(hostsmb.Native{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}, conf, true)
+	s, err := New(nativeHost(t, hostsmb.Deps{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}), conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}

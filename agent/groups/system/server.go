@@ -12,8 +12,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/groups/validate"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
-	"github.com/pipeguard/pipeguard/agent/hostops/validate"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
 
@@ -72,6 +72,31 @@ func (s *Server) checkAllowed(method, name string) error {
 		method, confine.Quote(name), allowed, name)}
 }
 
+// hostError answers a host refusal of a service that is not allowed
+// (hostsys.NotAllowedError) as a denial under its rule, with its words.
+// Other errors are returned as they are.
+func hostError(err error) error {
+	var na *hostsys.NotAllowedError
+	if !errors.As(err, &na) {
+		return err
+	}
+	d := &apierr.Denied{Rule: na.Rule, Msg: na.Msg}
+	if err == error(na) {
+		return d
+	}
+	return &wrappedDenial{msg: err.Error(), denied: d}
+}
+
+// wrappedDenial is a denial the host returned inside more context: it reads
+// as the whole error and is the denial (errors.As).
+type wrappedDenial struct {
+	msg    string
+	denied *apierr.Denied
+}
+
+func (e *wrappedDenial) Error() string { return e.msg }
+func (e *wrappedDenial) Unwrap() error { return e.denied }
+
 type serverV1alpha1 struct{ s *Server }
 
 func (a serverV1alpha1) GetBIOSSerialNumber(ctx context.Context, _ *sysv1alpha1.GetBIOSSerialNumberRequest) (*sysv1alpha1.GetBIOSSerialNumberResponse, error) {
@@ -87,7 +112,7 @@ func (a serverV1alpha1) StartService(ctx context.Context, r *sysv1alpha1.StartSe
 		return nil, err
 	}
 	if err := a.s.host.StartService(ctx, r.GetName()); err != nil {
-		return nil, err
+		return nil, hostError(err)
 	}
 	return &sysv1alpha1.StartServiceResponse{}, nil
 }
@@ -97,7 +122,7 @@ func (a serverV1alpha1) StopService(ctx context.Context, r *sysv1alpha1.StopServ
 		return nil, err
 	}
 	if err := a.s.host.StopService(ctx, r.GetName(), r.GetForce()); err != nil {
-		return nil, err
+		return nil, hostError(err)
 	}
 	return &sysv1alpha1.StopServiceResponse{}, nil
 }

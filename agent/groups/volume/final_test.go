@@ -30,7 +30,7 @@ func TestPathsThroughALinkOutOfTheRootsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, host := &runnertest.Fake{}, win32test.New()
-	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}, conf)
+	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}), conf)
 	if err != nil {
 		t.Fatal(err)
 	}

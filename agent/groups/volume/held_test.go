@@ -15,7 +15,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/groups/inflight"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 )
 
@@ -39,7 +39,7 @@ func newProvider() *provider {
 	return &provider{started: make(chan string, 10), deadline: make(chan struct{})}
 }
 
-var formatDeadline = &runner.DeadlineError{Group: "volume", Op: "Format-Volume", Timeout: 90 * time.Second, Setting: "--host-call-timeout-volume"}
+var formatDeadline = &limits.DeadlineError{Group: "volume", Op: "Format-Volume", Timeout: 90 * time.Second, Setting: "--host-call-timeout-volume"}
 
 func (p *provider) FormatVolume(ctx context.Context, id string) error {
 	p.mu.Lock()

@@ -46,7 +46,7 @@ func protectServerCmdlets(t *testing.T) (*Server, *win32test.Host, *runnertest.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: fake}}, conf)
+	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: fake}}), conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestMountVolumeRefusesTheNodesVolumes(t *testing.T) {
 	host := win32test.New()
 	host.AddVolume(win32test.Volume{ID: testVolume, FileSystem: "NTFS"})
 	conf, _ := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
-	s, _ := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: &runnertest.Fake{}}}, conf)
+	s, _ := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: &runnertest.Fake{}}}), conf)
 	err := s.MountVolume(context.Background(), testVolume, "target_path", target)
 	want := "volume_id: could not tell whether volume " + testVolume + ` is the one holding "C:\Windows" (`
 	if !errors.As(err, new(*apierr.Denied)) || !strings.HasPrefix(err.Error(), want) ||

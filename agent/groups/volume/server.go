@@ -10,7 +10,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/groups/inflight"
-	"github.com/pipeguard/pipeguard/agent/hostops/validate"
+	"github.com/pipeguard/pipeguard/agent/groups/validate"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/methods"
 	"github.com/pipeguard/pipeguard/agent/server"

@@ -43,7 +43,7 @@ func linkServer(t *testing.T, links map[string]string) (*Server, *runnertest.Fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(hostvol.Native{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}, conf)
+	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}), conf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func TestAzureGen1LookupOfLUN0FindsTheDataDisk(t *testing.T) {
 	h.AddDisk(win32test.Disk{Number: 1, Bus: win32.BusTypeAta, SCSI: &win32.SCSIAddress{PortNumber: 1, PathId: 0, TargetId: 0, Lun: 0}, Serial: "TEMP"})
 	h.AddDisk(win32test.Disk{Number: 2, Bus: win32.BusTypeSata, SCSI: &win32.SCSIAddress{PortNumber: 2, PathId: 0, TargetId: 0, Lun: 0}})
 	h.AddDisk(win32test.Disk{Number: 3, Bus: win32.BusTypeVirtual, SCSI: &win32.SCSIAddress{PortNumber: 3, PathId: 0, TargetId: 0, Lun: 0}})
-	n := Native{Sys: h}
+	n := Native{deps: Deps{Sys: h}}
 	locs, err := n.ListDiskLocations(context.Background())
 	want := map[uint32]Location{2: {Adapter: "2"}, 3: {Adapter: "3", Target: "0", LUNID: "0"}}
 	if err != nil || !reflect.DeepEqual(locs, want) {

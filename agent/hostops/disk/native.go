@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
@@ -14,14 +15,20 @@ import (
 // queries (read access for IOCTL_DISK_GET_LENGTH_INFO, which asks for it).
 // PartitionDisk, Rescan, SetDiskState and GetDiskState, which have no
 // Win32 equivalent here, run through Cmdlets. Every Win32 call runs under
-// Limits (runner.Call), named after its function, so that it has the
+// Limits (limits.Call), named after its function, so that it has the
 // group's deadline and concurrency cap and a hung call answers at the
 // deadline.
-type Native struct {
+// Build it with New, which checks that it has what it needs.
+type Native struct{ deps }
+
+type deps = Deps
+
+// Deps are what the native disk operations are made of.
+type Deps struct {
 	// Sys makes the Win32 calls; win32.New() on the host.
 	Sys win32.Sys
 	// Limits bounds every Win32 call; nil runs them unbounded.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Cmdlets runs PartitionDisk, Rescan, SetDiskState and GetDiskState,
 	// and nothing else: the PowerShell implementation.
 	Cmdlets Cmdlets
@@ -32,10 +39,24 @@ type Native struct {
 	Skipped func(listing string, err error)
 }
 
-var _ API = Native{}
+// New returns the native disk operations over d. Sys and Cmdlets are
+// required: without them New answers an internal error naming what is
+// missing, once, as the agent is assembled, and no call is ever made.
+func New(d Deps) (Native, error) {
+	var missing []string
+	if d.Sys == nil {
+		missing = append(missing, "a Win32 host (Deps.Sys)")
+	}
+	if d.Cmdlets == nil {
+		missing = append(missing, "the PowerShell disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)")
+	}
+	if len(missing) > 0 {
+		return Native{}, fmt.Errorf("internal error: the native disk operations were assembled without %s", strings.Join(missing, " and "))
+	}
+	return Native{deps: d}, nil
+}
 
-// errNoSys is the answer of a Native assembled without its Sys.
-var errNoSys = errors.New("internal error: the native disk operations have no Win32 host (Native.Sys is nil); the call was not run")
+var _ API = Native{}
 
 // gone tells whether a drive that failed a query while drives are listed
 // is one to leave out: it does not answer that query (a disk on no SCSI
@@ -54,9 +75,6 @@ func (n Native) ioctl(ctx context.Context, disk, code uint32, in []byte, outSize
 
 // drives lists the physical drives.
 func (n Native) drives(ctx context.Context) ([]uint32, error) {
-	if n.Sys == nil {
-		return nil, errNoSys
-	}
 	return win32.Call(ctx, n.Limits, "QueryDosDeviceW", n.Sys.PhysicalDrives)
 }
 
@@ -139,9 +157,6 @@ func (n Native) skip(listing string, err error) {
 
 // GetDiskStats returns the disk's size in bytes (IOCTL_DISK_GET_LENGTH_INFO).
 func (n Native) GetDiskStats(ctx context.Context, disk uint32) (int64, error) {
-	if n.Sys == nil {
-		return 0, errNoSys
-	}
 	out, err := n.ioctl(ctx, disk, win32.IOCTL_DISK_GET_LENGTH_INFO, nil, win32.GetLengthInformationSize)
 	if err != nil {
 		return 0, fmt.Errorf("reading the size of disk %d: %w", disk, err)
@@ -155,36 +170,20 @@ func (n Native) GetDiskStats(ctx context.Context, disk uint32) (int64, error) {
 
 // PartitionDisk runs Cmdlets' PartitionDisk.
 func (n Native) PartitionDisk(ctx context.Context, disk uint32) error {
-	if n.Cmdlets == nil {
-		return errNoCmdlets("PartitionDisk")
-	}
 	return n.Cmdlets.PartitionDisk(ctx, disk)
 }
 
 // Rescan runs Cmdlets' Rescan.
 func (n Native) Rescan(ctx context.Context) error {
-	if n.Cmdlets == nil {
-		return errNoCmdlets("Rescan")
-	}
 	return n.Cmdlets.Rescan(ctx)
 }
 
 // SetDiskState runs Cmdlets' SetDiskState.
 func (n Native) SetDiskState(ctx context.Context, disk uint32, online bool) error {
-	if n.Cmdlets == nil {
-		return errNoCmdlets("SetDiskState")
-	}
 	return n.Cmdlets.SetDiskState(ctx, disk, online)
 }
 
 // GetDiskState runs Cmdlets' GetDiskState.
 func (n Native) GetDiskState(ctx context.Context, disk uint32) (bool, error) {
-	if n.Cmdlets == nil {
-		return false, errNoCmdlets("GetDiskState")
-	}
 	return n.Cmdlets.GetDiskState(ctx, disk)
-}
-
-func errNoCmdlets(op string) error {
-	return fmt.Errorf("internal error: %s needs the PowerShell disk operations (Native.Cmdlets is nil); the call was not run", op)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -43,7 +44,7 @@ func newFixture(t *testing.T) fixture {
 	h.AddDisk(win32test.Disk{Number: 3, Bus: win32.BusTypeScsi, SCSI: &win32.SCSIAddress{PortNumber: 255, PathId: 255, TargetId: 255, Lun: 255},
 		Page83: bigDescriptor(), Serial: "BIG", Size: 1})
 	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("False\r\n"), nil }}
-	return fixture{host: h, ps: ps, n: Native{Sys: h, Limits: runner.Bound(ps, "disk", runner.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
+	return fixture{host: h, ps: ps, n: Native{deps: Deps{Sys: h, Limits: runner.Bound(ps, "disk", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}}
 }
 
 func TestNativeDiskResults(t *testing.T) {
@@ -116,10 +117,6 @@ func TestNativeDiskCmdlets(t *testing.T) {
 	if calls := f.host.Calls(); len(calls) != 0 {
 		t.Fatalf("Win32 calls made: %v", calls)
 	}
-	if err := (Native{Sys: f.host}).Rescan(ctx); err == nil ||
-		err.Error() != "internal error: Rescan needs the PowerShell disk operations (Native.Cmdlets is nil); the call was not run" {
-		t.Fatalf("no Cmdlets: %v", err)
-	}
 }
 
 func TestNativeDiskErrors(t *testing.T) {
@@ -144,10 +141,6 @@ func TestNativeDiskErrors(t *testing.T) {
 			setup: func(f fixture) { f.host.AddDisk(win32test.Disk{Number: 1, Size: -1}) },
 			call:  func(n Native) error { _, err := n.GetDiskStats(ctx, 1); return err },
 			want:  `reading the size of disk 1: GET_LENGTH_INFORMATION: Length at offset 0: -1 is negative`,
-		},
-		"no Sys": {
-			call: func(Native) error { _, err := (Native{}).ListDiskIDs(ctx); return err },
-			want: `listing the disks: internal error: the native disk operations have no Win32 host (Native.Sys is nil); the call was not run`,
 		},
 		"the drive list fails": {
 			setup: func(f fixture) {
@@ -208,7 +201,7 @@ func TestNativeDiskHungCallAnswersAtTheDeadline(t *testing.T) {
 		}
 		return nil
 	}
-	f.n.Limits = runner.Bound(f.ps, "disk", runner.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-disk"})
+	f.n.Limits = runner.Bound(f.ps, "disk", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-disk"})
 	start := time.Now()
 	_, err := f.n.ListDiskLocations(context.Background())
 	if took := time.Since(start); took > 2*time.Second {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -20,9 +21,9 @@ import (
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
 	ps := &runnertest.Fake{}
-	n := Native{Sys: win32.New(), Limits: runner.Bound(ps, "disk", runner.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps},
+	n := Native{deps: Deps{Sys: win32.New(), Limits: runner.Bound(ps, "disk", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps},
 		// The host's own answers are ones the decoders must read.
-		Skipped: func(listing string, err error) { t.Errorf("%s left out a disk: %v", listing, err) }}
+		Skipped: func(listing string, err error) { t.Errorf("%s left out a disk: %v", listing, err) }}}
 	locs, err := n.ListDiskLocations(ctx)
 	if err != nil {
 		t.Fatalf("ListDiskLocations: %v", err)

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // slack is what a slow, shared machine may add to a deadline.
@@ -35,15 +37,15 @@ func (h *hangUntilDone) Run(ctx context.Context, cmd Command) ([]byte, error) {
 
 func TestBoundedDeadlineNamesTheOperation(t *testing.T) {
 	h := &hangUntilDone{ok: func(c Command) bool { return strings.Contains(c.Args[len(c.Args)-1], "quick") }}
-	b := Bound(h, "disk", Limits{Timeout: 200 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-disk"})
+	b := Bound(h, "disk", limits.Limits{Timeout: 200 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-disk"})
 	start := time.Now()
 	_, err := Script(context.Background(), b, "partitioning disk", "Initialize-Disk")
 	if took := time.Since(start); took > 200*time.Millisecond+slack {
 		t.Fatalf("returned after %v", took)
 	}
-	var de *DeadlineError
+	var de *limits.DeadlineError
 	if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || de.Queued {
-		t.Fatalf("err = %#v, want a DeadlineError of a call that ran", err)
+		t.Fatalf("err = %#v, want a limits.DeadlineError of a call that ran", err)
 	}
 	if want := "disk partitioning disk did not finish within 200ms (host operation deadline; --host-call-timeout-disk)"; err.Error() != want {
 		t.Fatalf("err = %q, want %q", err, want)
@@ -56,7 +58,7 @@ func TestBoundedDeadlineNamesTheOperation(t *testing.T) {
 }
 
 func TestBoundedRequestDeadlineIsShorter(t *testing.T) {
-	b := Bound(&hangUntilDone{}, "smb", Limits{Timeout: time.Hour, Concurrency: 8, Setting: "--host-call-timeout-smb"})
+	b := Bound(&hangUntilDone{}, "smb", limits.Limits{Timeout: time.Hour, Concurrency: 8, Setting: "--host-call-timeout-smb"})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -64,7 +66,7 @@ func TestBoundedRequestDeadlineIsShorter(t *testing.T) {
 	if took := time.Since(start); took > 100*time.Millisecond+slack {
 		t.Fatalf("returned after %v", took)
 	}
-	var de *DeadlineError
+	var de *limits.DeadlineError
 	if errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "smb Get-SmbGlobalMapping did not finish: the request ended first") {
 		t.Fatalf("err = %v, want the request's own deadline", err)
 	}
@@ -96,12 +98,12 @@ func (g *gate) Run(_ context.Context, cmd Command) ([]byte, error) {
 
 func TestBoundedFormatCap(t *testing.T) {
 	g := newGate()
-	b := Bound(g, "volume", Limits{Timeout: time.Hour, Concurrency: 8},
-		Class{Ops: FormatOps, Limits: Limits{Timeout: time.Hour, Concurrency: 2}})
+	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: time.Hour, Concurrency: 2}})
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for i := range 32 {
-		op := FormatOps[i%2]
+		op := formatOps[i%2]
 		wg.Go(func() {
 			_, err := Script(context.Background(), b, op, op)
 			errs <- err
@@ -114,7 +116,7 @@ func TestBoundedFormatCap(t *testing.T) {
 		t.Fatalf("%d running, want 2", n)
 	}
 	// Other operations of the group are not held back by the format cap.
-	if _, err := Script(context.Background(), Bound(answer(""), "volume", Limits{}), "Get-Volume", "x"); err != nil {
+	if _, err := Script(context.Background(), Bound(answer(""), "volume", limits.Limits{}), "Get-Volume", "x"); err != nil {
 		t.Fatal(err)
 	}
 	close(g.release)
@@ -135,8 +137,8 @@ func TestBoundedFormatCap(t *testing.T) {
 
 func TestBoundedGroupCapSeparateFromFormat(t *testing.T) {
 	g := newGate()
-	b := Bound(g, "volume", Limits{Timeout: time.Hour, Concurrency: 8},
-		Class{Ops: FormatOps, Limits: Limits{Timeout: time.Hour, Concurrency: 1}})
+	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: time.Hour, Concurrency: 1}})
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = Script(context.Background(), b, "Format-Volume", "format") })
 	<-g.started
@@ -151,8 +153,8 @@ func TestBoundedGroupCapSeparateFromFormat(t *testing.T) {
 
 func TestBoundedQueuedPastDeadlineNeverStarts(t *testing.T) {
 	g := newGate()
-	b := Bound(g, "volume", Limits{Timeout: time.Hour, Concurrency: 8},
-		Class{Ops: FormatOps, Limits: Limits{Timeout: 300 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-volume, --format-concurrency"}})
+	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: 300 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-volume, --format-concurrency"}})
 	done := make(chan error, 1)
 	go func() {
 		_, err := Script(context.Background(), b, "Format-Volume", "first")
@@ -164,9 +166,9 @@ func TestBoundedQueuedPastDeadlineNeverStarts(t *testing.T) {
 	if took := time.Since(start); took > 300*time.Millisecond+slack {
 		t.Fatalf("returned after %v", took)
 	}
-	var de *DeadlineError
+	var de *limits.DeadlineError
 	if !errors.As(err, &de) || !de.Queued || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a DeadlineError of a call that never started", err)
+		t.Fatalf("err = %v, want a limits.DeadlineError of a call that never started", err)
 	}
 	if want := "volume Resize-Partition did not start within 300ms: all 1 slots for Format-Volume and Resize-Partition stayed busy, so it was not run"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %q, want %q", err, want)
@@ -189,7 +191,7 @@ func TestBoundedQueuedPastDeadlineNeverStarts(t *testing.T) {
 }
 
 func TestBoundedZeroLimitsDoNotBound(t *testing.T) {
-	out, err := Script(context.Background(), Bound(answer("ok"), "system", Limits{}), "Get-Service", "x")
+	out, err := Script(context.Background(), Bound(answer("ok"), "system", limits.Limits{}), "Get-Service", "x")
 	if err != nil || string(out) != "ok" {
 		t.Fatalf("%q, %v", out, err)
 	}
@@ -232,9 +234,9 @@ func TestBoundedExecEndsAHungProcess(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
-	b := Bound(Exec{WaitDelay: 500 * time.Millisecond}, "smb", Limits{Timeout: 300 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-smb"})
+	b := Bound(Exec{WaitDelay: 500 * time.Millisecond}, "smb", limits.Limits{Timeout: 300 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-smb"})
 	start := time.Now()
-	_, err := b.Run(withOp(context.Background(), "Get-SmbGlobalMapping"), Command{Program: "sh", Args: []string{"-c", "exec sleep 30"}})
+	_, err := b.Run(context.Background(), Command{Program: "sh", Args: []string{"-c", "exec sleep 30"}, Op: "Get-SmbGlobalMapping"})
 	if took := time.Since(start); took > 800*time.Millisecond+slack {
 		t.Fatalf("returned after %v", took)
 	}
@@ -247,7 +249,7 @@ func TestBoundedExecEndsAHungProcess(t *testing.T) {
 // deadline; it keeps its slot until it returns, so the next call waits for
 // that slot and is refused at its own deadline, never hung.
 func TestBoundedDoAnswersAHungCallAtItsDeadline(t *testing.T) {
-	b := Bound(nil, "smb", Limits{Timeout: 150 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-smb"})
+	b := Bound(nil, "smb", limits.Limits{Timeout: 150 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-smb"})
 	unblock := make(chan struct{})
 	returned := make(chan struct{})
 	start := time.Now()
@@ -263,9 +265,9 @@ func TestBoundedDoAnswersAHungCallAtItsDeadline(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 	err = b.Do(context.Background(), "GetFileAttributes", func(context.Context) error { return nil })
-	var de *DeadlineError
+	var de *limits.DeadlineError
 	if !errors.As(err, &de) || !de.Queued {
-		t.Fatalf("second call while the first still hangs: %v, want a queued DeadlineError", err)
+		t.Fatalf("second call while the first still hangs: %v, want a queued limits.DeadlineError", err)
 	}
 	close(unblock)
 	<-returned
@@ -279,7 +281,7 @@ func TestBoundedDoAnswersAHungCallAtItsDeadline(t *testing.T) {
 	if err == nil || err.Error() != "access denied" {
 		t.Fatalf("after the hung call returned: %v, want the call's own error", err)
 	}
-	if err := Call(context.Background(), nil, "x", func(context.Context) error { return nil }); err != nil {
+	if err := limits.Call(context.Background(), nil, "x", func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("Call with no limiter: %v", err)
 	}
 }

@@ -7,5 +7,6 @@
 // of long-lived PowerShell processes that take each constant script once and
 // then its values as data on their standard input (see WorkerBootstrap); Exec,
 // one process per Command, remains for other programs and for tests. Bound
-// gives every call a deadline and a concurrency cap.
+// gives every call of a group the deadline and the concurrency cap of its
+// operation (package limits), named by Command.Op.
 package runner

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/pipeguard/pipeguard/agent/identity"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // podCtx is a request context of a caller in pod uid, as the guard's
@@ -21,10 +23,10 @@ func podCtx(parent context.Context, uid string) context.Context {
 }
 
 func TestCallerKey(t *testing.T) {
-	if k := CallerKey(context.Background()); k != "" {
+	if k := limits.CallerKey(context.Background()); k != "" {
 		t.Errorf("no caller: key %q, want none", k)
 	}
-	if k := CallerKey(podCtx(context.Background(), "u1")); k != "pod:u1" {
+	if k := limits.CallerKey(podCtx(context.Background(), "u1")); k != "pod:u1" {
 		t.Errorf("pod caller: key %q", k)
 	}
 	// Two processes of one host user share one key: starting another
@@ -32,14 +34,14 @@ func TestCallerKey(t *testing.T) {
 	host := func(pid int) context.Context {
 		return peer.NewContext(context.Background(), &peer.Peer{AuthInfo: identity.AuthInfo{Caller: &identity.Caller{PID: pid, UID: 1000, GID: -1, PodMapped: true}}})
 	}
-	if a, b := CallerKey(host(10)), CallerKey(host(11)); a != b || a != "host:pipeguard:peer:uid:1000" {
+	if a, b := limits.CallerKey(host(10)), limits.CallerKey(host(11)); a != b || a != "host:pipeguard:peer:uid:1000" {
 		t.Errorf("host processes: keys %q and %q, want one", a, b)
 	}
 }
 
 func TestBoundedOneCallerCannotTakeEverySlot(t *testing.T) {
 	g := newGate()
-	b := Bound(g, "iscsi", Limits{Timeout: time.Hour, Concurrency: 8, Setting: "--host-call-timeout-iscsi"})
+	b := Bound(g, "iscsi", limits.Limits{Timeout: time.Hour, Concurrency: 8, Setting: "--host-call-timeout-iscsi"})
 	hostile := podCtx(context.Background(), "hostile")
 	var wg sync.WaitGroup
 	for range 7 {
@@ -48,11 +50,8 @@ func TestBoundedOneCallerCannotTakeEverySlot(t *testing.T) {
 	for range 6 {
 		<-g.started
 	}
-	slots := b.general.slots
 	waitFor(t, "the hostile caller's seventh call to wait", func() bool {
-		slots.mu.Lock()
-		defer slots.mu.Unlock()
-		return len(slots.waiting) == 1
+		return b.Waiting("Connect-IscsiTarget") == 1
 	})
 	// Two slots are free, and the hostile caller's seventh call does not
 	// get one: another caller's call starts at once.
@@ -75,14 +74,14 @@ func TestBoundedOneCallerCannotTakeEverySlot(t *testing.T) {
 func TestBoundedCallerShareNamedAtTheDeadline(t *testing.T) {
 	g := newGate()
 	defer close(g.release)
-	b := Bound(g, "volume", Limits{Timeout: time.Hour, Concurrency: 8},
-		Class{Ops: FormatOps, Limits: Limits{Timeout: 100 * time.Millisecond, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
+	b := Bound(g, "volume", limits.Limits{Timeout: time.Hour, Concurrency: 8},
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
 	hostile := podCtx(context.Background(), "hostile")
 	go func() { _, _ = Script(hostile, b, "Format-Volume", "hold") }()
 	<-g.started
 	_, err := Script(hostile, b, "Resize-Partition", "second")
 	want := "volume Resize-Partition did not start within 100ms: this caller already held 1 of the 2 slots for Format-Volume and Resize-Partition, its whole share, so it was not run (host operation deadline and per-caller share; --host-call-timeout-volume, --format-concurrency)"
-	var de *DeadlineError
+	var de *limits.DeadlineError
 	if !errors.As(err, &de) || err.Error() != want {
 		t.Fatalf("err = %v\nwant %q", err, want)
 	}
@@ -94,7 +93,7 @@ func TestBoundedCallerShareNamedAtTheDeadline(t *testing.T) {
 func TestWorkersHungISCSICallsLeaveAWorkerForFormat(t *testing.T) {
 	f := newFakePool(t, 2)
 	hostileCtx, stop := context.WithCancel(podCtx(context.Background(), "hostile"))
-	iscsi := Bound(f, "iscsi", Limits{Timeout: time.Hour, Concurrency: 8, Setting: "--host-call-timeout-iscsi"})
+	iscsi := Bound(f, "iscsi", limits.Limits{Timeout: time.Hour, Concurrency: 8, Setting: "--host-call-timeout-iscsi"})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() { _, _ = Script(hostileCtx, iscsi, "Connect-IscsiTarget", "hang") })
@@ -109,8 +108,8 @@ func TestWorkersHungISCSICallsLeaveAWorkerForFormat(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %q", err, want)
 	}
-	vol := Bound(f, "volume", Limits{Timeout: 10 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-volume"},
-		Class{Ops: FormatOps, Limits: Limits{Timeout: 10 * time.Second, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
+	vol := Bound(f, "volume", limits.Limits{Timeout: 10 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-volume"},
+		limits.Class{Ops: formatOps, Limits: limits.Limits{Timeout: 10 * time.Second, Concurrency: 2, Setting: "--host-call-timeout-volume, --format-concurrency"}})
 	driver := podCtx(context.Background(), "driver")
 	var formats sync.WaitGroup
 	errs := make(chan error, 4)
@@ -218,7 +217,7 @@ func TestKillBackoffDoublesUpToItsBoundAndForgets(t *testing.T) {
 func TestWorkersOwnDeadlineDoesNotBackOff(t *testing.T) {
 	f := newFakePool(t, 2, func(o *WorkerOptions) { o.KillBackoff = time.Hour })
 	caller := podCtx(context.Background(), "driver")
-	ctx, cancel := context.WithTimeoutCause(caller, 100*time.Millisecond, ErrHostCallDeadline)
+	ctx, cancel := context.WithTimeoutCause(caller, 100*time.Millisecond, limits.ErrHostCallDeadline)
 	defer cancel()
 	if _, err := f.run(ctx, "New-SmbGlobalMapping", "hang"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // Command is one program invocation.
@@ -24,6 +26,12 @@ type Command struct {
 	// without the preamble Args add to it; Workers run it by this text.
 	// Empty for other programs.
 	Script string
+	// Op names the operation, e.g. "Format-Volume" (Script sets it): a
+	// Bounded runner applies its limits, and errors name it.
+	Op string
+	// Group is the API group the command is of, e.g. "volume" (a Bounded
+	// runner sets it), which the PowerShell workers share workers by.
+	Group string
 }
 
 // Runner runs a Command and returns its standard output.
@@ -54,8 +62,10 @@ func PowerShell(script string, env ...string) Command {
 // names the operation in the error and to a Bounded runner, which applies
 // the operation's limits.
 func Script(ctx context.Context, r Runner, op, script string, env ...string) ([]byte, error) {
-	out, err := r.Run(withOp(ctx, op), PowerShell(script, env...))
-	var deadline *DeadlineError
+	cmd := PowerShell(script, env...)
+	cmd.Op = op
+	out, err := r.Run(ctx, cmd)
+	var deadline *limits.DeadlineError
 	if errors.As(err, &deadline) {
 		return nil, err // names the operation already
 	}
@@ -63,13 +73,6 @@ func Script(ctx context.Context, r Runner, op, script string, env ...string) ([]
 		return nil, fmt.Errorf("%s failed: %w", op, err)
 	}
 	return out, nil
-}
-
-// OpFromContext returns the operation name Script gave the calls made with
-// ctx, or "" when there is none.
-func OpFromContext(ctx context.Context) string {
-	op, _ := ctx.Value(opKey{}).(string)
-	return op
 }
 
 // Env formats one environment entry.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 // DefaultWorkers is how many PowerShell workers run at most.
@@ -49,6 +51,9 @@ type WorkerOptions struct {
 	// Registerer receives the metrics (pipeguard_agent_powershell_*); nil
 	// means they are not registered.
 	Registerer prometheus.Registerer
+	// Setting names what sets Size, for the errors of a request that got
+	// no worker, e.g. "--powershell-workers"; empty names nothing.
+	Setting string
 }
 
 // Workers runs PowerShell Commands in a small pool of long-lived PowerShell
@@ -70,7 +75,7 @@ type WorkerOptions struct {
 // cmdlet must not run twice.
 type Workers struct {
 	opts    WorkerOptions
-	slots   *fairSlots // one per request in a worker; Size of them
+	slots   *limits.Slots // one per request in a worker; Size of them
 	metrics *workerMetrics
 	backoff *killBackoff
 	// testBackoffWait, when set, is called as a request starts its wait
@@ -114,7 +119,7 @@ func NewWorkers(o WorkerOptions) (*Workers, error) {
 		o.KillBackoffMax = DefaultKillBackoffMax
 	}
 	o.KillBackoffMax = max(o.KillBackoffMax, o.KillBackoff)
-	return &Workers{opts: o, slots: newFairSlots(o.Size, callerShareOf(o.Size), callerShareOf(o.Size)), metrics: m,
+	return &Workers{opts: o, slots: limits.NewSlots(o.Size, limits.DefaultCallerShare(o.Size), limits.DefaultCallerShare(o.Size)), metrics: m,
 		backoff: newKillBackoff(o.KillBackoff, o.KillBackoffMax),
 		names:   map[string]string{}, live: map[*workerProc]struct{}{}}, nil
 }
@@ -126,7 +131,7 @@ func (w *Workers) Size() int { return w.opts.Size }
 // returns its output as text. cmd.Program and cmd.Args are not used: the
 // worker's own are constant. A script failure is a *ScriptError.
 func (w *Workers) Run(ctx context.Context, cmd Command) ([]byte, error) {
-	op := OpFromContext(ctx)
+	op := cmd.Op
 	if op == "" {
 		op = "a PowerShell script"
 	}
@@ -140,11 +145,11 @@ func (w *Workers) Run(ctx context.Context, cmd Command) ([]byte, error) {
 	if env == nil {
 		env = map[string]string{}
 	}
-	caller, group := CallerKey(ctx), GroupFromContext(ctx)
+	caller, group := limits.CallerKey(ctx), cmd.Group
 	if err := w.waitBackoff(ctx, caller, op); err != nil {
 		return nil, err
 	}
-	release, why := w.slots.acquire(ctx, caller, !ReservedWorkerGroups[group] && group != "")
+	release, why := w.slots.Acquire(ctx, caller, !ReservedWorkerGroups[group] && group != "")
 	if release == nil {
 		return nil, w.noWorker(ctx, op, group, why)
 	}
@@ -172,7 +177,7 @@ func (w *Workers) Run(ctx context.Context, cmd Command) ([]byte, error) {
 	if caller != "" {
 		// Only a request its caller ended counts: one cut at the group's
 		// own deadline cost its caller that deadline already.
-		w.backoff.record(caller, fail == restartDeadline && context.Cause(ctx) != errOwnDeadline, time.Now())
+		w.backoff.record(caller, fail == restartDeadline && context.Cause(ctx) != limits.ErrHostCallDeadline, time.Now())
 	}
 	if fail != "" {
 		w.retire(p, fail, op)
@@ -198,17 +203,24 @@ func noWorkerErrorf(format string, a ...any) error {
 
 // noWorker is the error of a request that got no worker before its
 // context ended, naming what was full.
-func (w *Workers) noWorker(ctx context.Context, op, group string, why exhausted) error {
-	share := callerShareOf(w.opts.Size)
-	switch why {
-	case exhaustedCaller:
-		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: this caller already had %d of the %d workers, its whole share (--powershell-workers): %w",
-			op, share, w.opts.Size, ctx.Err())
-	case exhaustedClass:
-		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: the %s group, with the others but disk and volume, already had %d of the %d workers, the rest being kept for disk and volume (--powershell-workers): %w",
-			op, group, share, w.opts.Size, ctx.Err())
+func (w *Workers) noWorker(ctx context.Context, op, group string, why limits.Exhausted) error {
+	share := limits.DefaultCallerShare(w.opts.Size)
+	setting := ""
+	if w.opts.Setting != "" {
+		setting = " (" + w.opts.Setting + ")"
 	}
-	return noWorkerErrorf("no PowerShell worker became free for %s before the request ended (all %d were busy; --powershell-workers): %w", op, w.opts.Size, ctx.Err())
+	switch why {
+	case limits.ExhaustedCaller:
+		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: this caller already had %d of the %d workers, its whole share%s: %w",
+			op, share, w.opts.Size, setting, ctx.Err())
+	case limits.ExhaustedClass:
+		return noWorkerErrorf("no PowerShell worker became free for %s before the request ended: the %s group, with the others but disk and volume, already had %d of the %d workers, the rest being kept for disk and volume%s: %w",
+			op, group, share, w.opts.Size, setting, ctx.Err())
+	}
+	if w.opts.Setting != "" {
+		setting = "; " + w.opts.Setting
+	}
+	return noWorkerErrorf("no PowerShell worker became free for %s before the request ended (all %d were busy%s): %w", op, w.opts.Size, setting, ctx.Err())
 }
 
 // take returns the idle worker used last, or nil when none runs (the

@@ -7,19 +7,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 )
 
 func TestWorkersHungRequestIsCutAtItsDeadline(t *testing.T) {
 	f := newFakePool(t, 1)
-	b := Bound(f, "disk", Limits{Timeout: 300 * time.Millisecond, Setting: "--host-call-timeout-disk"})
+	b := Bound(f, "disk", limits.Limits{Timeout: 300 * time.Millisecond, Setting: "--host-call-timeout-disk"})
 	start := time.Now()
 	_, err := Script(context.Background(), b, "Update-HostStorageCache", "hang")
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("answered after %v", took)
 	}
-	var de *DeadlineError
+	var de *limits.DeadlineError
 	if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a DeadlineError", err)
+		t.Fatalf("err = %v, want a limits.DeadlineError", err)
 	}
 	if want := "disk Update-HostStorageCache did not finish within 300ms (host operation deadline; --host-call-timeout-disk)"; err.Error() != want {
 		t.Fatalf("err = %q\nwant %q", err, want)
@@ -177,7 +179,9 @@ func TestWorkersRefuseCommandsTheyCannotSendSafely(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := f.Run(withOp(context.Background(), "Get-Disk"), tc.cmd)
+			cmd := tc.cmd
+			cmd.Op = "Get-Disk"
+			_, err := f.Run(context.Background(), cmd)
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("err = %v\nwant %q", err, tc.want)
 			}

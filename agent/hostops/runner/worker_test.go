@@ -49,7 +49,7 @@ func newFakePool(t *testing.T, size int, tune ...func(*WorkerOptions)) *fakePool
 	}
 	log := t.TempDir()
 	reg := prometheus.NewRegistry()
-	o := WorkerOptions{Program: exe, Args: fakeArgs, Size: size, Registerer: reg,
+	o := WorkerOptions{Program: exe, Args: fakeArgs, Size: size, Registerer: reg, Setting: "--powershell-workers",
 		Env: []string{fakeWorkerEnv + "=1", fakeWorkerLogEnv + "=" + log}}
 	for _, f := range tune {
 		f(&o)
@@ -64,7 +64,9 @@ func newFakePool(t *testing.T, size int, tune ...func(*WorkerOptions)) *fakePool
 
 // run runs script as operation op, as runner.Script hands it to a runner.
 func (f *fakePool) run(ctx context.Context, op, script string, env ...string) ([]byte, error) {
-	return f.Run(withOp(ctx, op), PowerShell(script, env...))
+	cmd := PowerShell(script, env...)
+	cmd.Op = op
+	return f.Run(ctx, cmd)
 }
 
 // entries reads the fake workers' logs, the entries of kind only, in the

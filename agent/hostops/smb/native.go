@@ -2,43 +2,55 @@ package smb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // Native is API with the path check and the link made by direct Win32
 // calls, as CSI Proxy 1.3 makes them; the global mappings, which have no
 // Win32 equivalent here, run through Cmdlets. Every Win32 call runs under
-// Limits (runner.Call), named after its function, so that a share that
+// Limits (limits.Call), named after its function, so that a share that
 // does not answer is answered at the group's deadline.
-type Native struct {
+// Build it with New, which checks that it has what it needs.
+type Native struct{ deps }
+
+type deps = Deps
+
+// Deps are what the native smb operations are made of.
+type Deps struct {
 	// Sys makes the Win32 calls; win32.New() on the host.
 	Sys win32.Sys
 	// Limits bounds every Win32 call; nil runs them unbounded.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Cmdlets runs IsMapped, NewGlobalMapping and RemoveGlobalMapping, and
 	// nothing else: the PowerShell implementation.
 	Cmdlets Cmdlets
 }
 
-var _ API = Native{}
-
-// errNoSys is the answer of a Native assembled without its Sys.
-var errNoSys = errors.New("internal error: the native smb operations have no Win32 host (Native.Sys is nil); the call was not run")
-
-func errNoCmdlets(op string) error {
-	return fmt.Errorf("internal error: %s needs the PowerShell smb operations (Native.Cmdlets is nil); the call was not run", op)
+// New returns the native smb operations over d. Sys and Cmdlets are
+// required: without them New answers an internal error naming what is
+// missing, once, as the agent is assembled, and no call is ever made.
+func New(d Deps) (Native, error) {
+	var missing []string
+	if d.Sys == nil {
+		missing = append(missing, "a Win32 host (Deps.Sys)")
+	}
+	if d.Cmdlets == nil {
+		missing = append(missing, "the PowerShell smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)")
+	}
+	if len(missing) > 0 {
+		return Native{}, fmt.Errorf("internal error: the native smb operations were assembled without %s", strings.Join(missing, " and "))
+	}
+	return Native{deps: d}, nil
 }
+
+var _ API = Native{}
 
 // IsMapped runs Cmdlets' IsMapped.
 func (n Native) IsMapped(ctx context.Context, remotePath string) (bool, error) {
-	if n.Cmdlets == nil {
-		return false, errNoCmdlets("IsMapped")
-	}
 	return n.Cmdlets.IsMapped(ctx, remotePath)
 }
 
@@ -47,9 +59,6 @@ func (n Native) IsMapped(ctx context.Context, remotePath string) (bool, error) {
 // credentials, no network path, no answer before the deadline) is false
 // and the error, which the caller takes as a mapping to replace.
 func (n Native) PathValid(ctx context.Context, remotePath string) (bool, error) {
-	if n.Sys == nil {
-		return false, errNoSys
-	}
 	ok, err := win32.Call(ctx, n.Limits, "GetFileAttributesW", func() (bool, error) { return n.Sys.FileExists(remotePath) })
 	if err != nil {
 		return false, fmt.Errorf("checking that %s answers: %w", remotePath, err)
@@ -59,9 +68,6 @@ func (n Native) PathValid(ctx context.Context, remotePath string) (bool, error) 
 
 // NewGlobalMapping runs Cmdlets' NewGlobalMapping.
 func (n Native) NewGlobalMapping(ctx context.Context, remotePath, username, password string, requirePrivacy bool) error {
-	if n.Cmdlets == nil {
-		return errNoCmdlets("NewGlobalMapping")
-	}
 	return n.Cmdlets.NewGlobalMapping(ctx, remotePath, username, password, requirePrivacy)
 }
 
@@ -70,9 +76,6 @@ func (n Native) NewGlobalMapping(ctx context.Context, remotePath, username, pass
 // resolves paths through the link, as CSI Proxy does. The share is not
 // looked at: a share that does not answer cannot hold the call.
 func (n Native) NewLink(ctx context.Context, remotePath, localPath string) error {
-	if n.Sys == nil {
-		return errNoSys
-	}
 	target := remotePath
 	if !strings.HasSuffix(target, `\`) {
 		target += `\`
@@ -85,8 +88,5 @@ func (n Native) NewLink(ctx context.Context, remotePath, localPath string) error
 
 // RemoveGlobalMapping runs Cmdlets' RemoveGlobalMapping.
 func (n Native) RemoveGlobalMapping(ctx context.Context, remotePath string) error {
-	if n.Cmdlets == nil {
-		return errNoCmdlets("RemoveGlobalMapping")
-	}
 	return n.Cmdlets.RemoveGlobalMapping(ctx, remotePath)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
@@ -18,7 +19,7 @@ import (
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
 	ps := &runnertest.Fake{}
-	n := Native{Sys: win32.New(), Limits: runner.Bound(ps, "smb", runner.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}
+	n := Native{deps: Deps{Sys: win32.New(), Limits: runner.Bound(ps, "smb", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
 	dir := t.TempDir()
 	if ok, err := n.PathValid(ctx, dir); err != nil || !ok {
 		t.Fatalf("PathValid(%s) = %v, %v", dir, ok, err)

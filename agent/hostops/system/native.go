@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // DefaultPoll is how often Native looks at a service it started or stopped,
@@ -23,8 +24,8 @@ const (
 )
 
 // Native is API over Windows' own interfaces, with no process started: the
-// service control manager (advapi32, through golang.org/x/sys/windows) for
-// the services and GetSystemFirmwareTable for the SMBIOS tables that hold
+// service control manager (win32.Services) for the services and
+// GetSystemFirmwareTable (win32.Firmware) for the SMBIOS tables that hold
 // the BIOS serial number. It behaves as the cmdlets PowerShell runs: a
 // start or stop waits until the service is Running or Stopped, and a stop
 // without force is refused while services that depend on the service run.
@@ -32,7 +33,7 @@ const (
 type Native struct {
 	// Limits gives each call its deadline and its slot (runner.Bound for
 	// the "system" group); nil means none.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Poll is how often a starting or stopping service is looked at; 0
 	// means DefaultPoll.
 	Poll time.Duration
@@ -46,11 +47,18 @@ type Native struct {
 	// with it (the service control manager starts those first); nil means
 	// any. The agent allows only its --allowed-service list.
 	MayStart func(name string) bool
+	// AllowSetting names what allows a service, for the refusals of MayStop
+	// and MayStart, e.g. "--allowed-service": a refusal names
+	// AllowSetting=<name> for each service refused; empty names the
+	// services alone.
+	AllowSetting string
+	// Firmware reads the raw SMBIOS data; nil means the host's
+	// (win32.NewFirmware).
+	Firmware win32.Firmware
 
-	// connect opens the service control manager and firmware reads the
-	// raw SMBIOS data; nil means the host's. Tests replace them.
-	connect  func() (serviceManager, error)
-	firmware func() ([]byte, error)
+	// connect opens the service control manager; nil means the host's.
+	// Tests replace it.
+	connect func() (win32.Services, error)
 }
 
 var _ API = Native{}
@@ -60,12 +68,12 @@ var _ API = Native{}
 // SystemSerialNumber), with the spaces around it trimmed.
 func (n Native) BIOSSerialNumber(ctx context.Context) (string, error) {
 	var serial string
-	err := runner.Call(ctx, n.Limits, opBIOSSerialNumber, func(context.Context) error {
-		read := n.firmware
-		if read == nil {
-			read = readRawSMBIOSData
+	err := limits.Call(ctx, n.Limits, opBIOSSerialNumber, func(context.Context) error {
+		fw := n.Firmware
+		if fw == nil {
+			fw = win32.NewFirmware()
 		}
-		raw, err := read()
+		raw, err := fw.RawSMBIOSData()
 		if err != nil {
 			return fmt.Errorf("reading the BIOS serial number: %w", err)
 		}
@@ -88,12 +96,12 @@ func (n Native) BIOSSerialNumber(ctx context.Context) (string, error) {
 // name (its service name, not its display name).
 func (n Native) GetService(ctx context.Context, name string) (Service, error) {
 	var svc Service
-	err := n.withService(ctx, opGetService, name, accessQuery, nil, func(ctx context.Context, m serviceManager, h serviceHandle) error {
-		display, start, err := h.config()
+	err := n.withService(ctx, opGetService, name, win32.ServiceAccessQuery, nil, func(ctx context.Context, m win32.Services, h win32.Service) error {
+		display, start, err := h.Config()
 		if err != nil {
 			return fmt.Errorf("GetService: reading the configuration of service %q: %w", name, err)
 		}
-		st, err := h.state()
+		st, err := h.State()
 		if err != nil {
 			return fmt.Errorf("GetService: reading the status of service %q: %w", name, err)
 		}
@@ -112,9 +120,9 @@ func (n Native) GetService(ctx context.Context, name string) (Service, error) {
 // refuses is refused before anything starts.
 func (n Native) StartService(ctx context.Context, name string) error {
 	w := &watch{}
-	return n.withService(ctx, opStartService, name, accessStart, w, func(ctx context.Context, m serviceManager, h serviceHandle) error {
+	return n.withService(ctx, opStartService, name, win32.ServiceAccessStart, w, func(ctx context.Context, m win32.Services, h win32.Service) error {
 		if n.MayStart != nil {
-			if err := checkStartDependencies(m, name, h, n.MayStart); err != nil {
+			if err := checkStartDependencies(m, name, h, n.MayStart, n.AllowSetting); err != nil {
 				return err
 			}
 		}
@@ -129,7 +137,7 @@ func (n Native) StartService(ctx context.Context, name string) error {
 // manager gives.
 func (n Native) StopService(ctx context.Context, name string, force bool) error {
 	w := &watch{}
-	return n.withService(ctx, opStopService, name, accessStop, w, func(ctx context.Context, m serviceManager, h serviceHandle) error {
+	return n.withService(ctx, opStopService, name, win32.ServiceAccessStop, w, func(ctx context.Context, m win32.Services, h win32.Service) error {
 		return n.waiter(w).stopTree(ctx, m, name, h, force, n.MayStop)
 	})
 }
@@ -139,31 +147,31 @@ func (n Native) waiter(w *watch) *waiter {
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	return &waiter{poll: poll, watch: w}
+	return &waiter{poll: poll, watch: w, allowSetting: n.AllowSetting}
 }
 
 // withService runs fn, named op, under the limits, with the service name
 // open for a. When the deadline passes first, the error says what the
 // service was doing, from w.
-func (n Native) withService(ctx context.Context, op, name string, a access, w *watch, fn func(context.Context, serviceManager, serviceHandle) error) error {
-	err := runner.Call(ctx, n.Limits, op, func(ctx context.Context) error {
+func (n Native) withService(ctx context.Context, op, name string, a win32.ServiceAccess, w *watch, fn func(context.Context, win32.Services, win32.Service) error) error {
+	err := limits.Call(ctx, n.Limits, op, func(ctx context.Context) error {
 		connect := n.connect
 		if connect == nil {
-			connect = connectServiceManager
+			connect = win32.ConnectServices
 		}
 		m, err := connect()
 		if err != nil {
 			return fmt.Errorf("%s: connecting to the service control manager: %w", op, err)
 		}
-		defer m.close()
-		h, err := m.open(name, a)
+		defer m.Close()
+		h, err := m.Open(name, a)
 		if err != nil {
 			return openError(op, name, err)
 		}
-		defer h.close()
+		defer h.Close()
 		return fn(ctx, m, h)
 	})
-	var deadline *runner.DeadlineError
+	var deadline *limits.DeadlineError
 	if errors.As(err, &deadline) && w != nil {
 		if last := w.String(); last != "" {
 			return fmt.Errorf("%w: %s", err, last)
@@ -174,7 +182,7 @@ func (n Native) withService(ctx context.Context, op, name string, a access, w *w
 
 // openError is the error of opening the service name.
 func openError(op, name string, err error) error {
-	if errors.Is(err, errNoSuchService) {
+	if errors.Is(err, win32.ErrNoSuchService) {
 		return fmt.Errorf("%s: there is no service named %q on this node: give the service's name as sc.exe query lists it (SERVICE_NAME), not its display name: %w", op, name, err)
 	}
 	return fmt.Errorf("%s: opening service %q: %w", op, name, err)

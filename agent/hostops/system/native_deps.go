@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/agent/apierr"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // groupPrefix marks a load-order group among a service's dependencies
@@ -24,18 +24,18 @@ const groupPrefix = "+"
 // mayStart refuses, directly or through another dependency, or when it
 // depends on a load-order group, whose members cannot be known ahead.
 // Nothing is started before it returns.
-func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayStart func(string) bool) error {
+func checkStartDependencies(m win32.Services, name string, h win32.Service, mayStart func(string) bool, allowSetting string) error {
 	var refused []string
-	var walk func(path []string, h serviceHandle) error
-	walk = func(path []string, h serviceHandle) error {
+	var walk func(path []string, h win32.Service) error
+	walk = func(path []string, h win32.Service) error {
 		svc := path[len(path)-1]
-		deps, err := h.dependencies()
+		deps, err := h.Dependencies()
 		if err != nil {
 			return fmt.Errorf("StartService: reading the services service %q depends on: %w", svc, err)
 		}
 		for _, dep := range deps {
 			if g, ok := strings.CutPrefix(dep, groupPrefix); ok {
-				return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+				return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 					"StartService of service %q refused: service %q depends on the load-order group %q, whose services a start may start too and the agent cannot check against the allowed services; start it on the node",
 					name, svc, g)}
 			}
@@ -45,16 +45,16 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 			if len(path) >= maxDependentDepth {
 				return fmt.Errorf("StartService: services depend on each other more than %d deep (%s -> %s): start them on the node", maxDependentDepth, quoteAll(path), strconv.Quote(dep))
 			}
-			dh, err := m.open(dep, accessQuery)
-			if errors.Is(err, errNoSuchService) {
+			dh, err := m.Open(dep, win32.ServiceAccessQuery)
+			if errors.Is(err, win32.ErrNoSuchService) {
 				continue // the service control manager refuses the start itself
 			}
 			if err != nil {
 				return fmt.Errorf("StartService: opening service %q, which service %q depends on: %w", dep, svc, err)
 			}
 			err = func() error {
-				defer dh.close()
-				st, err := dh.state()
+				defer dh.Close()
+				st, err := dh.State()
 				if err != nil {
 					return fmt.Errorf("StartService: reading the status of service %q, which service %q depends on: %w", dep, svc, err)
 				}
@@ -76,9 +76,9 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 		return err
 	}
 	if len(refused) > 0 {
-		return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+		return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 			"StartService of service %q refused: it would also start services it depends on that are not running and are not allowed services: %s; start them on the node first, or allow them too (%s)",
-			name, quoteAll(refused), allowFlags(refused))}
+			name, quoteAll(refused), allowFlags(allowSetting, refused))}
 	}
 	return nil
 }
@@ -86,20 +86,24 @@ func checkStartDependencies(m serviceManager, name string, h serviceHandle, mayS
 // refuseDependentStop refuses to stop dep, a dependent of the service a
 // stop with force was asked for, when mayStop does not allow it: one that
 // started after the dependents were checked.
-func refuseDependentStop(name, dep string, mayStop func(string) bool) error {
+func refuseDependentStop(name, dep string, mayStop func(string) bool, allowSetting string) error {
 	if mayStop == nil || mayStop(dep) {
 		return nil
 	}
-	return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+	return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 		"StopService of service %q with force refused: service %q, which depends on it, started while it was being stopped and is not an allowed service; the services stopped so far stay stopped; stop it on the node first, or allow it too (%s)",
-		name, dep, allowFlags([]string{dep}))}
+		name, dep, allowFlags(allowSetting, []string{dep}))}
 }
 
-// allowFlags are the flags that would allow names.
-func allowFlags(names []string) string {
+// allowFlags are the settings that would allow names: setting=name for
+// each, or the names alone when setting is empty.
+func allowFlags(setting string, names []string) string {
 	flags := make([]string, len(names))
 	for i, r := range names {
-		flags[i] = "--allowed-service=" + r
+		flags[i] = r
+		if setting != "" {
+			flags[i] = setting + "=" + r
+		}
 	}
 	return strings.Join(flags, " ")
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/pipeguard/pipeguard/agent/apierr"
 )
 
 func onlyAllowed(names ...string) func(string) bool {
@@ -31,7 +29,7 @@ func TestStartCannotReachPastTheAllowedServices(t *testing.T) {
 	err := n.StartService(context.Background(), "csi")
 	want := `StartService of service "csi" refused: it would also start services it depends on that are not running and are not allowed services: "B", "C"; ` +
 		`start them on the node first, or allow them too (--allowed-service=B --allowed-service=C) (rule allowed-services)`
-	var denied *apierr.Denied
+	var denied *NotAllowedError
 	if !errors.As(err, &denied) || denied.Rule != RuleAllowedServices || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %q", err, want)
 	}
@@ -98,7 +96,7 @@ func TestForceStopChecksDependentsAgainAtTheStop(t *testing.T) {
 	err := n.StopService(context.Background(), "A", true)
 	want := `StopService of service "A" with force refused: service "Late", which depends on it, started while it was being stopped and is not an allowed service; ` +
 		`the services stopped so far stay stopped; stop it on the node first, or allow it too (--allowed-service=Late) (rule allowed-services)`
-	var denied *apierr.Denied
+	var denied *NotAllowedError
 	if !errors.As(err, &denied) || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %q", err, want)
 	}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // fakeSCM is a service control manager for the tests of the portable
@@ -46,7 +48,7 @@ func newFakeSCM(services ...*fakeService) *fakeSCM {
 	return f
 }
 
-func (f *fakeSCM) connect() (serviceManager, error) { return f, nil }
+func (f *fakeSCM) connect() (win32.Services, error) { return f, nil }
 
 func (f *fakeSCM) record(format string, args ...any) {
 	entry := fmt.Sprintf(format, args...)
@@ -78,36 +80,36 @@ func (f *fakeSCM) stateOf(name string) uint32 {
 	return f.services[strings.ToLower(name)].state
 }
 
-func (f *fakeSCM) open(name string, a access) (serviceHandle, error) {
+func (f *fakeSCM) Open(name string, a win32.ServiceAccess) (win32.Service, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("open %s %s", name, [...]string{"query", "start", "stop"}[a])
 	s, ok := f.services[strings.ToLower(name)]
 	if !ok {
-		return nil, fmt.Errorf("OpenService: %w", errNoSuchService)
+		return nil, fmt.Errorf("OpenService: %w", win32.ErrNoSuchService)
 	}
 	return &fakeHandle{f: f, s: s}, nil
 }
 
-func (f *fakeSCM) close() error { return nil }
+func (f *fakeSCM) Close() error { return nil }
 
 type fakeHandle struct {
 	f *fakeSCM
 	s *fakeService
 }
 
-func (h *fakeHandle) config() (string, uint32, error) {
+func (h *fakeHandle) Config() (string, uint32, error) {
 	return h.s.display, h.s.startType, nil
 }
 
-func (h *fakeHandle) dependencies() ([]string, error) {
+func (h *fakeHandle) Dependencies() ([]string, error) {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	h.f.record("dependencies %s", h.s.name)
 	return append([]string(nil), h.s.dependsOn...), nil
 }
 
-func (h *fakeHandle) state() (uint32, error) {
+func (h *fakeHandle) State() (uint32, error) {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	if len(h.s.script) > 0 {
@@ -119,12 +121,12 @@ func (h *fakeHandle) state() (uint32, error) {
 	return h.s.state, nil
 }
 
-func (h *fakeHandle) start() error {
+func (h *fakeHandle) Start() error {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	h.f.record("start %s", h.s.name)
 	if h.s.state != stateStopped {
-		return fmt.Errorf("StartService: %w", errAlreadyRunning)
+		return fmt.Errorf("StartService: %w", win32.ErrServiceAlreadyRunning)
 	}
 	h.s.script = append([]uint32(nil), h.s.afterStart...)
 	if len(h.s.script) == 0 {
@@ -134,7 +136,7 @@ func (h *fakeHandle) start() error {
 	return nil
 }
 
-func (h *fakeHandle) stop() error {
+func (h *fakeHandle) Stop() error {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	h.f.record("stop %s", h.s.name)
@@ -144,7 +146,7 @@ func (h *fakeHandle) stop() error {
 		return fmt.Errorf("ControlService SERVICE_CONTROL_STOP: %w", err)
 	}
 	if h.s.state == stateStopped {
-		return fmt.Errorf("ControlService SERVICE_CONTROL_STOP: %w", errNotActive)
+		return fmt.Errorf("ControlService SERVICE_CONTROL_STOP: %w", win32.ErrServiceNotActive)
 	}
 	h.s.script = append([]uint32(nil), h.s.afterStop...)
 	if len(h.s.script) == 0 {
@@ -154,7 +156,7 @@ func (h *fakeHandle) stop() error {
 	return nil
 }
 
-func (h *fakeHandle) activeDependents() ([]string, error) {
+func (h *fakeHandle) ActiveDependents() ([]string, error) {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	h.f.record("dependents %s", h.s.name)
@@ -183,4 +185,4 @@ func (h *fakeHandle) activeDependents() ([]string, error) {
 	return out, nil
 }
 
-func (h *fakeHandle) close() error { return nil }
+func (h *fakeHandle) Close() error { return nil }

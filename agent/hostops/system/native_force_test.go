@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/pipeguard/pipeguard/agent/apierr"
 )
 
 // TestForceCannotReachPastTheAllowedServices: stopping an allowed service
@@ -24,7 +22,7 @@ func TestForceCannotReachPastTheAllowedServices(t *testing.T) {
 			err := n.StopService(context.Background(), "A", true)
 			want := `StopService of service "A" with force refused: it would also stop services that depend on it and are not allowed services: ` +
 				`"Netlogon", "D"; stop them on the node first, or allow them too (--allowed-service=Netlogon --allowed-service=D) (rule allowed-services)`
-			var denied *apierr.Denied
+			var denied *NotAllowedError
 			if !errors.As(err, &denied) || denied.Rule != RuleAllowedServices || err.Error() != want {
 				t.Fatalf("err = %v\nwant  %q", err, want)
 			}

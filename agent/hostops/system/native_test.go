@@ -9,21 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
 // slack is what a slow, shared machine may add to a deadline.
 const slack = 10 * time.Second
 
-// native returns a Native over f that polls every millisecond.
+// native returns a Native over f that polls every millisecond, naming
+// --allowed-service in its refusals as the agent does.
 func native(f *fakeSCM) Native {
-	return Native{Poll: time.Millisecond, connect: f.connect}
+	return Native{Poll: time.Millisecond, connect: f.connect, AllowSetting: "--allowed-service"}
 }
 
 // bound is the system group's limits with a short deadline.
 func bound(timeout time.Duration) *runner.Bounded {
-	return runner.Bound(nil, "system", runner.Limits{Timeout: timeout, Concurrency: 2, Setting: "--host-call-timeout-system"})
+	return runner.Bound(nil, "system", limits.Limits{Timeout: timeout, Concurrency: 2, Setting: "--host-call-timeout-system"})
 }
 
 func running(name string, dependsOn ...string) *fakeService {
@@ -66,7 +70,7 @@ func TestUnknownServiceIsNamed(t *testing.T) {
 		t.Run(op, func(t *testing.T) {
 			err := call()
 			want := op + `: there is no service named "nosuch svc" on this node: give the service's name as sc.exe query lists it (SERVICE_NAME), not its display name`
-			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, errNoSuchService) {
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, win32.ErrNoSuchService) {
 				t.Fatalf("err = %v, want it to start with %q", err, want)
 			}
 		})
@@ -77,7 +81,7 @@ func TestHostileNamesAreOnlyNames(t *testing.T) {
 	for _, hostile := range runnertest.Hostile() {
 		f := newFakeSCM()
 		_, err := native(f).GetService(context.Background(), hostile)
-		if !errors.Is(err, errNoSuchService) || !strings.Contains(err.Error(), `named `+quoteAll([]string{hostile})+` on this node`) {
+		if !errors.Is(err, win32.ErrNoSuchService) || !strings.Contains(err.Error(), `named `+quoteAll([]string{hostile})+` on this node`) {
 			t.Errorf("GetService(%q) = %v, want no such service, named", hostile, err)
 		}
 		if opens := f.calls("open"); !reflect.DeepEqual(opens, []string{"open " + hostile + " query"}) {
@@ -161,7 +165,7 @@ func TestStuckStartAnswersAtTheDeadline(t *testing.T) {
 	if took := time.Since(start); took > 200*time.Millisecond+slack {
 		t.Fatalf("returned after %v", took)
 	}
-	var de *runner.DeadlineError
+	var de *limits.DeadlineError
 	if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || de.Op != "StartService" {
 		t.Fatalf("err = %#v, want a DeadlineError of StartService", err)
 	}
@@ -264,7 +268,7 @@ func TestStopLeavesAStoppedServiceAlone(t *testing.T) {
 func TestStopRetriesWhileTheServiceCannotAcceptIt(t *testing.T) {
 	svc := running("csiproxy")
 	svc.state = stateStartPending
-	svc.stopErrs = []error{errCannotAcceptControl, errCannotAcceptControl}
+	svc.stopErrs = []error{win32.ErrServiceCannotAcceptControl, win32.ErrServiceCannotAcceptControl}
 	f := newFakeSCM(svc)
 	if err := native(f).StopService(context.Background(), "csiproxy", false); err != nil {
 		t.Fatal(err)
@@ -284,11 +288,11 @@ func TestStopFailures(t *testing.T) {
 		want     string
 	}{
 		"stop not accepted": {
-			err:  errStopNotAccepted,
+			err:  win32.ErrStopNotAccepted,
 			want: `StopService: service "csiproxy" does not accept stop requests: it cannot be stopped while it runs: ControlService SERVICE_CONTROL_STOP: the service does not accept the stop control`,
 		},
 		"dependents started meanwhile": {
-			err:  errDependentsRunning,
+			err:  win32.ErrDependentServicesRunning,
 			want: `StopService: service "csiproxy" did not stop: services that depend on it started while it was being stopped: ControlService SERVICE_CONTROL_STOP: services that depend on it are running`,
 		},
 		"access denied": {
@@ -333,7 +337,7 @@ func TestDeepDependencyChainEnds(t *testing.T) {
 }
 
 func TestConnectFailure(t *testing.T) {
-	n := Native{connect: func() (serviceManager, error) { return nil, errors.New("Access is denied.") }}
+	n := Native{connect: func() (win32.Services, error) { return nil, errors.New("Access is denied.") }}
 	_, err := n.GetService(context.Background(), "csiproxy")
 	if want := "GetService: connecting to the service control manager: Access is denied."; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
@@ -342,21 +346,21 @@ func TestConnectFailure(t *testing.T) {
 
 func TestBIOSSerialNumberFromFirmware(t *testing.T) {
 	raw := rawSMBIOS(biosInformation(), systemInformation(4, "Acme", "Node", "1", "  VMware-42 1a 2b  "))
-	n := Native{firmware: func() ([]byte, error) { return raw, nil }}
+	n := Native{Firmware: win32test.Firmware(func() ([]byte, error) { return raw, nil })}
 	got, err := n.BIOSSerialNumber(context.Background())
 	if err != nil || got != "VMware-42 1a 2b" {
 		t.Fatalf("BIOSSerialNumber = %q, %v", got, err)
 	}
 
-	n.firmware = func() ([]byte, error) {
+	n.Firmware = win32test.Firmware(func() ([]byte, error) {
 		return nil, errors.New("GetSystemFirmwareTable('RSMB', 0): The parameter is incorrect.")
-	}
+	})
 	_, err = n.BIOSSerialNumber(context.Background())
 	if want := "reading the BIOS serial number: GetSystemFirmwareTable('RSMB', 0): The parameter is incorrect."; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 
-	n.firmware = func() ([]byte, error) { return raw[:20], nil }
+	n.Firmware = win32test.Firmware(func() ([]byte, error) { return raw[:20], nil })
 	_, err = n.BIOSSerialNumber(context.Background())
 	if want := "reading the BIOS serial number from the SMBIOS tables GetSystemFirmwareTable returned: RawSMBIOSData is truncated"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("err = %v, want it to start with %q", err, want)
@@ -368,7 +372,7 @@ func TestBIOSSerialNumberFromFirmware(t *testing.T) {
 func TestHungFirmwareCallAnswersAtTheDeadline(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	n := Native{Limits: bound(100 * time.Millisecond), firmware: func() ([]byte, error) { <-release; return nil, nil }}
+	n := Native{Limits: bound(100 * time.Millisecond), Firmware: win32test.Firmware(func() ([]byte, error) { <-release; return nil, nil })}
 	start := time.Now()
 	_, err := n.BIOSSerialNumber(context.Background())
 	if took := time.Since(start); took > 100*time.Millisecond+slack {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pipeguard/pipeguard/agent/apierr"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // RuleAllowedServices names the rule that refuses services the agent was
@@ -23,7 +23,7 @@ const RuleAllowedServices = "allowed-services"
 const maxDependentDepth = 16
 
 // waiter starts and stops services and waits for them to get there,
-// polling their state. It reads nothing but what serviceHandle gives, so
+// polling their state. It reads nothing but what win32.Service gives, so
 // that the tests can drive it with a fake service control manager.
 type waiter struct {
 	poll  time.Duration
@@ -32,6 +32,8 @@ type waiter struct {
 	// for and what may be stopped with it (nil: any).
 	stopping string
 	mayStop  func(string) bool
+	// allowSetting is Native.AllowSetting, for the refusals.
+	allowSetting string
 }
 
 // sleep waits one poll interval, or until ctx ends.
@@ -49,10 +51,10 @@ func (w *waiter) sleep(ctx context.Context) error {
 // start starts the service and waits until it is Running. A stopping
 // service is let stop first; a paused one is refused, as resuming it is
 // another operation.
-func (w *waiter) start(ctx context.Context, name string, h serviceHandle) error {
+func (w *waiter) start(ctx context.Context, name string, h win32.Service) error {
 	started := false
 	for {
-		st, err := h.state()
+		st, err := h.State()
 		if err != nil {
 			return fmt.Errorf("StartService: reading the status of service %q: %w", name, err)
 		}
@@ -64,7 +66,7 @@ func (w *waiter) start(ctx context.Context, name string, h serviceHandle) error 
 			if started {
 				return fmt.Errorf("StartService: service %q stopped again while it was starting: look at the service's own logs or the System event log for why", name)
 			}
-			if err := h.start(); err != nil && !errors.Is(err, errAlreadyRunning) {
+			if err := h.Start(); err != nil && !errors.Is(err, win32.ErrServiceAlreadyRunning) {
 				return fmt.Errorf("StartService: starting service %q: %w", name, err)
 			}
 			started = true
@@ -88,7 +90,7 @@ func (w *waiter) start(ctx context.Context, name string, h serviceHandle) error 
 // With force and mayStop set, every running service under it, however deep,
 // must be one mayStop allows, or nothing is stopped: the call is refused
 // with rule allowed-services, naming those that are not.
-func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h serviceHandle, force bool, mayStop func(string) bool) error {
+func (w *waiter) stopTree(ctx context.Context, m win32.Services, name string, h win32.Service, force bool, mayStop func(string) bool) error {
 	if force && mayStop != nil {
 		var refused []string
 		if err := w.collectDependents(m, h, []string{name}, func(dep string) {
@@ -99,9 +101,9 @@ func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h 
 			return err
 		}
 		if len(refused) > 0 {
-			return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
+			return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 				"StopService of service %q with force refused: it would also stop services that depend on it and are not allowed services: %s; stop them on the node first, or allow them too (%s)",
-				name, quoteAll(refused), allowFlags(refused))}
+				name, quoteAll(refused), allowFlags(w.allowSetting, refused))}
 		}
 	}
 	// The dependents are read again for the stop: each is checked again
@@ -112,9 +114,9 @@ func (w *waiter) stopTree(ctx context.Context, m serviceManager, name string, h 
 
 // collectDependents calls found for every running service that depends on
 // the last of path, directly or not, reading only.
-func (w *waiter) collectDependents(m serviceManager, h serviceHandle, path []string, found func(string)) error {
+func (w *waiter) collectDependents(m win32.Services, h win32.Service, path []string, found func(string)) error {
 	name := path[len(path)-1]
-	deps, err := h.activeDependents()
+	deps, err := h.ActiveDependents()
 	if err != nil {
 		return fmt.Errorf("StopService: listing the services that depend on service %q: %w", name, err)
 	}
@@ -123,15 +125,15 @@ func (w *waiter) collectDependents(m serviceManager, h serviceHandle, path []str
 			return err
 		}
 		found(dep)
-		dh, err := m.open(dep, accessStop)
-		if errors.Is(err, errNoSuchService) {
+		dh, err := m.Open(dep, win32.ServiceAccessStop)
+		if errors.Is(err, win32.ErrNoSuchService) {
 			continue // deleted since it was listed
 		}
 		if err != nil {
 			return fmt.Errorf("StopService: opening service %q, which depends on service %q: %w", dep, name, err)
 		}
 		err = w.collectDependents(m, dh, append(path[:len(path):len(path)], dep), found)
-		dh.close()
+		dh.Close()
 		if err != nil {
 			return err
 		}
@@ -139,8 +141,8 @@ func (w *waiter) collectDependents(m serviceManager, h serviceHandle, path []str
 	return nil
 }
 
-func (w *waiter) stopWithDependents(ctx context.Context, m serviceManager, name string, h serviceHandle, force bool, path []string) error {
-	st, err := h.state()
+func (w *waiter) stopWithDependents(ctx context.Context, m win32.Services, name string, h win32.Service, force bool, path []string) error {
+	st, err := h.State()
 	if err != nil {
 		return fmt.Errorf("StopService: reading the status of service %q: %w", name, err)
 	}
@@ -148,7 +150,7 @@ func (w *waiter) stopWithDependents(ctx context.Context, m serviceManager, name 
 	if st == stateStopped {
 		return nil
 	}
-	deps, err := h.activeDependents()
+	deps, err := h.ActiveDependents()
 	if err != nil {
 		return fmt.Errorf("StopService: listing the services that depend on service %q: %w", name, err)
 	}
@@ -177,31 +179,31 @@ func checkDependency(path []string, dep string) error {
 
 // stopDependent stops dep, a service that depends on the last of path, with
 // the services that depend on it.
-func (w *waiter) stopDependent(ctx context.Context, m serviceManager, dep string, path []string) error {
+func (w *waiter) stopDependent(ctx context.Context, m win32.Services, dep string, path []string) error {
 	if err := checkDependency(path, dep); err != nil {
 		return err
 	}
-	if err := refuseDependentStop(w.stopping, dep, w.mayStop); err != nil {
+	if err := refuseDependentStop(w.stopping, dep, w.mayStop, w.allowSetting); err != nil {
 		return err
 	}
-	h, err := m.open(dep, accessStop)
+	h, err := m.Open(dep, win32.ServiceAccessStop)
 	if err != nil {
-		if errors.Is(err, errNoSuchService) {
+		if errors.Is(err, win32.ErrNoSuchService) {
 			return nil // deleted since it was listed
 		}
 		return fmt.Errorf("StopService: opening service %q, which depends on service %q: %w", dep, path[len(path)-1], err)
 	}
-	defer h.close()
+	defer h.Close()
 	return w.stopWithDependents(ctx, m, dep, h, true, append(path[:len(path):len(path)], dep))
 }
 
 // stopOne sends the stop control to the service and waits until it is
 // Stopped. A service that is starting cannot take the control yet: it is
 // sent again once it can.
-func (w *waiter) stopOne(ctx context.Context, name string, h serviceHandle) error {
+func (w *waiter) stopOne(ctx context.Context, name string, h win32.Service) error {
 	sent := false
 	for {
-		st, err := h.state()
+		st, err := h.State()
 		if err != nil {
 			return fmt.Errorf("StopService: reading the status of service %q: %w", name, err)
 		}
@@ -210,16 +212,16 @@ func (w *waiter) stopOne(ctx context.Context, name string, h serviceHandle) erro
 			return nil
 		}
 		if !sent && st != stateStopPending {
-			err := h.stop()
+			err := h.Stop()
 			switch {
-			case err == nil, errors.Is(err, errNotActive):
+			case err == nil, errors.Is(err, win32.ErrServiceNotActive):
 				sent = true
 				continue
-			case errors.Is(err, errCannotAcceptControl):
+			case errors.Is(err, win32.ErrServiceCannotAcceptControl):
 				// Starting, or between states: try again after a poll.
-			case errors.Is(err, errDependentsRunning):
+			case errors.Is(err, win32.ErrDependentServicesRunning):
 				return fmt.Errorf("StopService: service %q did not stop: services that depend on it started while it was being stopped: %w", name, err)
-			case errors.Is(err, errStopNotAccepted):
+			case errors.Is(err, win32.ErrStopNotAccepted):
 				return fmt.Errorf("StopService: service %q does not accept stop requests: it cannot be stopped while it runs: %w", name, err)
 			default:
 				return fmt.Errorf("StopService: stopping service %q: %w", name, err)

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // serviceHostArg makes this test binary a Windows service instead of
@@ -83,9 +84,6 @@ func TestConstantsAreWindows(t *testing.T) {
 		{"SERVICE_AUTO_START", startAutomatic, windows.SERVICE_AUTO_START},
 		{"SERVICE_DEMAND_START", startManual, windows.SERVICE_DEMAND_START},
 		{"SERVICE_DISABLED", startDisabled, windows.SERVICE_DISABLED},
-		{"query rights", accessRights(accessQuery), 0x0001 | 0x0004},
-		{"start rights", accessRights(accessStart), 0x0010 | 0x0004 | 0x0001},
-		{"stop rights", accessRights(accessStop), 0x0020 | 0x0004 | 0x0008},
 	}
 	for _, p := range pairs {
 		if p.ours != p.win {
@@ -152,7 +150,7 @@ func TestNativeServices(t *testing.T) {
 	installTestService(t, m, dependent, 0, base)
 
 	ctx := context.Background()
-	n := Native{Limits: runner.Bound(nil, "system", runner.Limits{Timeout: time.Minute, Concurrency: 8, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Concurrency: 8, Setting: "--host-call-timeout-system"})}
 	get := func(name string) Service {
 		t.Helper()
 		s, err := n.GetService(ctx, name)
@@ -219,17 +217,17 @@ func TestNativeServices(t *testing.T) {
 	// What the dependent depends on, read back from the service control
 	// manager: its start, with that service stopped and not allowed, is
 	// refused before anything starts.
-	scm, err := connectServiceManager()
+	scm, err := win32.ConnectServices()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dh, err := scm.open(dependent, accessQuery)
+	dh, err := scm.Open(dependent, win32.ServiceAccessQuery)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps, err = dh.dependencies()
-	dh.close()
-	scm.close()
+	deps, err = dh.Dependencies()
+	dh.Close()
+	scm.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +250,7 @@ func TestNativeServices(t *testing.T) {
 	}
 
 	_, err = n.GetService(ctx, base+"-missing")
-	if !errors.Is(err, errNoSuchService) || !errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) ||
+	if !errors.Is(err, win32.ErrNoSuchService) || !errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) ||
 		!strings.HasPrefix(err.Error(), fmt.Sprintf("GetService: there is no service named %q on this node", base+"-missing")) {
 		t.Fatalf("GetService of a missing service: %v", err)
 	}
@@ -270,15 +268,15 @@ func TestNativeStartDeadline(t *testing.T) {
 	slow := fmt.Sprintf("pipeguard-test-%d-slow", os.Getpid())
 	installTestService(t, m, slow, 5*time.Second)
 
-	n := Native{Limits: runner.Bound(nil, "system", runner.Limits{Timeout: 2 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: 2 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-system"})}
 	err = n.StartService(context.Background(), slow)
-	var de *runner.DeadlineError
+	var de *limits.DeadlineError
 	want := fmt.Sprintf(`system StartService did not finish within 2s (host operation deadline; --host-call-timeout-system): service %q was still StartPending, not Running`, slow)
 	if !errors.As(err, &de) || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("StartService of a slow service: %v\nwant %q", err, want)
 	}
 	// It does start: a longer deadline sees it Running.
-	n.Limits = runner.Bound(nil, "system", runner.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})
+	n.Limits = runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})
 	if err := n.StartService(context.Background(), slow); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +302,7 @@ func TestNativeStartFailure(t *testing.T) {
 		}
 		s.Close()
 	}()
-	n := Native{Limits: runner.Bound(nil, "system", runner.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})}
 	start := time.Now()
 	err = n.StartService(context.Background(), name)
 	if want := fmt.Sprintf("StartService: starting service %q: StartService: ", name); err == nil || !strings.HasPrefix(err.Error(), want) {
@@ -327,55 +325,4 @@ func listActiveDependents(m *mgr.Mgr, name string) ([]string, error) {
 	}
 	defer s.Close()
 	return s.ListDependentServices(svc.Active)
-}
-
-// multiSZ lays out names as lpDependencies holds them: UTF-16 strings each
-// ended by a NUL, the list by an empty one, in a buffer of 8-byte words.
-func multiSZ(names []string, terminate bool) []uint64 {
-	var chars []uint16
-	for _, n := range names {
-		chars = append(chars, windows.StringToUTF16(n)...)
-	}
-	if terminate {
-		chars = append(chars, 0)
-	}
-	buf := make([]uint64, (len(chars)*2+7)/8+1)
-	copy(unsafe.Slice((*uint16)(unsafe.Pointer(&buf[0])), len(buf)*4), chars)
-	if !terminate {
-		// No empty string at the end: fill the rest with a letter.
-		rest := unsafe.Slice((*uint16)(unsafe.Pointer(&buf[0])), len(buf)*4)[len(chars):]
-		for i := range rest {
-			rest[i] = 'x'
-		}
-	}
-	return buf
-}
-
-// TestMultiString reads dependency lists laid out as QUERY_SERVICE_CONFIG's
-// lpDependencies documents them (Wine's service control manager reports
-// none, so the real answer is not read under Wine): names and groups are
-// read, and a list outside the buffer or not ended in it is an error, never
-// taken for no dependencies.
-func TestMultiString(t *testing.T) {
-	first := func(buf []uint64) *uint16 { return (*uint16)(unsafe.Pointer(&buf[0])) }
-	buf := multiSZ([]string{"LanmanWorkstation", "+NetworkProvider"}, true)
-	got, err := multiString(first(buf), buf)
-	if err != nil || strings.Join(got, ",") != "LanmanWorkstation,+NetworkProvider" {
-		t.Fatalf("two names: %q, %v", got, err)
-	}
-	empty := multiSZ(nil, true)
-	if got, err := multiString(first(empty), empty); err != nil || len(got) != 0 {
-		t.Fatalf("no names: %q, %v", got, err)
-	}
-	if got, err := multiString(nil, empty); err != nil || got != nil {
-		t.Fatalf("no list: %q, %v", got, err)
-	}
-	open := multiSZ([]string{"A"}, false)
-	if _, err := multiString(first(open), open); err == nil || !strings.Contains(err.Error(), "does not end inside the buffer") {
-		t.Fatalf("a list not ended: %v", err)
-	}
-	other := multiSZ([]string{"A"}, true)
-	if _, err := multiString(first(other), buf); err == nil || !strings.Contains(err.Error(), "not inside the buffer") {
-		t.Fatalf("a list outside the buffer: %v", err)
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // TestRawSMBIOSDataFromFirmware calls GetSystemFirmwareTable('RSMB', 0)
@@ -12,7 +14,7 @@ import (
 // builds the table from the Linux host's DMI data, the serial number is
 // compared with /sys/class/dmi/id/product_serial when that is readable.
 func TestRawSMBIOSDataFromFirmware(t *testing.T) {
-	raw, err := readRawSMBIOSData()
+	raw, err := win32.NewFirmware().RawSMBIOSData()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,20 +7,26 @@ import (
 	"math"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 // Native is API through direct Win32 calls, as CSI Proxy 1.3 makes them:
 // only FormatVolume and ResizeVolume, which have no Win32 equivalent,
 // start a process (through Cmdlets). Every Win32 call runs under Limits
-// (runner.Call), named after its function, so that it has the group's
+// (limits.Call), named after its function, so that it has the group's
 // deadline and concurrency cap and a hung call answers at the deadline.
-type Native struct {
+// Build it with New, which checks that it has what it needs.
+type Native struct{ deps }
+
+type deps = Deps
+
+// Deps are what the native volume operations are made of.
+type Deps struct {
 	// Sys makes the Win32 calls; win32.New() on the host.
 	Sys win32.Sys
 	// Limits bounds every Win32 call; nil runs them unbounded.
-	Limits runner.Limiter
+	Limits limits.Limiter
 	// Cmdlets runs FormatVolume and ResizeVolume, and nothing else: the
 	// PowerShell implementation.
 	Cmdlets Cmdlets
@@ -31,18 +37,29 @@ type Native struct {
 	Skipped func(listing string, err error)
 }
 
-var _ API = Native{}
+// New returns the native volume operations over d. Sys and Cmdlets are
+// required: without them New answers an internal error naming what is
+// missing, once, as the agent is assembled, and no call is ever made.
+func New(d Deps) (Native, error) {
+	var missing []string
+	if d.Sys == nil {
+		missing = append(missing, "a Win32 host (Deps.Sys)")
+	}
+	if d.Cmdlets == nil {
+		missing = append(missing, "the PowerShell volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)")
+	}
+	if len(missing) > 0 {
+		return Native{}, fmt.Errorf("internal error: the native volume operations were assembled without %s", strings.Join(missing, " and "))
+	}
+	return Native{deps: d}, nil
+}
 
-// errNoSys is the answer of a Native assembled without its Sys.
-var errNoSys = errors.New("internal error: the native volume operations have no Win32 host (Native.Sys is nil); the call was not run")
+var _ API = Native{}
 
 // volumePaths returns the root (\\?\Volume{GUID}\) and device
 // (\\?\Volume{GUID}) of a volume id. The caller validated the id; this
 // checks it again, as the device path is opened.
 func (n Native) volumePaths(volumeID string) (root, device string, err error) {
-	if n.Sys == nil {
-		return "", "", errNoSys
-	}
 	if !win32.IsVolumeName(volumeID) {
 		return "", "", fmt.Errorf(`%q is not a volume id of the form \\?\Volume{GUID}\; the call was not run`, volumeID)
 	}
@@ -129,22 +146,12 @@ func (n Native) IsVolumeFormatted(ctx context.Context, volumeID string) (bool, e
 
 // FormatVolume formats the volume as NTFS with Cmdlets.
 func (n Native) FormatVolume(ctx context.Context, volumeID string) error {
-	if n.Cmdlets == nil {
-		return errNoCmdlets("FormatVolume")
-	}
 	return n.Cmdlets.FormatVolume(ctx, volumeID)
 }
 
 // ResizeVolume grows the volume's partition with Cmdlets.
 func (n Native) ResizeVolume(ctx context.Context, volumeID string, sizeBytes int64) error {
-	if n.Cmdlets == nil {
-		return errNoCmdlets("ResizeVolume")
-	}
 	return n.Cmdlets.ResizeVolume(ctx, volumeID, sizeBytes)
-}
-
-func errNoCmdlets(op string) error {
-	return fmt.Errorf("internal error: %s needs the PowerShell volume operations (Native.Cmdlets is nil); the call was not run", op)
 }
 
 type space struct{ total, free uint64 }

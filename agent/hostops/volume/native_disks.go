@@ -84,9 +84,6 @@ type onDisk struct {
 // out and told to Skipped; the listing fails only when the volumes cannot
 // be listed, or a call runs out of time.
 func (n Native) ListVolumesOnDisk(ctx context.Context, disk, partition uint32) ([]string, error) {
-	if n.Sys == nil {
-		return nil, errNoSys
-	}
 	where := fmt.Sprintf("disk %d", disk)
 	if partition != 0 {
 		where = fmt.Sprintf("partition %d of disk %d", partition, disk)

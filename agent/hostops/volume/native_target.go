@@ -71,9 +71,6 @@ func (n Native) readReparse(ctx context.Context, p string) (t reparseTarget, tag
 // link to a path is a *LinkError with that path, as Get-Item's Target
 // reports it; a path that is no mount point is an error.
 func (n Native) GetVolumeIDFromTargetPath(ctx context.Context, targetPath string) (string, error) {
-	if n.Sys == nil {
-		return "", errNoSys
-	}
 	t, tag, ok, err := n.readReparse(ctx, targetPath)
 	switch {
 	case err != nil:
@@ -98,9 +95,6 @@ const maxClosestSteps = 256
 // a drive root answers its volume (GetVolumeNameForVolumeMountPointW), a
 // volume root itself. It gives up after 256 steps (a loop of links).
 func (n Native) GetClosestVolumeIDFromTargetPath(ctx context.Context, targetPath string) (string, error) {
-	if n.Sys == nil {
-		return "", errNoSys
-	}
 	p := targetPath
 	if _, _, ok := splitRoot(p); !ok {
 		return "", fmt.Errorf("finding the volume of %s: it is not an absolute local path (C:\\... or \\\\?\\Volume{GUID}\\...)", targetPath)

@@ -1,9 +1,13 @@
 // Package win32 is the seam between the native Windows host operations
 // (volume.Native, disk.Native, smb.Native) and Windows itself: Sys, a few
-// Win32 calls that take and return plain Go values and bytes.
+// Win32 calls that take and return plain Go values and bytes; Services, the
+// service control manager system.Native starts, stops and reads services
+// with; and Firmware, the firmware tables it reads the BIOS serial number
+// from.
 //
-// New returns the host's Sys: on Windows, calls through
-// golang.org/x/sys/windows; elsewhere, one that refuses every call. The
+// New returns the host's Sys, ConnectServices its Services and NewFirmware
+// its Firmware: on Windows, calls through
+// golang.org/x/sys/windows; elsewhere, ones that refuse every call. The
 // answers of DeviceIoControl and FSCTL_GET_REPARSE_POINT are bytes laid out
 // as Microsoft documents the structures (VOLUME_DISK_EXTENTS,
 // STORAGE_DEVICE_NUMBER, SCSI_ADDRESS, GET_LENGTH_INFORMATION,

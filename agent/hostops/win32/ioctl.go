@@ -72,7 +72,7 @@ func IOCTLName(code uint32) string {
 }
 
 // DeviceIoControlFunc is how a DeviceIoControl call is named in errors and
-// to a runner.Limiter: "DeviceIoControl(IOCTL_SCSI_GET_ADDRESS)".
+// to a limits.Limiter: "DeviceIoControl(IOCTL_SCSI_GET_ADDRESS)".
 func DeviceIoControlFunc(code uint32) string {
 	return "DeviceIoControl(" + IOCTLName(code) + ")"
 }

@@ -109,10 +109,10 @@ type Options struct {
 	System hostsys.API
 	// HostCallTimeouts is the deadline of each host call of a Windows
 	// group, by group ("disk", "volume", "smb", "iscsi", "system"); a group
-	// not in it has its runner.DefaultTimeouts.
+	// not in it has its default (DefaultLimits).
 	HostCallTimeouts map[string]time.Duration
 	// FormatConcurrency is how many FormatVolume and ResizeVolume host
-	// calls run at once; 0 means runner.DefaultFormatConcurrency.
+	// calls run at once; 0 means DefaultFormatConcurrency.
 	FormatConcurrency int
 	// PowerShellWorkers is how many long-lived PowerShell processes run the
 	// cmdlets of the Windows groups on Windows (runner.Workers), each one
@@ -260,12 +260,19 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 	}
 	diskLimits := boundRunner(o, run, "disk")
 	heldLog := o.Log.WithName("held")
-	disk, err := diskgroup.New(hostdisk.Native{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.PowerShell{Runner: diskLimits}, Skipped: skips.reporter("disk")})
+	diskHost, err := hostdisk.New(hostdisk.Deps{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.PowerShell{Runner: diskLimits}, Skipped: skips.reporter("disk")})
+	if err != nil {
+		return nil, err
+	}
+	disk, err := diskgroup.New(diskHost)
 	if err != nil {
 		return nil, err
 	}
 	volLimits := boundRunner(o, run, "volume")
-	volHost := hostvol.Native{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}, Skipped: skips.reporter("volume")}
+	volHost, err := hostvol.New(hostvol.Deps{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}, Skipped: skips.reporter("volume")})
+	if err != nil {
+		return nil, err
+	}
 	disk.TrackOperations(held, heldLog).WithVolumes(volHost)
 	vol, err := volgroup.New(volHost, conf)
 	if err != nil {
@@ -273,16 +280,16 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 	}
 	vol.TrackOperations(held, heldLog)
 	smbLimits := boundRunner(o, run, "smb")
-	smb, err := smbgroup.New(hostsmb.Native{Sys: win, Limits: smbLimits, Cmdlets: hostsmb.PowerShell{Runner: smbLimits}}, conf, o.RequirePrivacy)
+	smbHost, err := hostsmb.New(hostsmb.Deps{Sys: win, Limits: smbLimits, Cmdlets: hostsmb.PowerShell{Runner: smbLimits}})
+	if err != nil {
+		return nil, err
+	}
+	smb, err := smbgroup.New(smbHost, conf, o.RequirePrivacy)
 	if err != nil {
 		return nil, err
 	}
 	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb").TrackOperations(held, heldLog)
-	sysHost := o.System
-	if sysHost == nil {
-		sysHost = hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices)}
-	}
-	sys, err := sysgroup.New(sysHost, o.AllowedServices)
+	sys, err := sysgroup.New(systemHost(o, run), o.AllowedServices)
 	if err != nil {
 		return nil, fmt.Errorf("allowed services: %w", err)
 	}
@@ -300,13 +307,6 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 		}
 	}
 	return eps, nil
-}
-
-// allowedService is sysgroup.Allowed over allowed: StopService with force
-// may stop the services that depend on the one stopped only if the system
-// group would allow them too.
-func allowedService(allowed []string) func(name string) bool {
-	return func(name string) bool { return sysgroup.Allowed(allowed, name) }
 }
 
 // Listen opens every pipe or socket, the metrics endpoint and the health

@@ -11,6 +11,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/groups/inflight"
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
@@ -23,9 +24,9 @@ func fixedBounds() map[string]string {
 	kib := func(n int) string { return strconv.Itoa(n>>10) + " KiB" }
 	mib := func(n int) string { return strconv.Itoa(n>>20) + " MiB" }
 	b := defaultHTTPBounds()
-	share := func(n int) string { return fmt.Sprintf("%d of %d", runner.DefaultCallerShare(n), n) }
+	share := func(n int) string { return fmt.Sprintf("%d of %d", limits.DefaultCallerShare(n), n) }
 	want := map[string]string{
-		"host operations of one group one caller holds at once (a caller: its pod, else its user)":        share(runner.DefaultConcurrency),
+		"host operations of one group one caller holds at once (a caller: its pod, else its user)":        share(limits.DefaultConcurrency),
 		"PowerShell workers one caller holds at once":                                                     share(2),
 		"PowerShell workers the iSCSI, SMB and system groups hold together":                               share(2),
 		"wait before a caller's next worker, after it ended its own request mid-run (killing its worker)": runner.DefaultKillBackoff.String() + ", doubling per such request in a row",
@@ -53,7 +54,7 @@ func fixedBounds() map[string]string {
 		"a Windows path":                       strconv.Itoa(confine.MaxPathWindows) + " bytes",
 		"a Linux path":                         strconv.Itoa(confine.MaxPathLinux) + " bytes",
 		"one line a PowerShell worker answers": mib(runner.DefaultWorkerMaxLine),
-		"host operations of one group at once": strconv.Itoa(runner.DefaultConcurrency),
+		"host operations of one group at once": strconv.Itoa(limits.DefaultConcurrency),
 		"the settle check of a storage operation past its deadline (see [One storage operation at a time](#one-storage-operation-at-a-time))": inflight.SettleCheckTimeout.String(),
 		"a volume, disk, share or iSCSI target held after the deadline of an operation with no settle check":                                  inflight.SettleTime.String(),
 		"a volume, disk, share or iSCSI target held after its operation's deadline, whatever the settle checks say":                           inflight.MaxHold.String(),

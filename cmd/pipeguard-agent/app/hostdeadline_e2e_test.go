@@ -123,7 +123,7 @@ func TestFormatConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m := g.max.Load(); m != runner.DefaultFormatConcurrency {
-		t.Fatalf("%d ran at once, want %d", m, runner.DefaultFormatConcurrency)
+	if m := g.max.Load(); m != DefaultFormatConcurrency {
+		t.Fatalf("%d ran at once, want %d", m, DefaultFormatConcurrency)
 	}
 }

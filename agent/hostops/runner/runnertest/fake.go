@@ -15,12 +15,16 @@ type Fake struct {
 
 	mu   sync.Mutex
 	cmds []runner.Command
+	ops  []string
 }
 
 // Run records cmd and answers it with Respond.
 func (f *Fake) Run(_ context.Context, cmd runner.Command) ([]byte, error) {
 	f.mu.Lock()
-	f.cmds = append(f.cmds, cmd)
+	rec := cmd
+	rec.Op, rec.Group = "", ""
+	f.cmds = append(f.cmds, rec)
+	f.ops = append(f.ops, cmd.Op)
 	f.mu.Unlock()
 	if f.Respond == nil {
 		return nil, nil
@@ -28,9 +32,18 @@ func (f *Fake) Run(_ context.Context, cmd runner.Command) ([]byte, error) {
 	return f.Respond(cmd)
 }
 
-// Commands returns the commands run so far.
+// Commands returns the commands run so far as they would run: program,
+// arguments, environment and script, as runner.PowerShell builds them,
+// without the operation and group names the callers add (see Ops).
 func (f *Fake) Commands() []runner.Command {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]runner.Command(nil), f.cmds...)
+}
+
+// Ops returns the operation names (Command.Op) of the commands run so far.
+func (f *Fake) Ops() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.ops...)
 }

@@ -138,7 +138,7 @@ func benchmark(o options, stdout io.Writer) error {
 	}
 	defer job.close()
 	reg := prometheus.NewRegistry()
-	workers, err := runner.NewWorkers(runner.WorkerOptions{Size: 1, Registerer: reg})
+	workers, err := runner.NewWorkers(runner.WorkerOptions{Size: 1, Registerer: reg, Setting: "--powershell-workers"})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package system
+package win32
 
 import (
 	"errors"
@@ -21,11 +21,17 @@ const firmwareTableProviderRSMB = 'R'<<24 | 'S'<<16 | 'M'<<8 | 'B'
 // firmware comes near this one.
 const maxRawSMBIOSData = 16 << 20
 
-// readRawSMBIOSData returns the RawSMBIOSData of
+// NewFirmware returns the host's Firmware, which calls
+// GetSystemFirmwareTable.
+func NewFirmware() Firmware { return hostFirmware{} }
+
+type hostFirmware struct{}
+
+// RawSMBIOSData returns the RawSMBIOSData of
 // GetSystemFirmwareTable('RSMB', 0, ...). The first call asks for the size;
 // should the table grow between calls, the call is repeated with the size
 // it then asks for.
-func readRawSMBIOSData() ([]byte, error) {
+func (hostFirmware) RawSMBIOSData() ([]byte, error) {
 	if err := procGetSystemFirmwareTable.Find(); err != nil {
 		return nil, fmt.Errorf("GetSystemFirmwareTable is not in kernel32.dll: %w", err)
 	}

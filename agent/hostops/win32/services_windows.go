@@ -1,4 +1,4 @@
-package system
+package win32
 
 import (
 	"errors"
@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/windows/svc/mgr"
 )
 
-// connectServiceManager opens the local service control manager with
+// ConnectServices opens the local service control manager with
 // SC_MANAGER_CONNECT only, the right that OpenService needs; mgr.Connect
 // would ask for SC_MANAGER_ALL_ACCESS.
-func connectServiceManager() (serviceManager, error) {
+func ConnectServices() (Services, error) {
 	h, err := windows.OpenSCManager(nil, nil, windows.SC_MANAGER_CONNECT)
 	if err != nil {
 		return nil, fmt.Errorf("OpenSCManager with SC_MANAGER_CONNECT: %w", err)
@@ -24,13 +24,13 @@ func connectServiceManager() (serviceManager, error) {
 // accessRights are the access rights each access opens a service with:
 // the least that its calls need (mgr.Mgr.OpenService would ask for
 // SERVICE_ALL_ACCESS).
-func accessRights(a access) uint32 {
+func accessRights(a ServiceAccess) uint32 {
 	switch a {
-	case accessQuery:
+	case ServiceAccessQuery:
 		return windows.SERVICE_QUERY_CONFIG | windows.SERVICE_QUERY_STATUS
-	case accessStart:
+	case ServiceAccessStart:
 		return windows.SERVICE_START | windows.SERVICE_QUERY_STATUS | windows.SERVICE_QUERY_CONFIG
-	case accessStop:
+	case ServiceAccessStop:
 		return windows.SERVICE_STOP | windows.SERVICE_QUERY_STATUS | windows.SERVICE_ENUMERATE_DEPENDENTS
 	}
 	return 0
@@ -38,7 +38,7 @@ func accessRights(a access) uint32 {
 
 type winManager struct{ m *mgr.Mgr }
 
-func (w *winManager) open(name string, a access) (serviceHandle, error) {
+func (w *winManager) Open(name string, a ServiceAccess) (Service, error) {
 	p, err := windows.UTF16PtrFromString(name)
 	if err != nil {
 		return nil, fmt.Errorf("service name %q: %w", name, err)
@@ -50,7 +50,7 @@ func (w *winManager) open(name string, a access) (serviceHandle, error) {
 	return &winService{s: &mgr.Service{Name: name, Handle: h}}, nil
 }
 
-func (w *winManager) close() error { return w.m.Disconnect() }
+func (w *winManager) Close() error { return w.m.Disconnect() }
 
 type winService struct{ s *mgr.Service }
 
@@ -58,7 +58,7 @@ type winService struct{ s *mgr.Service }
 // documents 8 KiB as its largest size.
 const maxServiceConfig = 8 << 10
 
-func (w *winService) config() (string, uint32, error) {
+func (w *winService) Config() (string, uint32, error) {
 	var display string
 	var start uint32
 	err := w.queryConfig(func(c *windows.QUERY_SERVICE_CONFIG, _ []uint64) {
@@ -67,7 +67,7 @@ func (w *winService) config() (string, uint32, error) {
 	return display, start, err
 }
 
-func (w *winService) dependencies() ([]string, error) {
+func (w *winService) Dependencies() ([]string, error) {
 	var deps []string
 	var bad error
 	err := w.queryConfig(func(c *windows.QUERY_SERVICE_CONFIG, buf []uint64) { deps, bad = multiString(c.Dependencies, buf) })
@@ -132,7 +132,7 @@ func multiString(p *uint16, buf []uint64) ([]string, error) {
 	return nil, errors.New("the list does not end inside the buffer QueryServiceConfig filled")
 }
 
-func (w *winService) state() (uint32, error) {
+func (w *winService) State() (uint32, error) {
 	var st windows.SERVICE_STATUS
 	if err := windows.QueryServiceStatus(w.s.Handle, &st); err != nil {
 		return 0, fmt.Errorf("QueryServiceStatus: %w", err)
@@ -140,21 +140,21 @@ func (w *winService) state() (uint32, error) {
 	return st.CurrentState, nil
 }
 
-func (w *winService) start() error {
+func (w *winService) Start() error {
 	if err := w.s.Start(); err != nil {
 		return fmt.Errorf("StartService: %w", scmError(err))
 	}
 	return nil
 }
 
-func (w *winService) stop() error {
+func (w *winService) Stop() error {
 	if _, err := w.s.Control(svc.Stop); err != nil {
 		return fmt.Errorf("ControlService SERVICE_CONTROL_STOP: %w", scmError(err))
 	}
 	return nil
 }
 
-func (w *winService) activeDependents() ([]string, error) {
+func (w *winService) ActiveDependents() ([]string, error) {
 	deps, err := w.s.ListDependentServices(svc.Active)
 	if err != nil {
 		return nil, fmt.Errorf("EnumDependentServices SERVICE_ACTIVE: %w", err)
@@ -162,7 +162,7 @@ func (w *winService) activeDependents() ([]string, error) {
 	return deps, nil
 }
 
-func (w *winService) close() error { return w.s.Close() }
+func (w *winService) Close() error { return w.s.Close() }
 
 // scmError wraps the Win32 errors the waiting logic acts on with their
 // portable meaning, keeping the Win32 error in the chain.
@@ -171,12 +171,12 @@ func scmError(err error) error {
 		win  windows.Errno
 		kind error
 	}{
-		{windows.ERROR_SERVICE_DOES_NOT_EXIST, errNoSuchService},
-		{windows.ERROR_SERVICE_ALREADY_RUNNING, errAlreadyRunning},
-		{windows.ERROR_SERVICE_NOT_ACTIVE, errNotActive},
-		{windows.ERROR_SERVICE_CANNOT_ACCEPT_CTRL, errCannotAcceptControl},
-		{windows.ERROR_DEPENDENT_SERVICES_RUNNING, errDependentsRunning},
-		{windows.ERROR_INVALID_SERVICE_CONTROL, errStopNotAccepted},
+		{windows.ERROR_SERVICE_DOES_NOT_EXIST, ErrNoSuchService},
+		{windows.ERROR_SERVICE_ALREADY_RUNNING, ErrServiceAlreadyRunning},
+		{windows.ERROR_SERVICE_NOT_ACTIVE, ErrServiceNotActive},
+		{windows.ERROR_SERVICE_CANNOT_ACCEPT_CTRL, ErrServiceCannotAcceptControl},
+		{windows.ERROR_DEPENDENT_SERVICES_RUNNING, ErrDependentServicesRunning},
+		{windows.ERROR_INVALID_SERVICE_CONTROL, ErrStopNotAccepted},
 	} {
 		if errors.Is(err, m.win) {
 			return fmt.Errorf("%w (%w)", m.kind, err)

@@ -1,49 +1,40 @@
-package runner
+package limits
 
 import (
 	"context"
 	"sync"
 
-	"github.com/pipeguard/pipeguard/agent/identity"
+	"github.com/pipeguard/pipeguard/agent/confine"
 )
 
 // CallerKey names who a host call is for, so that slots and workers are
-// shared between callers: the pod UID of a caller attributed to a pod,
-// else its user (the verified token's username, the peer's SID or UID), so
-// that a process cannot get a share of its own by starting another. A call
-// with no caller on its context, one the agent makes itself and not a
-// request of the API (whose connections always carry one), has the key ""
-// and no per-caller cap.
-func CallerKey(ctx context.Context) string {
-	c, ok := identity.FromContext(ctx)
-	if !ok || c == nil {
-		return ""
-	}
-	if c.Attribution() == identity.AttributedPod {
-		return "pod:" + c.PodUID
-	}
-	return c.Attribution() + ":" + c.Username()
-}
+// shared between callers: the key confine.ShareKey gives the request, the
+// pod UID of a caller attributed to a pod, else its user (the verified
+// token's username, the peer's SID or UID), so that a process cannot get a
+// share of its own by starting another. A call with no caller on its
+// context, one the agent makes itself and not a request of the API (whose
+// connections always carry one), has the key "" and no per-caller cap.
+func CallerKey(ctx context.Context) string { return confine.ShareKey(ctx) }
 
-// exhausted says what a slot request found full when it gave up.
-type exhausted int
+// Exhausted says what a slot request found full when it gave up.
+type Exhausted int
 
 const (
-	// exhaustedAll: every slot was busy.
-	exhaustedAll exhausted = iota + 1
-	// exhaustedCaller: the caller held its whole share.
-	exhaustedCaller
-	// exhaustedClass: the calls of the request's class (the groups other
+	// ExhaustedAll: every slot was busy.
+	ExhaustedAll Exhausted = iota + 1
+	// ExhaustedCaller: the caller held its whole share.
+	ExhaustedCaller
+	// ExhaustedClass: the calls of the request's class (the groups other
 	// than disk and volume, for the workers) held theirs.
-	exhaustedClass
+	ExhaustedClass
 )
 
-// fairSlots are size slots shared between callers: one caller holds at
+// Slots are size slots shared between callers: one caller holds at
 // most callerShare of them, and the requests of a capped class at most
 // classShare, so that the rest stays for the others. Waiting requests are
 // served in order, skipping those whose own share is full: a caller at its
 // cap never holds up another caller.
-type fairSlots struct {
+type Slots struct {
 	size, callerShare, classShare int
 
 	mu       sync.Mutex
@@ -60,16 +51,16 @@ type slotWaiter struct {
 	ready   chan struct{}
 }
 
-// newFairSlots returns size slots; callerShare or classShare of 0 or more
+// NewSlots returns size slots; callerShare or classShare of 0 or more
 // than size means size.
-func newFairSlots(size, callerShare, classShare int) *fairSlots {
+func NewSlots(size, callerShare, classShare int) *Slots {
 	if callerShare <= 0 || callerShare > size {
 		callerShare = size
 	}
 	if classShare <= 0 || classShare > size {
 		classShare = size
 	}
-	return &fairSlots{size: size, callerShare: callerShare, classShare: classShare, byCaller: map[string]int{}}
+	return &Slots{size: size, callerShare: callerShare, classShare: classShare, byCaller: map[string]int{}}
 }
 
 // callerShareOf is how many of size slots one caller may hold: all but a
@@ -82,20 +73,20 @@ func callerShareOf(size int) int {
 }
 
 // admits reports why w cannot have a slot now, or 0.
-func (f *fairSlots) admits(w *slotWaiter) exhausted {
+func (f *Slots) admits(w *slotWaiter) Exhausted {
 	switch {
 	case w.caller != "" && f.byCaller[w.caller] >= f.callerShare:
-		return exhaustedCaller
+		return ExhaustedCaller
 	case w.capped && f.class >= f.classShare:
-		return exhaustedClass
+		return ExhaustedClass
 	case f.busy >= f.size:
-		return exhaustedAll
+		return ExhaustedAll
 	}
 	return 0
 }
 
 // grantLocked gives free slots to the waiting requests, in order.
-func (f *fairSlots) grantLocked() {
+func (f *Slots) grantLocked() {
 	kept := f.waiting[:0]
 	for _, w := range f.waiting {
 		if f.admits(w) == 0 {
@@ -109,7 +100,7 @@ func (f *fairSlots) grantLocked() {
 	f.waiting = kept
 }
 
-func (f *fairSlots) take(w *slotWaiter) {
+func (f *Slots) take(w *slotWaiter) {
 	w.granted = true
 	f.busy++
 	f.byCaller[w.caller]++
@@ -118,12 +109,12 @@ func (f *fairSlots) take(w *slotWaiter) {
 	}
 }
 
-// acquire waits, within ctx, for a slot for caller (of the capped class
+// Acquire waits, within ctx, for a slot for caller (of the capped class
 // when capped). It answers the release of the slot, or, when ctx ended
 // first, nil and what was full then (0 when nothing was: the request
 // ended as a slot came free). A request whose context has already ended never
 // gets a slot.
-func (f *fairSlots) acquire(ctx context.Context, caller string, capped bool) (func(), exhausted) {
+func (f *Slots) Acquire(ctx context.Context, caller string, capped bool) (func(), Exhausted) {
 	w := &slotWaiter{caller: caller, capped: capped, ready: make(chan struct{})}
 	f.mu.Lock()
 	if ctx.Err() != nil {
@@ -163,7 +154,14 @@ func (f *fairSlots) acquire(ctx context.Context, caller string, capped bool) (fu
 	}, 0
 }
 
-func (f *fairSlots) releaseLocked(w *slotWaiter) {
+// Waiting is how many requests wait for a slot.
+func (f *Slots) Waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.waiting)
+}
+
+func (f *Slots) releaseLocked(w *slotWaiter) {
 	w.granted = false
 	f.busy--
 	if f.byCaller[w.caller]--; f.byCaller[w.caller] <= 0 {

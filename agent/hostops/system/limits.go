@@ -1,0 +1,13 @@
+package system
+
+import (
+	"time"
+
+	"github.com/pipeguard/pipeguard/agent/hostops/limits"
+)
+
+// Limits are the default limits of the system host calls: their deadline, below
+// the kubelet's 2-minute timeout of a CSI operation so that the agent answers
+// before the driver gives up, and the group's cap (limits.DefaultConcurrency).
+// The agent's settings may give the deadline another value.
+var Limits = limits.Limits{Timeout: 30 * time.Second, Concurrency: limits.DefaultConcurrency}
