@@ -129,6 +129,7 @@ func run() int {
 		return 1
 	}
 
+	banner("All webhook samples answered as expected")
 	banner("pipeguard-agent: the calls of the SMB CSI node plugin and of a hostile pod, then the audit review")
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
