@@ -2,7 +2,8 @@
 # Runs a command that may take long (a go build, vet or test) and keeps the
 # terminal informed: a line saying what it does and how long it takes cold
 # before it starts, a "still ..." line every PROGRESS_EVERY seconds (default
-# 10) while it runs, and how long it took at the end. Its output passes
+# 10) while it runs, and how long it took at the end. The command line is
+# printed too, as make prints it. Its output passes
 # through; its exit status is the command's.
 #
 # Usage:
@@ -33,7 +34,7 @@ what=$1 cold=$2
 shift 3
 every=${PROGRESS_EVERY:-10}
 
-printf '%s (cold: %s; seconds when cached)\n' "${what}" "${cold}"
+printf '%s (cold: %s; seconds when cached)\n+ %s\n' "${what}" "${cold}" "$*"
 start=${SECONDS}
 last=${SECONDS}
 n=0
