@@ -5,7 +5,7 @@ package main
 // The agent part: pipeguard-agent, its Linux build, on unix sockets in a
 // temporary folder, with the demo's API server for TokenReview, the pod
 // watch and its audit anchor Lease, and a container runtime (CRI) that
-// places the demo's client processes in the pods of 40-agent-callers.yaml.
+// places the demo's client processes in the pods of 40-agent-node.yaml.
 
 import (
 	"context"
@@ -55,17 +55,17 @@ type agentDemo struct {
 // setup creates what the agent needs in the cluster and on disk.
 func (a *agentDemo) setup(ctx context.Context) error {
 	for _, s := range []step{
-		{"The agent's namespace, ServiceAccount and RBAC from config/agent: pods, TokenReview, its anchor Lease",
-			[]string{"apply", "-f", "config/agent/namespace.yaml", "-f", "config/agent/rbac.yaml"}, false},
-		{"The node demo-node and the pods that call its agent: csi-smb/csi-smb-node (the SMB CSI node plugin) and team-a/intruder",
-			[]string{"apply", "-f", "hack/demo/manifests/40-agent-callers.yaml"}, false},
+		{"The agent's namespace, ServiceAccount, RBAC (pods, TokenReview, its anchor Lease) and anchor policy from config/agent",
+			[]string{"apply", "-f", "config/agent/namespace.yaml", "-f", "config/agent/rbac.yaml", "-f", "config/agent/anchor-policy.yaml"}, false},
+		{"The node demo-node, the agent's pod on it, and the pods that call the agent: csi-smb/csi-smb-node (the SMB CSI node plugin) and team-a/intruder",
+			[]string{"apply", "-f", "hack/demo/manifests/40-agent-node.yaml"}, false},
 	} {
 		if !runStep(ctx, a.kubectl, a.kubeconfig, s) {
 			return fmt.Errorf("step %q was not answered as expected", s.title)
 		}
 	}
 	a.pods = map[string]*corev1.Pod{}
-	for _, nn := range []string{"csi-smb/csi-smb-node", "team-a/intruder"} {
+	for _, nn := range []string{agentNamespace + "/pipeguard-agent-demo", "csi-smb/csi-smb-node", "team-a/intruder"} {
 		ns, name, _ := strings.Cut(nn, "/")
 		p, err := a.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -74,33 +74,26 @@ func (a *agentDemo) setup(ctx context.Context) error {
 		a.pods[nn] = p
 	}
 
-	banner("A kubeconfig for pipeguard-agent: a token of ServiceAccount pipeguard-agent/pipeguard-agent (TokenRequest)")
-	tr, err := a.cs.CoreV1().ServiceAccounts(agentNamespace).CreateToken(ctx, "pipeguard-agent",
-		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}, metav1.CreateOptions{})
+	banner("A kubeconfig for pipeguard-agent: a token of ServiceAccount pipeguard-agent bound to its pod pipeguard-agent-demo (TokenRequest)")
+	tok, err := a.boundToken(ctx, a.pods[agentNamespace+"/pipeguard-agent-demo"], nil)
 	if err != nil {
-		return fmt.Errorf("TokenRequest for ServiceAccount %s/pipeguard-agent: %w", agentNamespace, err)
-	}
-	a.agentKubeconfig = filepath.Join(a.dir, "agent.kubeconfig")
-	if err := writeKubeconfig(a.agentKubeconfig, a.cfg, tr.Status.Token); err != nil {
 		return err
 	}
-	fmt.Printf("%s: user system:serviceaccount:%s:pipeguard-agent, token valid until %s\n",
-		a.agentKubeconfig, agentNamespace, tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
+	a.agentKubeconfig = filepath.Join(a.dir, "agent.kubeconfig")
+	if err := writeKubeconfig(a.agentKubeconfig, a.cfg, tok); err != nil {
+		return err
+	}
+	fmt.Printf("%s: user system:serviceaccount:%s:pipeguard-agent, bound to pod pipeguard-agent-demo on node %s\n",
+		a.agentKubeconfig, agentNamespace, nodeName)
 
 	banner("A token bound to pod csi-smb/csi-smb-node, as its projected serviceAccountToken volume holds (TokenRequest, audience pipeguard-agent)")
 	pod := a.pods["csi-smb/csi-smb-node"]
-	tr, err = a.cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{
-			Audiences:         []string{tokenAudience},
-			ExpirationSeconds: ptr(int64(3600)),
-			BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-		},
-	}, metav1.CreateOptions{})
+	tok, err = a.boundToken(ctx, pod, []string{tokenAudience})
 	if err != nil {
-		return fmt.Errorf("TokenRequest for ServiceAccount %s/%s bound to pod %s: %w", pod.Namespace, pod.Spec.ServiceAccountName, pod.Name, err)
+		return err
 	}
 	a.tokenFile = filepath.Join(a.dir, "csi-smb-node.token")
-	if err := os.WriteFile(a.tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+	if err := os.WriteFile(a.tokenFile, []byte(tok), 0o600); err != nil {
 		return err
 	}
 	fmt.Printf("%s: system:serviceaccount:%s:%s, bound to pod %s (uid %s) on node %s\n",
@@ -231,6 +224,23 @@ func (a *agentDemo) stop() {
 	if a.cri != nil {
 		a.cri.Stop()
 	}
+}
+
+// boundToken asks the API server for a token of pod's ServiceAccount bound
+// to pod, valid for an hour: for audiences, or the API server's own when
+// nil.
+func (a *agentDemo) boundToken(ctx context.Context, pod *corev1.Pod, audiences []string) (string, error) {
+	tr, err := a.cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{
+			Audiences:         audiences,
+			ExpirationSeconds: ptr(int64(3600)),
+			BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("TokenRequest for ServiceAccount %s/%s bound to pod %s: %w", pod.Namespace, pod.Spec.ServiceAccountName, pod.Name, err)
+	}
+	return tr.Status.Token, nil
 }
 
 // writeKubeconfig writes a kubeconfig for the API server of cfg that
