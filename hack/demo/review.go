@@ -103,9 +103,9 @@ func (a *agentDemo) review() (int, error) {
 	return failed, nil
 }
 
-// editCopy copies the log into dir and, in the copy, moves the first
-// record of team-a/intruder's Rmdir to pod csi-smb-node. It returns the
-// copy's path and the record's seq.
+// editCopy copies the log into dir and, in the copy, moves the last record
+// of team-a/intruder's Rmdir (the refusal) to pod csi-smb-node: one field,
+// pipeguard.io/pod-name. It returns the copy's path and the record's seq.
 func editCopy(log, dir string) (string, int64, error) {
 	b, err := os.ReadFile(log)
 	if err != nil {
@@ -114,12 +114,15 @@ func editCopy(log, dir string) (string, int64, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", 0, err
 	}
+	from, to := []byte(`"pipeguard.io/pod-name":["intruder"]`), []byte(`"pipeguard.io/pod-name":["csi-smb-node"]`)
 	lines := bytes.SplitAfter(b, []byte("\n"))
-	for i, line := range lines {
-		if !bytes.Contains(line, []byte(`"intruder"`)) || !bytes.Contains(line, []byte("Rmdir")) {
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
+		if !bytes.Contains(line, from) || !bytes.Contains(line, []byte(`"verb":"Rmdir"`)) {
 			continue
 		}
 		var rec struct {
+			Stage       string            `json:"stage"`
 			Annotations map[string]string `json:"annotations"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil {
@@ -127,10 +130,11 @@ func editCopy(log, dir string) (string, int64, error) {
 		}
 		var seq int64
 		if _, err := fmt.Sscan(rec.Annotations["pipeguard.io/seq"], &seq); err != nil {
-			return "", 0, fmt.Errorf("audit log %s line %d has no seq annotation: %w", log, i+1, err)
+			return "", 0, fmt.Errorf("audit log %s line %d has no pipeguard.io/seq annotation: %w", log, i+1, err)
 		}
-		lines[i] = bytes.ReplaceAll(line, []byte(`"intruder"`), []byte(`"csi-smb-node"`))
-		fmt.Printf("record seq %d (line %d): pod name \"intruder\" -> \"csi-smb-node\"\n", seq, i+1)
+		lines[i] = bytes.Replace(line, from, to, 1)
+		fmt.Printf("record seq %d (line %d, stage %s, decision %s): pod name \"intruder\" -> \"csi-smb-node\"\n",
+			seq, i+1, rec.Stage, rec.Annotations["pipeguard.io/decision"])
 		out := filepath.Join(dir, filepath.Base(log))
 		if err := os.WriteFile(out, bytes.Join(lines, nil), 0o600); err != nil {
 			return "", 0, err
@@ -138,5 +142,5 @@ func editCopy(log, dir string) (string, int64, error) {
 		fmt.Printf("edited copy: %s\n", out)
 		return out, seq, nil
 	}
-	return "", 0, fmt.Errorf("audit log %s has no record of team-a/intruder's Rmdir to edit", log)
+	return "", 0, fmt.Errorf("audit log %s has no record of team-a/intruder's Rmdir to edit; the agent's log should hold one after the refused Rmdir", log)
 }
