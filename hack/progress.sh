@@ -34,7 +34,7 @@ what=$1 cold=$2
 shift 3
 every=${PROGRESS_EVERY:-10}
 
-printf '%s (cold: %s; seconds when cached)\n+ %s\n' "${what}" "${cold}" "$*"
+printf "%s (cold: %s; less once Go's build cache holds it)\n+ %s\n" "${what}" "${cold}" "$*"
 start=${SECONDS}
 last=${SECONDS}
 n=0

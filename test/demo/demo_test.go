@@ -108,7 +108,7 @@ func buildDemo(t *testing.T, root string) string {
 	t.Helper()
 	bin := t.TempDir()
 	pkgs := []string{"./cmd/pipeguard-webhook", "./cmd/pipeguard-agent", "./cmd/pipeguard", "./hack/demo"}
-	t.Logf("building %s (cold: about 5-8 minutes on 2 CPUs; seconds when cached)", strings.Join(pkgs, " "))
+	t.Logf("building %s (cold: about 5-8 minutes on 2 CPUs; less once Go's build cache holds it)", strings.Join(pkgs, " "))
 	start := time.Now()
 	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", bin + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
