@@ -28,7 +28,7 @@ help: ## Show this help.
 demo: control-plane ## Run pipeguard-webhook and pipeguard-agent on a local control plane: sample manifests, agent calls, audit review (DEMO_EXIT=1 to exit after them).
 	@# One go build for the four binaries: pipeguard-webhook, pipeguard-agent
 	@# (its Linux build, on unix sockets), the pipeguard CLI and the demo.
-	@hack/progress.sh --packages "demo: building pipeguard-webhook, pipeguard-agent, pipeguard and the demo (~1400 packages)" \
+	@hack/progress.sh --packages "demo: building pipeguard-webhook, pipeguard-agent, pipeguard and the demo, ~1400 packages" \
 		"about 5-8 minutes on 2 CPUs" -- env CGO_ENABLED=0 $(GO) build -v -trimpath -o $(BIN)/ \
 		./cmd/pipeguard-webhook ./cmd/pipeguard-agent ./cmd/pipeguard ./hack/demo
 	@# The demo runs as itself, not under go run, so that Ctrl-C reaches it
