@@ -25,13 +25,16 @@ help: ## Show this help.
 ##@ Try it
 
 .PHONY: demo
-demo: control-plane ## Run pipeguard-webhook on a local control plane with sample manifests (DEMO_EXIT=1 to exit after them).
-	@echo "demo: building pipeguard-webhook and the demo"
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/pipeguard-webhook ./cmd/pipeguard-webhook
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/demo ./hack/demo
+demo: control-plane ## Run pipeguard-webhook and pipeguard-agent on a local control plane: sample manifests, agent calls, audit review (DEMO_EXIT=1 to exit after them).
+	@# One go build for the four binaries: pipeguard-webhook, pipeguard-agent
+	@# (its Linux build, on unix sockets), the pipeguard CLI and the demo.
+	@hack/progress.sh --packages "demo: building pipeguard-webhook, pipeguard-agent, pipeguard and the demo, ~1400 packages" \
+		"about 5-8 minutes on 2 CPUs" -- env CGO_ENABLED=0 $(GO) build -v -trimpath -o $(BIN)/ \
+		./cmd/pipeguard-webhook ./cmd/pipeguard-agent ./cmd/pipeguard ./hack/demo
 	@# The demo runs as itself, not under go run, so that Ctrl-C reaches it
 	@# alone: it cleans up and exits 0 after a good run.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(BIN)/demo --webhook $(BIN)/pipeguard-webhook
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(BIN)/demo --webhook $(BIN)/pipeguard-webhook \
+		--agent $(BIN)/pipeguard-agent --pipeguard $(BIN)/pipeguard
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from Go modules into bin/k8s (once).
@@ -51,18 +54,12 @@ fmt: ## Format the Go code.
 lint: ## Check formatting and vet for Linux and Windows.
 	@echo "lint 1/7: gofmt"
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
-	@echo "lint 2/7: go vet, Linux (the first run compiles every package: minutes)"
-	$(GO) vet ./...
-	@echo "lint 3/7: go build, Windows"
-	GOOS=windows $(GO) build ./...
-	@echo "lint 4/7: go vet, Windows"
-	GOOS=windows $(GO) vet ./...
-	@echo "lint 5/7: go vet of the Wine tests"
-	$(GO) vet -tags wine ./test/wine
-	@echo "lint 6/7: go vet of the agent's Wine test build, Windows"
-	GOOS=windows $(GO) vet -tags wine ./cmd/pipeguard-agent
-	@echo "lint 7/7: go vet of the load generator"
-	$(GO) vet -tags benchtools ./hack/bench/loadtest
+	@hack/progress.sh "lint 2/7: go vet, Linux" "it compiles every package, about 5-10 minutes on 2 CPUs" -- $(GO) vet ./...
+	@hack/progress.sh "lint 3/7: go build, Windows" "about 5 minutes on 2 CPUs" -- env GOOS=windows $(GO) build ./...
+	@hack/progress.sh "lint 4/7: go vet, Windows" "about 2-5 minutes on 2 CPUs" -- env GOOS=windows $(GO) vet ./...
+	@hack/progress.sh "lint 5/7: go vet of the Wine tests" "about a minute" -- $(GO) vet -tags wine ./test/wine
+	@hack/progress.sh "lint 6/7: go vet of the agent's Wine test build, Windows" "about a minute" -- env GOOS=windows $(GO) vet -tags wine ./cmd/pipeguard-agent
+	@hack/progress.sh "lint 7/7: go vet of the load generator" "about a minute" -- $(GO) vet -tags benchtools ./hack/bench/loadtest
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and the API group adapters.
@@ -85,11 +82,11 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the committed CRD, deepcopy cod
 	cp api/v1alpha1/zz_generated.deepcopy.go "$$tmp/deepcopy.go"; \
 	$(CONTROLLER_GEN) object paths=./api/...; \
 	if ! diff "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; then cp "$$tmp/deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go; echo "api/v1alpha1/zz_generated.deepcopy.go is stale: run make generate and commit the result"; exit 1; fi; \
-	$(GO) run ./hack/groupgen -out "$$tmp/groups"; \
+	hack/progress.sh "verify-generated: the API group adapters, with hack/groupgen" "about a minute on 2 CPUs" -- $(GO) run ./hack/groupgen -out "$$tmp/groups"; \
 	for f in $$( (cd agent/groups && ls */zz_generated.versions.go; cd "$$tmp/groups" && ls */zz_generated.versions.go) | sort -u); do \
 		if ! diff "agent/groups/$$f" "$$tmp/groups/$$f"; then echo "agent/groups/$$f is stale: run make generate and commit the result"; exit 1; fi; \
 	done; \
-	$(GO) run ./hack/helmgen --config config --out "$$tmp/chart" >/dev/null; \
+	hack/progress.sh "verify-generated: the Helm chart, with hack/helmgen" "about a minute on 2 CPUs" -- $(GO) run ./hack/helmgen --config config --out "$$tmp/chart"; \
 	if ! diff -r charts/pipeguard "$$tmp/chart"; then echo "charts/pipeguard is stale: run make helm and commit the result"; exit 1; fi
 
 # RACE is the flag that turns on the race detector for the unit run:
@@ -100,18 +97,22 @@ RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env 
 .PHONY: test
 test: lint verify-generated control-plane ## Run every test: lint, unit (with -race), rego, fuzz seeds, integration, the bench tools' and the Windows tests.
 	@[ -n '$(RACE)' ] || [ '$(origin RACE)' != file ] || echo "make test: no race detector (it needs CGO_ENABLED=1 and the C compiler $$($(GO) env CC)): running the unit tests without -race"
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test $(RACE) ./...
+	@PROGRESS_EVERY=30 hack/progress.sh "test: go test $(RACE) ./... (unit, integration on a real kube-apiserver, the demo)" \
+		"it compiles every package and test binary, 10-20 minutes on 2 CPUs, more with -race; then the tests run for minutes" -- \
+		env KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test $(RACE) ./...
 	@$(MAKE) --no-print-directory test-bench-tools
 	@$(MAKE) --no-print-directory test-windows
 
 .PHONY: test-bench-tools
 test-bench-tools: control-plane ## Run the tests of the load generator hack/bench/loadtest (build tag benchtools, left out of the unit run).
-	$(GO) vet -tags benchtools ./hack/bench/loadtest
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test -tags benchtools -count=1 ./hack/bench/loadtest
+	@hack/progress.sh "test-bench-tools: go vet of the load generator" "about a minute" -- $(GO) vet -tags benchtools ./hack/bench/loadtest
+	@hack/progress.sh "test-bench-tools: go test of the load generator" "about 2 minutes" -- \
+		env KUBEBUILDER_ASSETS="$$(hack/control-plane.sh | tail -n 1)" $(GO) test -tags benchtools -count=1 ./hack/bench/loadtest
 
 .PHONY: test-windows
 test-windows: ## Run the Windows agent under Wine: named pipes, the CSI Proxy client, PowerShell, the service (needs wine64, gcc-mingw-w64-x86-64).
-	$(GO) test -tags wine -count=1 -timeout 45m -v ./test/wine
+	@PROGRESS_EVERY=30 hack/progress.sh "test-windows: go test of the Wine tests" "the Windows builds and a Wine prefix, about 5-10 minutes, then the tests" -- \
+		$(GO) test -tags wine -count=1 -timeout 45m -v ./test/wine
 
 .PHONY: fuzz
 fuzz: ## Fuzz the pipe path normalizer, the object reader, the matchConditions prefilter and the decoders of Windows' answers (page 83, SMBIOS, IOCTL layouts, reparse points), each for FUZZTIME (default 3m).
@@ -233,4 +234,5 @@ docker-build-agent: ## Build and push the Windows HostProcess image of the agent
 	docker buildx build --platform windows/amd64 -f Dockerfile.agent.windows -t $(AGENT_IMG) --push .
 
 $(CONTROLLER_GEN):
-	GOBIN=$(dir $(CONTROLLER_GEN)) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	@hack/progress.sh --packages "building controller-gen $(CONTROLLER_GEN_VERSION) into $(dir $(CONTROLLER_GEN)) (once)" "about 2 minutes on 2 CPUs" -- \
+		env GOBIN=$(dir $(CONTROLLER_GEN)) $(GO) install -v sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

@@ -10,21 +10,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/term"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -40,16 +36,28 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == clientCommand {
+		return runClient(os.Args[2:])
+	}
 	webhookBin := flag.String("webhook", "bin/pipeguard-webhook", "pipeguard-webhook binary")
+	agentBin := flag.String("agent", "bin/pipeguard-agent", "pipeguard-agent binary (its Linux build)")
+	cliBin := flag.String("pipeguard", "bin/pipeguard", "pipeguard CLI binary")
 	flag.Parse()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		fmt.Fprintln(os.Stderr, "demo: KUBEBUILDER_ASSETS is not set; run it with `make demo`, which builds the control plane first")
 		return 2
 	}
-	if _, err := os.Stat(*webhookBin); err != nil {
-		fmt.Fprintf(os.Stderr, "demo: %v; build it with `make build`\n", err)
-		return 2
+	for _, bin := range []string{*webhookBin, *agentBin, *cliBin} {
+		if _, err := os.Stat(bin); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: %v; build it with `make build`\n", err)
+			return 2
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo: finding its own binary for the client processes: %v\n", err)
+		return 1
 	}
 
 	dir, err := os.MkdirTemp("", "pipeguard-demo-")
@@ -121,6 +129,27 @@ func run() int {
 		return 1
 	}
 
+	banner("All webhook samples answered as expected")
+	banner("pipeguard-agent: the calls of the SMB CSI node plugin and of a hostile pod, then the audit review")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		return 1
+	}
+	ag := &agentDemo{dir: dir, kubectl: kubectl, kubeconfig: kubeconfig, cs: cs, cfg: env.Config,
+		agentBin: *agentBin, cliBin: *cliBin, self: self}
+	defer ag.stop()
+	if failed, err := ag.runAll(ctx); err != nil || failed > 0 {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		}
+		if failed > 0 {
+			fmt.Printf("\n%d agent step(s) were not answered as expected; agent log: %s\n", failed, ag.agentLog)
+		}
+		printLog(ag.agentLog)
+		return 1
+	}
+
 	banner("All samples answered as expected")
 	if os.Getenv("DEMO_EXIT") == "1" {
 		return 0
@@ -131,7 +160,7 @@ func run() int {
 	if onTerminal {
 		stopWith = "Ctrl-C, Enter or q"
 	}
-	fmt.Printf("The control plane stays up. Try it:\n\n  export KUBECONFIG=%s\n  %s get pipeaccesspolicies\n  %s apply -f hack/demo/manifests/30-bare-pod.yaml\n\nwebhook log: %s\nPress %s to stop and clean up.\n", kubeconfig, kubectl, kubectl, wh.logPath, stopWith)
+	fmt.Printf("The control plane stays up. Try it:\n\n  export KUBECONFIG=%s\n  %s get pipeaccesspolicies\n  %s apply -f hack/demo/manifests/30-bare-pod.yaml\n\nwebhook log: %s\nagent audit log: %s\nPress %s to stop and clean up.\n", kubeconfig, kubectl, kubectl, wh.logPath, ag.auditLog, stopWith)
 	if onTerminal {
 		// The terminal is read key by key: Ctrl-C, Enter or q arrive as
 		// input rather than as SIGINT to every process of the terminal's
@@ -156,88 +185,6 @@ func run() int {
 }
 
 func banner(s string) { fmt.Printf("\n=== %s\n", s) }
-
-func runStep(ctx context.Context, kubectl, kubeconfig string, s step) bool {
-	banner(s.title)
-	fmt.Printf("$ kubectl %s\n", strings.Join(s.args, " "))
-	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, s.args...)...)
-	out, err := cmd.CombinedOutput()
-	fmt.Print(string(out))
-	var exit *exec.ExitError
-	switch {
-	case err != nil && !errors.As(err, &exit):
-		fmt.Printf("!! cannot run kubectl: %v\n", err)
-		return false
-	case s.wantError && err == nil:
-		fmt.Println("!! expected a rejection, but the API server admitted it")
-		return false
-	case !s.wantError && err != nil:
-		fmt.Println("!! expected success")
-		return false
-	}
-	return true
-}
-
-type webhookProcess struct {
-	cmd     *exec.Cmd
-	logPath string
-}
-
-func startWebhook(ctx context.Context, bin, kubeconfig string, w envtest.WebhookInstallOptions, logPath string) (*webhookProcess, error) {
-	probePort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin,
-		"--kubeconfig", kubeconfig,
-		"--webhook-host", w.LocalServingHost,
-		"--webhook-port", strconv.Itoa(w.LocalServingPort),
-		"--webhook-cert-path", w.LocalServingCertDir,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort),
-		"--drain-delay", "0s",
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	p := &webhookProcess{cmd: cmd, logPath: logPath}
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(readyz)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				fmt.Printf("pipeguard-webhook is ready (pid %d, serving https://%s:%d/validate)\n", cmd.Process.Pid, w.LocalServingHost, w.LocalServingPort)
-				return p, nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop()
-			printLog(logPath)
-			return nil, fmt.Errorf("pipeguard-webhook did not become ready at %s", readyz)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func (p *webhookProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
-}
 
 func printLog(path string) {
 	b, err := os.ReadFile(path)

@@ -122,6 +122,18 @@ func AssetsDir() (string, error) {
 	return dir, nil
 }
 
+// RequireAssets returns AssetsDir, or ends the test as Start does without a
+// control plane: a skip that says how to get one, a failure when CI is true.
+// It serves tests that run the control plane's binaries themselves.
+func RequireAssets(t testing.TB) string {
+	t.Helper()
+	dir, err := AssetsDir()
+	if err != nil {
+		unavailable(t, err)
+	}
+	return dir
+}
+
 // unavailable ends a test that cannot get a control plane: a skip that says
 // how to get one, or a failure when the environment variable CI is true, so
 // that a pipeline cannot pass by skipping its integration tests.
