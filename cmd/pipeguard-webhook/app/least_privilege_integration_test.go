@@ -28,7 +28,8 @@ import (
 // their charts in pipe mode, are admitted in the driver's namespace under
 // config/samples/least-privilege and refused anywhere else; their
 // HostProcess renders, and CSI Proxy's own HostProcess DaemonSet, are
-// refused everywhere; pipeguard-agent's DaemonSet is admitted.
+// refused everywhere; pipeguard-agent's DaemonSet is admitted in its
+// namespace only.
 
 const recipeDir = "../../../config/samples/least-privilege/"
 
@@ -180,8 +181,12 @@ func checkRender(t *testing.T, cl *cluster, objs renderedObjects, ns, allowedNS 
 		var want []string
 		switch {
 		case hp && ns != agentNS:
+			const told = `is a HostProcess container, which reaches every host pipe by its path without any mount, but PipeAccessPolicy "agent-hostprocess" withholds the HostProcess allowance and namespace %q is not allowed`
+			for _, c := range spec.InitContainers {
+				want = append(want, fmt.Sprintf(`[hostprocess-pipe-access] container %q (initContainer) `+told, c.Name, ns))
+			}
 			for _, c := range spec.Containers {
-				want = append(want, fmt.Sprintf(`[hostprocess-pipe-access] container %q is a HostProcess container, which reaches every host pipe by its path without any mount, but PipeAccessPolicy "agent-hostprocess" withholds the HostProcess allowance and namespace %q is not allowed`, c.Name, ns))
+				want = append(want, fmt.Sprintf(`[hostprocess-pipe-access] container %q `+told, c.Name, ns))
 			}
 		case len(mounts) > 0 && ns != allowedNS && ns != agentNS:
 			for c, paths := range mounts {
@@ -283,7 +288,9 @@ func TestLeastPrivilegeRecipe(t *testing.T) {
 					slices.Contains(d.hostProcess, file) && hp == 0 {
 					t.Fatalf("%s: %d DaemonSets mount pipes and %d are HostProcess: not the render the recipe reads", file, mounting, hp)
 				}
-				for _, ns := range []string{d.ns, "team-a"} {
+				// team-a, and the namespace of another driver, which the
+				// policy no longer names.
+				for _, ns := range []string{d.ns, "team-a", drivers[(i+1)%len(drivers)].ns} {
 					createAccounts(t, cl, objs, ns)
 					t.Run(file+" in "+ns, func(t *testing.T) { checkRender(t, cl, objs, ns, d.ns) })
 				}
