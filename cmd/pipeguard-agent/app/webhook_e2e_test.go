@@ -67,8 +67,13 @@ current-context: audit
 		Agent: Options{Log: a.log.Logger(), KubeletPath: a.kubelet, SocketDir: sockets, Registry: a.reg},
 		Guard: GuardConfig{
 			Audit: audit.Options{Path: a.auditPath, MaxSize: 100 << 20}, AuditLevel: audit.LevelMetadata, AuditFailure: guard.FailDeny,
+			// A request to a receiver that never answers lasts the whole
+			// test: were it to time out, its records would leave the
+			// buffer (failed), their caller's share would free, and the
+			// records of the failure would fill it, so the refusals a
+			// slow run sees would name the buffer, not the share.
 			AuditWebhook: audit.WebhookOptions{ConfigFile: kubeconfig, BatchMaxSize: 1, BatchMaxWait: audit.DefaultWebhookBatchMaxWait,
-				BufferSize: 10, InitialBackoff: audit.DefaultWebhookInitialBackoff, Block: block},
+				BufferSize: 10, InitialBackoff: audit.DefaultWebhookInitialBackoff, Block: block, RequestTimeout: 5 * time.Minute},
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
