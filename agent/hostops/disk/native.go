@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/pipeguard/pipeguard/agent/hostops"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
@@ -43,15 +43,9 @@ type Deps struct {
 // required: without them New answers an internal error naming what is
 // missing, once, as the agent is assembled, and no call is ever made.
 func New(d Deps) (Native, error) {
-	var missing []string
-	if d.Sys == nil {
-		missing = append(missing, "a Win32 host (Deps.Sys)")
-	}
-	if d.Cmdlets == nil {
-		missing = append(missing, "the PowerShell disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)")
-	}
-	if len(missing) > 0 {
-		return Native{}, fmt.Errorf("internal error: the native disk operations were assembled without %s", strings.Join(missing, " and "))
+	if err := hostops.Assembled("disk", hostops.Dep{Present: d.Sys != nil, Name: "a Win32 host (Deps.Sys)"},
+		hostops.Dep{Present: d.Cmdlets != nil, Name: "the PowerShell disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)"}); err != nil {
+		return Native{}, err
 	}
 	return Native{deps: d}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pipeguard/pipeguard/agent/hostops"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
@@ -34,15 +35,9 @@ type Deps struct {
 // required: without them New answers an internal error naming what is
 // missing, once, as the agent is assembled, and no call is ever made.
 func New(d Deps) (Native, error) {
-	var missing []string
-	if d.Sys == nil {
-		missing = append(missing, "a Win32 host (Deps.Sys)")
-	}
-	if d.Cmdlets == nil {
-		missing = append(missing, "the PowerShell smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)")
-	}
-	if len(missing) > 0 {
-		return Native{}, fmt.Errorf("internal error: the native smb operations were assembled without %s", strings.Join(missing, " and "))
+	if err := hostops.Assembled("smb", hostops.Dep{Present: d.Sys != nil, Name: "a Win32 host (Deps.Sys)"},
+		hostops.Dep{Present: d.Cmdlets != nil, Name: "the PowerShell smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)"}); err != nil {
+		return Native{}, err
 	}
 	return Native{deps: d}, nil
 }

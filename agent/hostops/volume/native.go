@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/pipeguard/pipeguard/agent/hostops"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
@@ -41,15 +42,9 @@ type Deps struct {
 // required: without them New answers an internal error naming what is
 // missing, once, as the agent is assembled, and no call is ever made.
 func New(d Deps) (Native, error) {
-	var missing []string
-	if d.Sys == nil {
-		missing = append(missing, "a Win32 host (Deps.Sys)")
-	}
-	if d.Cmdlets == nil {
-		missing = append(missing, "the PowerShell volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)")
-	}
-	if len(missing) > 0 {
-		return Native{}, fmt.Errorf("internal error: the native volume operations were assembled without %s", strings.Join(missing, " and "))
+	if err := hostops.Assembled("volume", hostops.Dep{Present: d.Sys != nil, Name: "a Win32 host (Deps.Sys)"},
+		hostops.Dep{Present: d.Cmdlets != nil, Name: "the PowerShell volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)"}); err != nil {
+		return Native{}, err
 	}
 	return Native{deps: d}, nil
 }
