@@ -177,6 +177,8 @@ func TestFormatVolumeRefusesTheNodesVolumes(t *testing.T) {
 		"the system volume":    {volume: systemVolume, want: holds(systemVolume, DefaultSystemRoot)},
 		"the kubelet's volume": {volume: kubeletVolume, want: holds(kubeletVolume, `C:\var\lib\kubelet`)},
 		"a working dir's":      {volume: workVolume, want: holds(workVolume, `D:\csi`)},
+		"system, in upper case": {volume: `\\?\Volume{00000000-0000-0000-0000-00000000000C}\`,
+			want: holds(`\\?\Volume{00000000-0000-0000-0000-00000000000C}\`, DefaultSystemRoot)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -195,5 +197,20 @@ func TestFormatVolumeRefusesTheNodesVolumes(t *testing.T) {
 				t.Fatalf("a refused format ran %+v", cmds)
 			}
 		})
+	}
+
+	// Fail closed: a host that cannot say which volume holds C:\Windows
+	// formats nothing.
+	host := win32test.New()
+	host.AddVolume(win32test.Volume{ID: testVolume, FileSystem: "NTFS"})
+	conf, _ := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
+	fake := &runnertest.Fake{}
+	s, _ := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: fake}}), conf)
+	err := s.FormatVolume(context.Background(), testVolume)
+	if !errors.As(err, new(*apierr.Denied)) || !strings.HasSuffix(err.Error(), `), so it was not formatted; retry, or check the volume of "C:\Windows" on the host (rule protected-volume)`) {
+		t.Fatalf("err %v; want the refusal of a volume the host cannot place", err)
+	}
+	if cmds := fake.Commands(); len(cmds) != 0 {
+		t.Fatalf("a refused format ran %+v", cmds)
 	}
 }

@@ -134,6 +134,16 @@ func conformanceCases() map[string]func(t *testing.T) {
 			if _, err := c.Rmdir(ctx, &fsv1.RmdirRequest{Path: filepath.Join(pod, "missing")}); err == nil {
 				t.Fatal("Rmdir without force of a missing path succeeded; want the error os.Remove gives")
 			}
+			// A missing path reached through a link out of the roots is
+			// refused, not taken for one that is gone already.
+			outside := t.TempDir()
+			if err := os.Symlink(filepath.Join(outside, "gone"), filepath.Join(pod, "out")); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{filepath.Join(pod, "out", "x"), filepath.Join(pod, "out", "gone", "x")} {
+				_, err := c.Rmdir(ctx, &fsv1.RmdirRequest{Path: p, Force: true})
+				wantStatus(t, err, codes.PermissionDenied, "symlink-escape")
+			}
 		},
 		// Mkdir of a directory that exists succeeds (os.MkdirAll).
 		"filesystem/Mkdir": func(t *testing.T) {
