@@ -55,7 +55,7 @@ func (w *Webhook) Admit(ev *Event, ahead int) error {
 	caller := CallerKey(ev)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if bytesFull := w.bytes >= w.o.BufferBytes; w.closed || bytesFull || w.buffered+ahead >= w.o.BufferSize {
+	if bytesFull := w.bytes >= w.o.BufferBytes; w.closed || bytesFull || w.buffered+w.roomAhead(ahead) >= w.o.BufferSize {
 		return fmt.Errorf("%w, and in blocking mode requests are refused until it catches up", w.fullError(bytesFull))
 	}
 	if s := w.callers[caller]; s != nil && (s.records >= w.o.BufferSize/WebhookCallerShare || s.bytes >= w.o.BufferBytes/WebhookCallerShare) {
@@ -66,6 +66,24 @@ func (w *Webhook) Admit(ev *Event, ahead int) error {
 	}
 	w.reserve(caller, ahead)
 	return nil
+}
+
+// roomAhead is how many of the ahead records written before the next
+// one will take room in the buffer: all but the denials of callers past
+// their share, which the log file keeps and the buffer never holds. It
+// looks them up only when the buffer could be full, so that a request
+// pays nothing while there is room. w.mu is held.
+func (w *Webhook) roomAhead(ahead int) int {
+	if w.buffered+ahead < w.o.BufferSize {
+		return ahead
+	}
+	room := ahead
+	for s := w.lastSeq + 1; s <= w.lastSeq+uint64(ahead); s++ {
+		if a, ok := w.admitted[s]; ok && a.deny {
+			room--
+		}
+	}
+	return room
 }
 
 // Attribute counts, in Block mode, the record that ahead records follow

@@ -137,3 +137,40 @@ func TestWebhookBlockPoisonDoesNotRefuseOthers(t *testing.T) {
 	}
 	stopWithin(t, wh, 5*time.Second)
 }
+
+// TestWebhookBlockStagedDenialsTakeNoRoom: the denials of a caller past
+// its share, written in the same batch as a request's record, never take
+// room in the buffer. So a hostile pod's burst of refused calls, which
+// the log writes together, neither has the driver's next call refused
+// for a full buffer nor changes what the hostile pod is told.
+func TestWebhookBlockStagedDenialsTakeNoRoom(t *testing.T) {
+	url := badreceiver.Silent(t)
+	wh := newWebhook(t, WebhookOptions{ConfigFile: audittest.WebhookKubeconfig(t, url), BufferSize: 10, BatchMaxSize: 10, BatchMaxWait: time.Hour,
+		Block: true, ShutdownTimeout: time.Second, Log: logr.Discard()})
+	wh.Start()
+	defer stopWithin(t, wh, 3*time.Second)
+	share := 10 / WebhookCallerShare
+	var seq uint64
+	// The hostile pod's share is queued.
+	for i := range share {
+		if err := wh.Admit(fromPod(i, "evil"), 0); err != nil {
+			t.Fatalf("hostile call %d within its share: %v", i, err)
+		}
+		seq++
+		wh.Record(seq, []byte(fmt.Sprintf(`{"auditID":"%d"}`, i)))
+	}
+	// Its next calls are refused, and their denials are staged together,
+	// as many as would fill the rest of the buffer.
+	want := fmt.Sprintf("audit webhook %s/audit: the share of caller pod:evil (1/%d of the buffer: %d records or %d bytes) is full, and in blocking mode its requests are refused until the receiver takes its records; other callers go on",
+		url, WebhookCallerShare, share, DefaultWebhookBufferBytes/WebhookCallerShare)
+	ahead := 0
+	for i := share; i < 10; i++ {
+		if err := wh.Admit(fromPod(i, "evil"), ahead); err == nil || err.Error() != want {
+			t.Fatalf("hostile call %d with %d of its denials staged ahead: %v, want %q", i, ahead, err, want)
+		}
+		ahead++ // the request's denial is staged in its place
+	}
+	if err := wh.Admit(fromPod(100, "csi-driver"), ahead); err != nil {
+		t.Fatalf("the driver's call behind %d staged denials of a hostile pod refused: %v", ahead, err)
+	}
+}
