@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest/hostile"
+	"github.com/pipeguard/pipeguard/internal/testing/hostile"
 )
 
 func TestMain(m *testing.M) {

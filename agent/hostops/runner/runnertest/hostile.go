@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest/hostile"
+	"github.com/pipeguard/pipeguard/internal/testing/hostile"
 )
 
 // Hostile returns strings that would change the meaning of a PowerShell or

@@ -1,10 +1,10 @@
 // Package hostile holds the strings the injection tests of the host
-// operations send in every request field. It imports nothing, so that the
-// runner package's own tests can use it as well as runnertest.
+// operations send in every request field. It imports nothing.
 package hostile
 
 // Values returns strings that would change the meaning of a PowerShell or
-// cmd command line if they were pasted into it.
+// cmd command line, a WQL query or a WMI object path if they were pasted
+// into it.
 func Values() []string {
 	return []string{
 		`'; Remove-Item C:\ -Recurse; '`,
@@ -19,5 +19,11 @@ func Values() []string {
 		`@(Stop-Computer)`,
 		`x; Stop-Computer`,
 		`x' -Force '`,
+		`x' OR Name <> '`,
+		`x' OR TRUE OR '`,
+		`x" OR Name <> "`,
+		`\`,
+		`x\`,
+		`MSFT_Disk.ObjectId="{1}"`,
 	}
 }
