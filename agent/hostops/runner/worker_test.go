@@ -136,7 +136,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestWorkersValuesTravelOnlyAsData(t *testing.T) {
 	f := newFakePool(t, 1)
 	var env, want []string
-	for i, h := range append(hostile.Values(), "héllo wörld ✓ 𝄞", "") {
+	for i, h := range append(hostile.CommandLine(), "héllo wörld ✓ 𝄞", "") {
 		name := fmt.Sprintf("v%02d", i)
 		env = append(env, Env(name, h))
 		want = append(want, name+"="+h)
@@ -156,7 +156,7 @@ func TestWorkersValuesTravelOnlyAsData(t *testing.T) {
 	if !slices.Equal(starts[0].Args, fakeArgs) {
 		t.Errorf("worker arguments %q, want exactly the constant %q", starts[0].Args, fakeArgs)
 	}
-	for _, h := range hostile.Values() {
+	for _, h := range hostile.CommandLine() {
 		for _, a := range starts[0].Args {
 			if strings.Contains(a, h) {
 				t.Errorf("argument %q carries the request value %q", a, h)
@@ -169,7 +169,7 @@ func TestWorkersValuesTravelOnlyAsData(t *testing.T) {
 		}
 	}
 	runs := f.entries(t, "run")
-	if len(runs) != 1 || runs[0].Script != "echo-env" || runs[0].Env["v00"] != hostile.Values()[0] {
+	if len(runs) != 1 || runs[0].Script != "echo-env" || runs[0].Env["v00"] != hostile.CommandLine()[0] {
 		t.Fatalf("runs %+v, want one of echo-env with the values as data", runs)
 	}
 }

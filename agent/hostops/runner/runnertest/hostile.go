@@ -8,10 +8,10 @@ import (
 )
 
 // Hostile returns strings that would change the meaning of a PowerShell or
-// cmd command line if they were pasted into it (hostile.Values). The
+// cmd command line if they were pasted into it (hostile.CommandLine). The
 // injection tests of the Windows host operations send each of them in every
 // request field.
-func Hostile() []string { return hostile.Values() }
+func Hostile() []string { return hostile.CommandLine() }
 
 // CheckNoText returns an error if s occurs in the program or arguments of
 // any recorded command: request values must travel in the environment only.
