@@ -28,10 +28,10 @@ import (
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
 
@@ -51,8 +51,8 @@ type LocalOptions struct {
 
 // Local returns pipeguard's side: the agent's disk, volume, filesystem and
 // system group servers over the same host operations the agent serves
-// with, reached in memory. Nothing listens on the host, nothing is run in
-// PowerShell (no method compare calls needs it), the system group may
+// with, reached in memory. Nothing listens on the host, no WMI call is
+// made (no method compare calls needs one), the system group may
 // start or stop no service, and the in-memory server refuses every method
 // not in Allowed. The agent's guard and policy are not in the way: this
 // side is what the host operations answer.
@@ -76,12 +76,10 @@ func Local(o LocalOptions) (Conns, error) {
 	if win == nil {
 		win = win32.New()
 	}
-	none := runner.Unsupported{GOOS: "compare (it runs no host command)"}
-	bound := func(group string, l limits.Limits) *runner.Bounded {
-		return runner.Bound(none, group, l)
-	}
-	dl, vl := bound("disk", hostdisk.Limits), bound("volume", hostvol.Limits)
-	diskHost, err := hostdisk.New(hostdisk.Deps{Sys: win, Limits: dl, Cmdlets: hostdisk.PowerShell{Runner: dl}})
+	// Compare asks only what Win32 answers: its WMI refuses every call.
+	none := wmi.Unsupported{GOOS: "compare (it makes no WMI call)"}
+	dl, vl := limits.Bound("disk", hostdisk.Limits), limits.Bound("volume", hostvol.Limits)
+	diskHost, err := hostdisk.New(hostdisk.Deps{Sys: win, Limits: dl, Cmdlets: hostdisk.WMI{Conn: none, Limits: dl}})
 	if err != nil {
 		return Conns{}, err
 	}
@@ -89,7 +87,7 @@ func Local(o LocalOptions) (Conns, error) {
 	if err != nil {
 		return Conns{}, err
 	}
-	volHost, err := hostvol.New(hostvol.Deps{Sys: win, Limits: vl, Cmdlets: hostvol.PowerShell{Runner: vl}})
+	volHost, err := hostvol.New(hostvol.Deps{Sys: win, Limits: vl, Cmdlets: hostvol.WMI{Conn: none, Limits: vl}})
 	if err != nil {
 		return Conns{}, err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
@@ -103,7 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 			"deadline of each "+g+" host operation (one PowerShell run, waiting for a free slot included); past it the call answers DeadlineExceeded. Keep it below the kubelet's 2m operation timeout")
 	}
 	fs.IntVar(&o.FormatConcurrency, "format-concurrency", app.DefaultFormatConcurrency, "how many volume FormatVolume and ResizeVolume host operations run at once; the others wait for a slot within their deadline")
-	fs.IntVar(&o.PowerShellWorkers, "powershell-workers", runner.DefaultWorkers, "how many long-lived PowerShell processes run the host operations' cmdlets (Windows), each one operation at a time; the others wait for a free one within their deadline")
+	fs.Int("powershell-workers", 0, "deprecated, has no effect: the agent starts no PowerShell (its storage, SMB and iSCSI work is WMI calls in its own process); remove it")
 	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 
@@ -176,10 +175,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 		fmt.Fprintf(stderr, "--format-concurrency must be positive, e.g. %d\n", app.DefaultFormatConcurrency)
 		return cfg, 2, false
 	}
-	if o.PowerShellWorkers <= 0 {
-		fmt.Fprintf(stderr, "--powershell-workers must be positive, e.g. %d\n", runner.DefaultWorkers)
-		return cfg, 2, false
-	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "powershell-workers" {
+			fmt.Fprintln(stderr, "warning: --powershell-workers is deprecated and has no effect: the agent starts no PowerShell; remove the flag")
+		}
+	})
 	o.WorkingDirs = workingDirs
 	o.AllowedServices = allowedServices
 	var valid bool

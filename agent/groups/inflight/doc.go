@@ -1,10 +1,9 @@
 // Package inflight keeps one storage operation at a time per volume, disk,
 // SMB share or iSCSI target.
 //
-// A host operation's deadline answers its caller and kills the PowerShell
-// worker that ran it, but the storage provider (the WMI provider host)
-// does the work outside the worker and goes on: a format cut at its
-// deadline may still be writing the volume. A Table remembers, per Key,
+// A host operation's deadline answers its caller, but WMI cannot cancel
+// a method: the storage provider (the WMI provider host) goes on with the
+// work, and a format cut at its deadline may still be writing the volume. A Table remembers, per Key,
 // the operation in progress. Begin (or Do, for one call) refuses a second
 // operation on the key with codes.Aborted while the first runs, and, once
 // the first ended by its deadline or its caller going away

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
 // Token is a key held by an operation. Its methods may be called from any
@@ -56,8 +55,7 @@ func (k *Token) End(err error, check Check) {
 
 // Returned reports whether err, a host call's answer, means the call
 // returned, so that nothing it started goes on: no error, an error of its
-// own, or a call that never started (no slot or no PowerShell worker within
-// its deadline). A deadline or cancellation otherwise means the storage
+// own, or a call that never started (no slot within its deadline). A deadline or cancellation otherwise means the storage
 // provider may still be working.
 func Returned(err error) bool {
 	if err == nil {
@@ -65,10 +63,6 @@ func Returned(err error) bool {
 	}
 	var de *limits.DeadlineError
 	if errors.As(err, &de) && de.Queued {
-		return true
-	}
-	var nw *runner.NoWorkerError
-	if errors.As(err, &nw) {
 		return true
 	}
 	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)

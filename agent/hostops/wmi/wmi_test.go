@@ -88,3 +88,20 @@ func TestErrorNamesTheHRESULT(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// TestUnsupportedRefusesEverything: off Windows every call fails, naming
+// the OS, and a method's values never appear in the error.
+func TestUnsupportedRefusesEverything(t *testing.T) {
+	u := wmi.Unsupported{GOOS: "linux"}
+	ctx := context.Background()
+	if _, err := u.Query(ctx, wmi.NamespaceStorage, "SELECT * FROM MSFT_Disk"); err == nil || !strings.Contains(err.Error(), "needs Windows") {
+		t.Errorf("Query: %v", err)
+	}
+	if _, err := u.Get(ctx, wmi.NamespaceStorage, "MSFT_Disk"); err == nil || !strings.Contains(err.Error(), "on linux") {
+		t.Errorf("Get: %v", err)
+	}
+	_, err := u.Call(ctx, wmi.NamespaceSMB, "MSFT_SmbGlobalMapping", "Create", wmi.Param{Name: "Password", Value: "s3cr3t-CANARY"})
+	if err == nil || !strings.Contains(err.Error(), "method Create") || strings.Contains(err.Error(), "CANARY") {
+		t.Errorf("Call: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"time"
 
@@ -24,11 +25,11 @@ import (
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	hostfs "github.com/pipeguard/pipeguard/agent/hostops/filesystem"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -98,9 +99,11 @@ type Options struct {
 	GOOS string
 	// Filesystem replaces the host filesystem operations; nil means the real ones.
 	Filesystem hostfs.API
-	// Runner replaces the command runner of the Windows groups' cmdlets;
-	// nil means the PowerShell workers on Windows.
-	Runner runner.Runner
+	// WMI replaces the host's WMI service, through which the Windows
+	// groups format, partition, rescan, map SMB shares and do iSCSI; nil
+	// means the host's (wmi.New) on Windows, and a Conn that refuses every
+	// call elsewhere.
+	WMI wmi.Conn
 	// Win32 replaces the Win32 calls of the disk, volume and smb groups;
 	// nil means the host's (win32.New).
 	Win32 win32.Sys
@@ -114,10 +117,6 @@ type Options struct {
 	// FormatConcurrency is how many FormatVolume and ResizeVolume host
 	// calls run at once; 0 means DefaultFormatConcurrency.
 	FormatConcurrency int
-	// PowerShellWorkers is how many long-lived PowerShell processes run the
-	// cmdlets of the Windows groups on Windows (runner.Workers), each one
-	// call at a time; 0 means runner.DefaultWorkers. Not used with Runner.
-	PowerShellWorkers int
 }
 
 // Agent is an assembled node agent.
@@ -128,7 +127,7 @@ type Agent struct {
 	metrics  *metricsEndpoint // nil: not served
 	health   *health
 	probes   *healthEndpoint // nil: not served
-	workers  *runner.Workers // nil: another runner; stopped when Serve ends
+	conn     wmi.Conn        // closed when Serve ends, if it has a Close
 }
 
 // New assembles the agent: confinement, host operations, API servers,
@@ -166,19 +165,16 @@ func New(o Options) (*Agent, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	workers, err := powerShellWorkers(o, reg)
-	if err != nil {
-		return nil, err
-	}
-	if workers != nil {
-		o.Runner = workers
-	}
 	o.Registry = reg
 	held, err := inflight.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	eps, err := buildEndpoints(o, conf, held)
+	conn, err := hostConn(o)
+	if err != nil {
+		return nil, err
+	}
+	eps, err := buildEndpoints(o, conn, conf, held)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +211,7 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: o, server: srv, registry: reg, health: newHealth(nil, o.Log.WithName("health")), workers: workers}
+	a := &Agent{opts: o, server: srv, registry: reg, health: newHealth(nil, o.Log.WithName("health")), conn: conn}
 	if o.Guard != nil && o.Guard.Audit != nil {
 		a.health = newHealth(o.Guard.Audit, o.Log.WithName("health"))
 	}
@@ -224,23 +220,20 @@ func New(o Options) (*Agent, error) {
 
 // buildEndpoints assembles every API group with its host operations. The
 // Windows-only groups make Win32 calls through o.Win32 (the host's by
-// default) and run the cmdlets that have no Win32 equivalent through
-// o.Runner, which New sets to the PowerShell workers on Windows; each
-// group's limits bound both. Elsewhere they are marked NeedsWindows and
-// answer Unimplemented, and without a runner they refuse to run anything.
+// default) and do what has no Win32 call (format, partition, rescan,
+// disk state, SMB global mappings, iSCSI) as WMI method calls through
+// conn, in the agent's own process; each group's limits bound both.
+// Elsewhere they are marked NeedsWindows and answer Unimplemented, and
+// conn refuses every call.
 // The storage operations of disk, volume, smb and iscsi hold their volume,
 // disk, share or target (package inflight), counted in held (nil: not
 // counted).
-func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) ([]server.Endpoint, error) {
+func buildEndpoints(o Options, conn wmi.Conn, conf *confine.Confiner, held *inflight.Metrics) ([]server.Endpoint, error) {
 	fsHost := o.Filesystem
 	if fsHost == nil {
 		fsHost = hostfs.Local{}
 	}
 	onWindows := o.GOOS == "windows"
-	run := o.Runner
-	if run == nil {
-		run = runner.Unsupported{GOOS: o.GOOS}
-	}
 
 	fs, err := fsgroup.New(fsHost, conf)
 	if err != nil {
@@ -258,9 +251,9 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 	if err != nil {
 		return nil, err
 	}
-	diskLimits := boundRunner(o, run, "disk")
+	diskLimits := bound(o, "disk")
 	heldLog := o.Log.WithName("held")
-	diskHost, err := hostdisk.New(hostdisk.Deps{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.PowerShell{Runner: diskLimits}, Skipped: skips.reporter("disk")})
+	diskHost, err := hostdisk.New(hostdisk.Deps{Sys: win, Limits: diskLimits, Cmdlets: hostdisk.WMI{Conn: conn, Limits: diskLimits}, Skipped: skips.reporter("disk")})
 	if err != nil {
 		return nil, err
 	}
@@ -268,8 +261,8 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 	if err != nil {
 		return nil, err
 	}
-	volLimits := boundRunner(o, run, "volume")
-	volHost, err := hostvol.New(hostvol.Deps{Sys: win, Limits: volLimits, Cmdlets: hostvol.PowerShell{Runner: volLimits}, Skipped: skips.reporter("volume")})
+	volLimits := bound(o, "volume")
+	volHost, err := hostvol.New(hostvol.Deps{Sys: win, Limits: volLimits, Cmdlets: hostvol.WMI{Conn: conn, Limits: volLimits}, Skipped: skips.reporter("volume")})
 	if err != nil {
 		return nil, err
 	}
@@ -279,8 +272,8 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 		return nil, err
 	}
 	vol.TrackOperations(held, heldLog)
-	smbLimits := boundRunner(o, run, "smb")
-	smbHost, err := hostsmb.New(hostsmb.Deps{Sys: win, Limits: smbLimits, Cmdlets: hostsmb.PowerShell{Runner: smbLimits}})
+	smbLimits := bound(o, "smb")
+	smbHost, err := hostsmb.New(hostsmb.Deps{Sys: win, Limits: smbLimits, Cmdlets: hostsmb.WMI{Conn: conn, Limits: smbLimits}})
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +282,11 @@ func buildEndpoints(o Options, conf *confine.Confiner, held *inflight.Metrics) (
 		return nil, err
 	}
 	smb.WithDeadline(hostCallTimeout(o, "smb"), "--host-call-timeout-smb").TrackOperations(held, heldLog)
-	sys, err := sysgroup.New(systemHost(o, run), o.AllowedServices)
+	sys, err := sysgroup.New(systemHost(o), o.AllowedServices)
 	if err != nil {
 		return nil, fmt.Errorf("allowed services: %w", err)
 	}
-	iscsi, err := iscsigroup.New(hostiscsi.PowerShell{Runner: boundRunner(o, run, "iscsi")})
+	iscsi, err := iscsigroup.New(hostiscsi.WMI{Conn: conn, Limits: bound(o, "iscsi")})
 	if err != nil {
 		return nil, err
 	}
@@ -358,12 +351,12 @@ func (a *Agent) HealthProbeAddress() string {
 
 // Serve serves the API, the metrics and the health probes until ctx is
 // done, then shuts down gracefully; /readyz answers "shutting down" from
-// then on, until the in-flight calls have ended. Then the PowerShell workers
-// stop. Metrics and probes are not essential: if they cannot be served the
+// then on, until the in-flight calls have ended; then the host's WMI
+// connection is closed. Metrics and probes are not essential: if they cannot be served the
 // error is logged and the API keeps serving.
 func (a *Agent) Serve(ctx context.Context) error {
-	if a.workers != nil {
-		defer func() { _ = a.workers.Close() }()
+	if c, ok := a.conn.(io.Closer); ok {
+		defer func() { _ = c.Close() }()
 	}
 	if a.probes != nil {
 		stop, served := make(chan struct{}), make(chan struct{})

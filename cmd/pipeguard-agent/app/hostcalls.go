@@ -1,21 +1,19 @@
 package app
 
-// The deadlines, caps and workers of the agent's host calls.
+// The deadlines and caps of the agent's host calls, and their WMI connection.
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	sysgroup "github.com/pipeguard/pipeguard/agent/groups/system"
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	hostiscsi "github.com/pipeguard/pipeguard/agent/hostops/iscsi"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 )
 
 // DefaultLimits are the default limits of the host calls of each Windows
@@ -33,18 +31,21 @@ var DefaultLimits = map[string]limits.Limits{
 // Resize-Partition calls run at once by default.
 const DefaultFormatConcurrency = hostvol.DefaultFormatConcurrency
 
-// powerShellWorkers returns the pool of PowerShell workers that runs the
-// cmdlets of every Windows group on Windows, or nil when o.Runner replaces
-// it or the agent does not run on Windows.
-func powerShellWorkers(o Options, reg prometheus.Registerer) (*runner.Workers, error) {
-	if o.Runner != nil || o.GOOS != "windows" {
-		return nil, nil
+// hostConn is o.WMI, else the host's WMI service on Windows (wmi.New,
+// which connects on the first call) and elsewhere a Conn that refuses
+// every call.
+func hostConn(o Options) (wmi.Conn, error) {
+	if o.WMI != nil {
+		return o.WMI, nil
 	}
-	w, err := runner.NewWorkers(runner.WorkerOptions{Size: o.PowerShellWorkers, Log: o.Log.WithName("powershell"), Registerer: reg, Setting: "--powershell-workers"})
+	if o.GOOS != "windows" {
+		return wmi.Unsupported{GOOS: o.GOOS}, nil
+	}
+	c, err := wmi.New()
 	if err != nil {
-		return nil, fmt.Errorf("PowerShell workers (--powershell-workers): %w", err)
+		return nil, fmt.Errorf("the host's WMI service: %w", err)
 	}
-	return w, nil
+	return c, nil
 }
 
 // hostCallTimeout is the deadline of the host calls of group.
@@ -55,15 +56,15 @@ func hostCallTimeout(o Options, group string) time.Duration {
 	return DefaultLimits[group].Timeout
 }
 
-// boundRunner gives the host calls of group their deadline and caps: the
+// bound gives the host calls of group their deadline and caps: the
 // group's timeout and its default cap (DefaultLimits), and for the volume group's
 // format and resize calls the same timeout and FormatConcurrency.
-func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
+func bound(o Options, group string) *limits.Bounded {
 	timeout := hostCallTimeout(o, group)
 	setting := "--host-call-timeout-" + group
 	l := limits.Limits{Timeout: timeout, Concurrency: DefaultLimits[group].Concurrency, Setting: setting}
 	if group != "volume" {
-		return runner.Bound(run, group, l)
+		return limits.Bound(group, l)
 	}
 	formats := o.FormatConcurrency
 	if formats <= 0 {
@@ -71,19 +72,19 @@ func boundRunner(o Options, run runner.Runner, group string) *runner.Bounded {
 	}
 	// The format slots are not split between callers: with the default 2,
 	// keeping one back would halve a driver's formats. A caller's formats
-	// still count against its share of the PowerShell workers.
-	return runner.Bound(run, group, l, limits.Class{Ops: hostvol.FormatOps,
+	// still count against its share of the group's slots.
+	return limits.Bound(group, l, limits.Class{Ops: hostvol.FormatOps,
 		Limits: limits.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
 }
 
 // systemHost is o.System, else the service control manager's operations
 // under the system group's limits, which start and stop with a service
 // only the allowed services.
-func systemHost(o Options, run runner.Runner) hostsys.API {
+func systemHost(o Options) hostsys.API {
 	if o.System != nil {
 		return o.System
 	}
-	return hostsys.Native{Limits: boundRunner(o, run, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices),
+	return hostsys.Native{Limits: bound(o, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices),
 		AllowSetting: "--allowed-service"}
 }
 
