@@ -99,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg config, code int, ok bool)
 	timeouts := map[string]*time.Duration{}
 	for _, g := range hostGroups {
 		timeouts[g] = fs.Duration("host-call-timeout-"+g, app.DefaultLimits[g].Timeout,
-			"deadline of each "+g+" host operation (one PowerShell run, waiting for a free slot included); past it the call answers DeadlineExceeded. Keep it below the kubelet's 2m operation timeout")
+			"deadline of each "+g+" host operation (all its Win32 and WMI calls, waiting for a free slot included); past it the call answers DeadlineExceeded. Keep it below the kubelet's 2m operation timeout")
 	}
 	fs.IntVar(&o.FormatConcurrency, "format-concurrency", app.DefaultFormatConcurrency, "how many volume FormatVolume and ResizeVolume host operations run at once; the others wait for a slot within their deadline")
 	fs.Int("powershell-workers", 0, "deprecated, has no effect: the agent starts no PowerShell (its storage, SMB and iSCSI work is WMI calls in its own process); remove it")

@@ -225,10 +225,9 @@ func TestHostOpsImportOnlyHostOps(t *testing.T) {
 
 // windowsCallers are the packages of the host operations that call Windows
 // (golang.org/x/sys/windows) outside their tests: win32, the seam of the
-// native operations, and runner, which starts the PowerShell processes and
-// holds them in Job objects. The groups' Natives call Windows only through
-// win32.
-var windowsCallers = []string{"agent/hostops/win32", "agent/hostops/runner"}
+// native operations, and wmi, the seam of the WMI method calls (COM). The
+// groups call Windows only through these two.
+var windowsCallers = []string{"agent/hostops/win32", "agent/hostops/wmi"}
 
 func TestHostOpsCallWindowsOnlyThroughWin32(t *testing.T) {
 	var wrong []string

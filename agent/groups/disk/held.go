@@ -11,9 +11,9 @@ import (
 )
 
 // The operations that change a disk run one at a time per disk:
-// PartitionDisk (Initialize-Disk, New-Partition) and SetDiskState
-// (Set-Disk). A cmdlet past its deadline may leave the storage provider
-// working after its worker is killed, so the disk stays held until the
+// PartitionDisk (MSFT_Disk.Initialize, CreatePartition) and SetDiskState
+// (MSFT_Disk.Online, Offline). A WMI method past its deadline may leave the
+// storage provider working after the call returned, so the disk stays held until the
 // operation's settle check says the provider is done: SetDiskState when
 // GetDiskState answers the state asked for, PartitionDisk when the disk
 // has a volume (WithVolumes: the volume group's ListVolumesOnDisk; the

@@ -1,6 +1,7 @@
 // Package disk holds the host operations of the CSI Proxy disk API group.
 // Native asks the disks themselves through win32.Sys (SCSI addresses, the
 // page 83 and serial identifiers, sizes); partitioning, rescanning and the
-// online state run as constant PowerShell scripts (Cmdlets) in the agent's
-// PowerShell workers. Disk numbers are integers formatted by the agent.
+// online state are WMI method calls on MSFT_Disk and MSFT_StorageSetting
+// (WMI, the Cmdlets), in the agent's own process. Disk numbers are integers
+// formatted by the agent.
 package disk

@@ -30,7 +30,7 @@ type Deps struct {
 	// Limits bounds every Win32 call; nil runs them unbounded.
 	Limits limits.Limiter
 	// Cmdlets runs PartitionDisk, Rescan, SetDiskState and GetDiskState,
-	// and nothing else: the PowerShell implementation.
+	// and nothing else: WMI on the host.
 	Cmdlets Cmdlets
 	// Skipped, when set, is told of each disk a listing leaves out because
 	// its answer could not be read: the listing ("ListDiskLocations",
@@ -44,7 +44,7 @@ type Deps struct {
 // missing, once, as the agent is assembled, and no call is ever made.
 func New(d Deps) (Native, error) {
 	if err := hostops.Assembled("disk", hostops.Dep{Present: d.Sys != nil, Name: "a Win32 host (Deps.Sys)"},
-		hostops.Dep{Present: d.Cmdlets != nil, Name: "the PowerShell disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)"}); err != nil {
+		hostops.Dep{Present: d.Cmdlets != nil, Name: "the WMI disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)"}); err != nil {
 		return Native{}, err
 	}
 	return Native{deps: d}, nil

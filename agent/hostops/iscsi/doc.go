@@ -1,4 +1,4 @@
 // Package iscsi holds the host operations of the CSI Proxy iscsi API group,
-// as constant PowerShell scripts run through a runner.Runner with every
-// request value, CHAP secrets included, in the environment.
+// as WMI method calls on the MSFT_iSCSI* classes (WMI) in the agent's own
+// process, with CHAP secrets only as method in-parameters.
 package iscsi

@@ -119,8 +119,7 @@ func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
 
 // ErrHostCallDeadline is the cause (context.Cause) of a context ended by
 // the agent's own host operation deadline, not by its caller: a Bounded
-// call's, or a group's for a whole request. The PowerShell workers' restart
-// backoff does not count such ends against the caller.
+// call's, or a group's for a whole request.
 var ErrHostCallDeadline = errors.New("host operation deadline")
 
 var errOwnDeadline = ErrHostCallDeadline

@@ -3,6 +3,5 @@
 // shared between callers so that one caller (CallerKey) holds at most its
 // share of them. Bounded applies the limits of one group and of its classes
 // of operations; a call past its own deadline is a *DeadlineError, which
-// names the operation and what sets the deadline (Limits.Setting). The
-// PowerShell workers of runner share their workers with the same Slots.
+// names the operation and what sets the deadline (Limits.Setting).
 package limits

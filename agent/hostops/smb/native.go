@@ -27,7 +27,7 @@ type Deps struct {
 	// Limits bounds every Win32 call; nil runs them unbounded.
 	Limits limits.Limiter
 	// Cmdlets runs IsMapped, NewGlobalMapping and RemoveGlobalMapping, and
-	// nothing else: the PowerShell implementation.
+	// nothing else: WMI on the host.
 	Cmdlets Cmdlets
 }
 
@@ -36,7 +36,7 @@ type Deps struct {
 // missing, once, as the agent is assembled, and no call is ever made.
 func New(d Deps) (Native, error) {
 	if err := hostops.Assembled("smb", hostops.Dep{Present: d.Sys != nil, Name: "a Win32 host (Deps.Sys)"},
-		hostops.Dep{Present: d.Cmdlets != nil, Name: "the PowerShell smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)"}); err != nil {
+		hostops.Dep{Present: d.Cmdlets != nil, Name: "the WMI smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)"}); err != nil {
 		return Native{}, err
 	}
 	return Native{deps: d}, nil

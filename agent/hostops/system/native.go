@@ -26,12 +26,12 @@ const (
 // Native is API over Windows' own interfaces, with no process started: the
 // service control manager (win32.Services) for the services and
 // GetSystemFirmwareTable (win32.Firmware) for the SMBIOS tables that hold
-// the BIOS serial number. It behaves as the cmdlets PowerShell runs: a
+// the BIOS serial number. It behaves as Start-Service and Stop-Service do: a
 // start or stop waits until the service is Running or Stopped, and a stop
 // without force is refused while services that depend on the service run.
 // On other OSes every call answers that it needs Windows.
 type Native struct {
-	// Limits gives each call its deadline and its slot (runner.Bound for
+	// Limits gives each call its deadline and its slot (limits.Bound for
 	// the "system" group); nil means none.
 	Limits limits.Limiter
 	// Poll is how often a starting or stopping service is looked at; 0

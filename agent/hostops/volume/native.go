@@ -28,8 +28,8 @@ type Deps struct {
 	Sys win32.Sys
 	// Limits bounds every Win32 call; nil runs them unbounded.
 	Limits limits.Limiter
-	// Cmdlets runs FormatVolume and ResizeVolume, and nothing else: the
-	// PowerShell implementation.
+	// Cmdlets runs FormatVolume and ResizeVolume, and nothing else: WMI
+	// on the host.
 	Cmdlets Cmdlets
 	// Skipped, when set, is told of each volume ListVolumesOnDisk leaves
 	// out because its answer could not be read: the listing
@@ -43,7 +43,7 @@ type Deps struct {
 // missing, once, as the agent is assembled, and no call is ever made.
 func New(d Deps) (Native, error) {
 	if err := hostops.Assembled("volume", hostops.Dep{Present: d.Sys != nil, Name: "a Win32 host (Deps.Sys)"},
-		hostops.Dep{Present: d.Cmdlets != nil, Name: "the PowerShell volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)"}); err != nil {
+		hostops.Dep{Present: d.Cmdlets != nil, Name: "the WMI volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)"}); err != nil {
 		return Native{}, err
 	}
 	return Native{deps: d}, nil

@@ -86,7 +86,7 @@ func (n Native) GetVolumeIDFromTargetPath(ctx context.Context, targetPath string
 }
 
 // maxClosestSteps bounds the folders and links GetClosestVolumeIDFromTargetPath
-// visits, as the PowerShell implementation does.
+// visits.
 const maxClosestSteps = 256
 
 // GetClosestVolumeIDFromTargetPath walks up from targetPath to the first

@@ -3,9 +3,6 @@ package volume
 import (
 	"context"
 	"fmt"
-	"strconv"
-
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 )
 
 // API is the volume host operations. Volume ids have been validated and
@@ -28,47 +25,14 @@ type API interface {
 	WriteVolumeCache(ctx context.Context, volumeID string) error
 }
 
-// Cmdlets is what the volume group still runs in PowerShell, having no
-// Win32 equivalent: formatting and resizing. Native runs everything else.
+// Cmdlets is what the volume group does through WMI (WMI), having no Win32
+// call for it: formatting and resizing, which PowerShell's Format-Volume
+// and Resize-Partition also do through those WMI methods. Native runs
+// everything else.
 type Cmdlets interface {
 	FormatVolume(ctx context.Context, volumeID string) error
 	// ResizeVolume grows the partition to sizeBytes; 0 means as large as possible.
 	ResizeVolume(ctx context.Context, volumeID string, sizeBytes int64) error
-}
-
-// The scripts. They are constants: request values are read from $Env:.
-// As CSI Proxy 1.3 does, a format is a quick NTFS format and a resize
-// refreshes the disk's cached layout after it. Unlike CSI Proxy, a format
-// is not forced: a volume in use (mounted and open, say a pod's) is not
-// taken off to be formatted.
-const (
-	scriptFormat = `Get-Volume -UniqueId $Env:volumeid | Format-Volume -FileSystem NTFS -Confirm:$false | Out-Null`
-	scriptResize = `$p = Get-Volume -UniqueId $Env:volumeid | Get-Partition; $size = [int64]$Env:sizebytes; ` +
-		`if ($size -eq 0) { $size = ($p | Get-PartitionSupportedSize).SizeMax }; ` +
-		`if ($size - $p.Size -ge 100MB) { $p | Resize-Partition -Size $size; $p | Get-Disk | Update-Disk }`
-)
-
-// PowerShell is Cmdlets, run through a runner.Runner (the agent's
-// PowerShell workers).
-type PowerShell struct {
-	Runner runner.Runner
-}
-
-var _ Cmdlets = PowerShell{}
-
-func volEnv(id string) string { return runner.Env("volumeid", id) }
-
-// FormatVolume formats the volume as NTFS.
-func (p PowerShell) FormatVolume(ctx context.Context, volumeID string) error {
-	_, err := runner.Script(ctx, p.Runner, "Format-Volume", scriptFormat, volEnv(volumeID))
-	return err
-}
-
-// ResizeVolume grows the volume's partition; like CSI Proxy it skips growth
-// under 100MB and never shrinks.
-func (p PowerShell) ResizeVolume(ctx context.Context, volumeID string, sizeBytes int64) error {
-	_, err := runner.Script(ctx, p.Runner, "Resize-Partition", scriptResize, volEnv(volumeID), runner.Env("sizebytes", strconv.FormatInt(sizeBytes, 10)))
-	return err
 }
 
 // LinkError is the error of GetVolumeIDFromTargetPath for a target path
