@@ -305,7 +305,7 @@ func TestWMIHeldMethodAnswersAtTheDeadline(t *testing.T) {
 		t.Fatalf("after %v: %v", time.Since(start), err)
 	}
 	f.w.Limits = nil
-	f.p.Hold("MSFT_iSCSISession", "SetCHAPSecret")
+	defer f.p.Hold("MSFT_iSCSISession", "SetCHAPSecret")()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start = time.Now()
