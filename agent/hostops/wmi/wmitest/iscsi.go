@@ -34,7 +34,11 @@ import (
 //	  uint32 Unregister(); static uint32 SetCHAPSecret([in] string ChapSecret); }
 //	MSFT_iSCSIConnection { string ConnectionIdentifier; ... }
 //
-// and the associations MSFT_iSCSITargetToiSCSITargetPortal,
+// (The page of New leaves out AuthenticationType, ChapUsername and
+// ChapSecret, and that of Connect ChapUsername and ChapSecret, which the
+// MOF declares, the cmdlets take and CSI Proxy passes; SetCHAPSecret is
+// called on the class, as Set-IscsiChapSecret and CSI Proxy call it.) The
+// associations are MSFT_iSCSITargetToiSCSITargetPortal,
 // MSFT_iSCSITargetToiSCSISession, MSFT_iSCSITargetToiSCSIConnection and
 // MSFT_iSCSIConnectionToDisk (to MSFT_Disk, which AddISCSI does not
 // register). AuthenticationType is NONE, ONEWAYCHAP or MUTUALCHAP.
