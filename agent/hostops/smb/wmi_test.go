@@ -195,6 +195,10 @@ func TestWMIHostileValues(t *testing.T) {
 		t.Errorf("a NUL password: %v", err)
 	}
 	noSecret(t, p, err, canary)
+	err = w.NewGlobalMapping(ctx, `\\srv\share`, "us\x00er", canary, true)
+	if err == nil || err.Error() != `mapping \\srv\share: the user name holds a NUL character` {
+		t.Errorf("a NUL user name: %v", err)
+	}
 	if calls := p.Calls(); len(calls) != 0 {
 		t.Errorf("calls made: %v", calls)
 	}
