@@ -13,7 +13,7 @@ import (
 
 // windowsPackages are the packages whose tests hold Windows code paths:
 // path classification, confinement, caller identity, the pipes, the audit
-// log, the gate and the host operations.
+// log, the gate and the host operations, WMI among them.
 var windowsPackages = []string{
 	"internal/platform",
 	"pipepath",
@@ -30,6 +30,7 @@ var windowsPackages = []string{
 	"agent/hostops/system",
 	"agent/hostops/volume",
 	"agent/hostops/win32",
+	"agent/hostops/wmi",
 	"agent/identity",
 	"agent/methods",
 	"agent/server",
