@@ -162,7 +162,7 @@ func (w WMI) call(ctx context.Context, path, op string, codes map[uint32]string,
 // the new partition. A disk that another caller initialized meanwhile
 // (41001) is taken as initialized, and a partition created without its
 // drive letter (42002) as created. A partition with no GptType (an MBR
-// disk's) counts as one, as it did in the PowerShell operations.
+// disk's) counts as one, as Get-Partition's listing counts it.
 func (w WMI) PartitionDisk(ctx context.Context, n uint32) error {
 	return w.run(ctx, OpPartitionDisk, func(ctx context.Context) error {
 		d, err := w.disk(ctx, n)

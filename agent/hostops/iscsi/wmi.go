@@ -18,7 +18,7 @@ import (
 // followed by association, and the work is the methods New and Remove of
 // MSFT_iSCSITargetPortal, Connect and Disconnect of MSFT_iSCSITarget, and
 // Unregister and SetCHAPSecret of MSFT_iSCSISession. It answers as the
-// PowerShell implementation does: adding a portal that exists, connecting
+// agent always has: adding a portal that exists, connecting
 // a connected target and disconnecting one that is not connected change
 // nothing and succeed; a target that is not connected has no disks; a
 // connection is not made persistent, and a persistent session (one made

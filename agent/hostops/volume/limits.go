@@ -17,6 +17,6 @@ var Limits = limits.Limits{Timeout: 90 * time.Second, Concurrency: limits.Defaul
 const DefaultFormatConcurrency = 2
 
 // FormatOps are the operations, as the volume group names them, that share
-// the format cap (DefaultFormatConcurrency): the PowerShell ones
-// (Format-Volume, Resize-Partition) and the WMI ones (OpFormat, OpResize).
-var FormatOps = []string{"Format-Volume", "Resize-Partition", OpFormat, OpResize}
+// the format cap (DefaultFormatConcurrency): MSFT_Volume.Format and
+// MSFT_Partition.Resize.
+var FormatOps = []string{OpFormat, OpResize}

@@ -27,8 +27,8 @@ var DefaultLimits = map[string]limits.Limits{
 	"system": hostsys.Limits,
 }
 
-// DefaultFormatConcurrency is how many volume Format-Volume and
-// Resize-Partition calls run at once by default.
+// DefaultFormatConcurrency is how many volume formats (MSFT_Volume.Format)
+// and resizes (MSFT_Partition.Resize) run at once by default.
 const DefaultFormatConcurrency = hostvol.DefaultFormatConcurrency
 
 // hostConn is o.WMI, else the host's WMI service on Windows (wmi.New,
