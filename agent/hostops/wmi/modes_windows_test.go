@@ -4,7 +4,10 @@ package wmi
 
 import (
 	"context"
+	"errors"
 	"os"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,5 +34,88 @@ func TestConnectionModes(t *testing.T) {
 	}
 	if !underWine && (!s.semisync || s.inproc) {
 		t.Errorf("on Windows: semisynchronous %v, in this process %v; want true, false", s.semisync, s.inproc)
+	}
+}
+
+// TestCallsWaitForAWorkerUntilTheirContextEnds: with every worker busy, a
+// call waits for one and returns its context's error when that ends; a
+// call whose work outlasts its context returns at its end, its worker
+// still busy; once the workers are free, calls run again.
+func TestCallsWaitForAWorkerUntilTheirContextEnds(t *testing.T) {
+	if err := do(context.Background(), func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err) // the workers are started
+	}
+	busy := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(busy) }) }
+	defer free()
+	started := make(chan struct{}, Workers)
+	var wg sync.WaitGroup
+	for range Workers {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err := do(ctx, func(context.Context) error {
+				started <- struct{}{}
+				<-busy // a provider that does not answer
+				return nil
+			})
+			if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+				t.Errorf("a call outlasting its context: %v after %s, want DeadlineExceeded at its deadline", err, time.Since(start))
+			}
+		})
+	}
+	for range Workers {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the workers did not all take a call")
+		}
+	}
+	wg.Wait() // every caller has returned; every worker is still busy
+	c, _ := New()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_OperatingSystem")
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Errorf("a call with every worker busy: %v after %s, want DeadlineExceeded at its deadline", err, time.Since(start))
+	}
+	free()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	if _, err := c.Query(ctx2, NamespaceCIMv2, "SELECT * FROM Win32_OperatingSystem"); err != nil {
+		t.Errorf("once the workers are free: %v", err)
+	}
+}
+
+// TestNoGoroutineGrowth: calls, failed and cut ones among them, leave no
+// goroutine behind them.
+func TestNoGoroutineGrowth(t *testing.T) {
+	c, _ := New()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_BIOS"); err != nil { // starts the workers
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	cut, cancelCut := context.WithCancel(context.Background())
+	cancelCut()
+	for range 50 {
+		_, _ = c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_BIOS")
+		_, _ = c.Get(ctx, NamespaceCIMv2, `Win32_LogicalDisk.DeviceID="Q9:"`)
+		_, _ = c.Call(ctx, NamespaceCIMv2, "StdRegProv", "EnumKey", Param{Name: "hDefKey", Value: uint32(0x80000002)}, Param{Name: "sSubKeyName", Value: "SOFTWARE"})
+		_, _ = c.Query(cut, NamespaceCIMv2, "SELECT * FROM Win32_BIOS")
+		short, cancelShort := context.WithTimeout(ctx, time.Microsecond)
+		_, _ = c.Get(short, NamespaceCIMv2, "Win32_OperatingSystem")
+		cancelShort()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the calls, %d before", n, before)
 	}
 }
