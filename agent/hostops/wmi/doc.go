@@ -23,7 +23,7 @@
 // namespace connects to it, and the connection is kept for the process's
 // life; a failed connection is tried again by the next call.
 //
-// Calls run on a pool of Workers OS threads, each locked and initialised
+// Calls run on a pool of 8 OS threads, each locked and initialised
 // in the multithreaded apartment; the first sets the process's COM
 // security (packet privacy, impersonation; a process whose security is
 // already set keeps it), and every IWbemServices and enumerator gets the

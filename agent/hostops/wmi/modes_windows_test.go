@@ -7,9 +7,13 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	ole "github.com/go-ole/go-ole"
 )
 
 // TestConnectionModes: how the host's WMI takes calls. Windows' WMI is a
@@ -49,9 +53,9 @@ func TestCallsWaitForAWorkerUntilTheirContextEnds(t *testing.T) {
 	var once sync.Once
 	free := func() { once.Do(func() { close(busy) }) }
 	defer free()
-	started := make(chan struct{}, Workers)
+	started := make(chan struct{}, workers)
 	var wg sync.WaitGroup
-	for range Workers {
+	for range workers {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
@@ -66,7 +70,7 @@ func TestCallsWaitForAWorkerUntilTheirContextEnds(t *testing.T) {
 			}
 		})
 	}
-	for range Workers {
+	for range workers {
 		select {
 		case <-started:
 		case <-time.After(10 * time.Second):
@@ -117,5 +121,46 @@ func TestNoGoroutineGrowth(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after the calls, %d before", n, before)
+	}
+}
+
+// TestEmbeddedObject: an object held in a property (VT_UNKNOWN, CIM type
+// object) reads as an Object, to a bounded depth.
+func TestEmbeddedObject(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := do(ctx, func(ctx context.Context) error {
+		s, release, err := open(ctx, NamespaceCIMv2)
+		if err != nil {
+			return err
+		}
+		defer release()
+		o, hr, err := s.getObject(ctx, "Win32_OperatingSystem")
+		if err != nil {
+			return err
+		}
+		if hr != 0 {
+			return &Error{Op: "Get of Win32_OperatingSystem", HRESULT: hr}
+		}
+		defer o.release()
+		v := ole.NewVariant(ole.VT_UNKNOWN, 0)
+		*(**object)(unsafe.Pointer(&v.Val)) = o // borrowed: v is not cleared
+		got, err := value(&v, cimObject, 0)
+		if err != nil {
+			return err
+		}
+		emb, ok := got.(Object)
+		if !ok || emb.Class != "Win32_OperatingSystem" {
+			t.Errorf("embedded object read as %#v", got)
+		} else if _, ok := emb.Props["Caption"]; !ok {
+			t.Errorf("embedded object without its Caption: %v", emb.Props)
+		}
+		if _, err := value(&v, cimObject, maxDepth); err == nil || !strings.Contains(err.Error(), "deeper") {
+			t.Errorf("an object nested too deep: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
