@@ -31,7 +31,10 @@ func TestConnectionModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("semisynchronous %v, in this process %v", s.semisync, s.inproc)
+	hr, _, _ := procCoSetProxyBlanket.Call(uintptr(unsafe.Pointer(s.svc)),
+		rpcCAuthnWinNT, rpcCAuthzNone, 0,
+		rpcCAuthnLevelPktPrivacy, rpcCImpLevelImpersonate, 0, eoacNone)
+	t.Logf("semisynchronous %v, in this process %v, CoSetProxyBlanket 0x%08X", s.semisync, s.inproc, uint32(hr))
 	underWine := os.Getenv("PIPEGUARD_UNDER_WINE") == "1"
 	if underWine && (s.semisync || !s.inproc) {
 		t.Errorf("under Wine: semisynchronous %v, in this process %v; want false, true", s.semisync, s.inproc)
@@ -162,5 +165,30 @@ func TestEmbeddedObject(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQueryBoundedByMaxObjects: a query that would return more objects
+// than the bound fails, saying so.
+func TestQueryBoundedByMaxObjects(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _ := New()
+	all, err := c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_LogicalDisk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 2 {
+		t.Skipf("the host has %d logical disk, the test needs 2", len(all))
+	}
+	defer func(n int) { maxObjects = n }(maxObjects)
+	maxObjects = len(all) - 1
+	_, err = c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_LogicalDisk")
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a query past the bound: %v, want an error saying it returned more than %d objects", err, maxObjects)
+	}
+	maxObjects = len(all)
+	if got, err := c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_LogicalDisk"); err != nil || len(got) != len(all) {
+		t.Errorf("a query at the bound: %d objects, %v", len(got), err)
 	}
 }
