@@ -52,6 +52,8 @@
 // synchronous on its worker; its providers are not safe for concurrent
 // calls, so a WMI in this process (an IWbemServices that is no COM proxy)
 // takes one call at a time. Wine answers a query of a class it lacks with
-// no objects, not WBEM_E_INVALID_CLASS. The semisynchronous paths, the
-// proxy blanket and the MSFT_* classes have not run under Wine.
+// no objects, not WBEM_E_INVALID_CLASS. CoSetProxyBlanket succeeds there
+// on an object that is no proxy and secures nothing. The semisynchronous
+// paths, a real proxy blanket, embedded objects from a provider (a test
+// reads one it builds) and the MSFT_* classes have not run under Wine.
 package wmi
