@@ -4,19 +4,19 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/disk"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // Each group's New refuses, once, the native operations assembled without
-// a Win32 host or without their PowerShell operations, naming what is
+// a Win32 host or without their WMI operations, naming what is
 // missing; with both it builds them.
 func TestNewRefusesMissingDependencies(t *testing.T) {
 	const noSys = "a Win32 host (Deps.Sys)"
-	fake := &runnertest.Fake{}
+	conn := wmitest.New()
 	groups := map[string]struct {
 		noCmdlets string
 		build     func(sys win32.Sys, cmdlets bool) error
@@ -25,7 +25,7 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 			func(sys win32.Sys, cmdlets bool) error {
 				d := disk.Deps{Sys: sys}
 				if cmdlets {
-					d.Cmdlets = disk.PowerShell{Runner: fake}
+					d.Cmdlets = disk.WMI{Conn: conn}
 				}
 				_, err := disk.New(d)
 				return err
@@ -34,7 +34,7 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 			func(sys win32.Sys, cmdlets bool) error {
 				d := volume.Deps{Sys: sys}
 				if cmdlets {
-					d.Cmdlets = volume.PowerShell{Runner: fake}
+					d.Cmdlets = volume.WMI{Conn: conn}
 				}
 				_, err := volume.New(d)
 				return err
@@ -43,7 +43,7 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 			func(sys win32.Sys, cmdlets bool) error {
 				d := smb.Deps{Sys: sys}
 				if cmdlets {
-					d.Cmdlets = smb.PowerShell{Runner: fake}
+					d.Cmdlets = smb.WMI{Conn: conn}
 				}
 				_, err := smb.New(d)
 				return err
