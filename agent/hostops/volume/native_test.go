@@ -139,7 +139,7 @@ func TestNativeFormatAndResizeRunCmdlets(t *testing.T) {
 	for _, c := range f.wmi.Calls() {
 		methods = append(methods, c.Method)
 	}
-	if want := []string{"MSFT_Volume.Format", "MSFT_Partition.GetSupportedSize", "MSFT_Partition.Resize"}; !reflect.DeepEqual(methods, want) {
+	if want := []string{"MSFT_Volume.Format", "MSFT_Partition.Resize", "MSFT_Disk.Refresh"}; !reflect.DeepEqual(methods, want) {
 		t.Fatalf("called %q\nwant %q", methods, want)
 	}
 	if fs := f.st.Prop(raw, "FileSystem"); fs != "NTFS" {
