@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -34,6 +35,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -200,7 +202,9 @@ func verifyLog(t testing.TB, path string) *review.Report {
 // methods' in-parameters, never in a query.
 func TestSecretsNeverReachTheAuditLog(t *testing.T) {
 	w := newHostWMI()
-	w.iscsi.AddTarget(w.iscsi.AddPortal("10.0.0.5", 3260), "iqn.2000-01.com.example:t1")
+	portal := w.iscsi.AddPortal("10.0.0.5", 3260)
+	w.iscsi.AddTarget(portal, "iqn.2000-01.com.example:t1")
+	w.iscsi.AddTarget(portal, "iqn.2000-01.com.example:t2")
 	var logMu sync.Mutex
 	var logged strings.Builder
 	agentLog := funcr.New(func(prefix, args string) {
@@ -227,6 +231,22 @@ func TestSecretsNeverReachTheAuditLog(t *testing.T) {
 	if _, err := iscsi.SetMutualChapSecret(ctx, &iscsiv1alpha2.SetMutualChapSecretRequest{MutualChapSecret: mutual}); err != nil {
 		t.Fatal(err)
 	}
+	// A host call that fails answers its code's meaning, never the secret
+	// it carried.
+	w.smb.Fail("Create", 1326)
+	w.iscsi.Fail(wmitest.ClassISCSITarget, "Connect", wmitest.ISDSCAuthenticationFailure)
+	_, err = smbv1.NewSmbClient(g.dial(t, "smb", "v1")).NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{
+		RemotePath: `\\srv\other`, LocalPath: `C:\var\lib\kubelet\plugins\smb\pv2\globalmount`, Username: `DOM\u`, Password: password})
+	wantStatus(t, err, codes.Unknown, "The user name or password is incorrect")
+	_, err2 := iscsi.ConnectTarget(ctx, &iscsiv1alpha2.ConnectTargetRequest{
+		TargetPortal: &iscsiv1alpha2.TargetPortal{TargetAddress: "10.0.0.5", TargetPort: 3260}, Iqn: "iqn.2000-01.com.example:t2",
+		AuthType: iscsiv1alpha2.AuthenticationType_ONE_WAY_CHAP, ChapUsername: "u", ChapSecret: chap})
+	wantStatus(t, err2, codes.Unknown, "Authentication failure")
+	for _, e := range []error{err, err2} {
+		if msg := status.Convert(e).Message(); strings.Contains(msg, password) || strings.Contains(msg, chap) {
+			t.Errorf("the answer %q holds a secret", msg)
+		}
+	}
 	// The secrets did reach the host, each as its method's in-parameter.
 	in := map[string]map[string]any{}
 	for _, c := range w.Calls() {
@@ -250,6 +270,9 @@ func TestSecretsNeverReachTheAuditLog(t *testing.T) {
 	}
 	logMu.Lock()
 	agentLogged := logged.String()
+	if !strings.Contains(agentLogged, "The user name or password is incorrect") || !strings.Contains(agentLogged, "Authentication failure") {
+		t.Errorf("the agent's log does not record the failed host calls: %s", agentLogged)
+	}
 	logMu.Unlock()
 	for _, s := range []string{password, chap, mutual} {
 		if strings.Contains(agentLogged, s) {
