@@ -394,6 +394,12 @@ func TestWindowsGroupsRun(t *testing.T) {
 		t.Fatalf("the link leads to %+v (%v), want the share's directory with its trailing backslash", rp, err)
 	}
 
+	w.iscsi.AddPortal("10.0.0.5", 3261)
+	portals, err := iscsiv1alpha2.NewIscsiClient(r.dial(t, "iscsi", "v1alpha2")).ListTargetPortals(ctx, &iscsiv1alpha2.ListTargetPortalsRequest{})
+	if err != nil || len(portals.GetTargetPortals()) != 1 || portals.TargetPortals[0].GetTargetAddress() != "10.0.0.5" || portals.TargetPortals[0].GetTargetPort() != 3261 {
+		t.Fatalf("ListTargetPortals = %v, %v; want the host's portal 10.0.0.5:3261", portals, err)
+	}
+
 	locs, err := diskv1.NewDiskClient(r.dial(t, "disk", "v1")).ListDiskLocations(ctx, &diskv1.ListDiskLocationsRequest{})
 	if err != nil || locs.DiskLocations[1].GetLUNID() != "1" || locs.DiskLocations[1].GetAdapter() != "3" {
 		t.Fatalf("ListDiskLocations = %v, %v", locs, err)
