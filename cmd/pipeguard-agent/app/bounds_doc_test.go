@@ -50,7 +50,7 @@ func fixedBounds() map[string]string {
 		"a Linux path":                         strconv.Itoa(confine.MaxPathLinux) + " bytes",
 		"host operations of one group at once": strconv.Itoa(limits.DefaultConcurrency),
 		"objects one WMI query returns":        strconv.Itoa(wmi.MaxObjects),
-		"one string value of a WMI answer":     kib(wmi.MaxValueBytes),
+		"one string value of a WMI answer (a string array's strings together)":                                                                kib(wmi.MaxValueBytes),
 		"the settle check of a storage operation past its deadline (see [One storage operation at a time](#one-storage-operation-at-a-time))": inflight.SettleCheckTimeout.String(),
 		"a volume, disk, share or iSCSI target held after the deadline of an operation with no settle check":                                  inflight.SettleTime.String(),
 		"a volume, disk, share or iSCSI target held after its operation's deadline, whatever the settle checks say":                           inflight.MaxHold.String(),
