@@ -21,7 +21,7 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 		noCmdlets string
 		build     func(sys win32.Sys, cmdlets bool) error
 	}{
-		"disk": {"the PowerShell disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)",
+		"disk": {"the WMI disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)",
 			func(sys win32.Sys, cmdlets bool) error {
 				d := disk.Deps{Sys: sys}
 				if cmdlets {
@@ -30,7 +30,7 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 				_, err := disk.New(d)
 				return err
 			}},
-		"volume": {"the PowerShell volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)",
+		"volume": {"the WMI volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)",
 			func(sys win32.Sys, cmdlets bool) error {
 				d := volume.Deps{Sys: sys}
 				if cmdlets {
@@ -39,7 +39,7 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 				_, err := volume.New(d)
 				return err
 			}},
-		"smb": {"the PowerShell smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)",
+		"smb": {"the WMI smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)",
 			func(sys win32.Sys, cmdlets bool) error {
 				d := smb.Deps{Sys: sys}
 				if cmdlets {
