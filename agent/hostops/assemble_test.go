@@ -4,46 +4,46 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/disk"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // Each group's New refuses, once, the native operations assembled without
-// a Win32 host or without their PowerShell operations, naming what is
+// a Win32 host or without their WMI operations, naming what is
 // missing; with both it builds them.
 func TestNewRefusesMissingDependencies(t *testing.T) {
 	const noSys = "a Win32 host (Deps.Sys)"
-	fake := &runnertest.Fake{}
+	conn := wmitest.New()
 	groups := map[string]struct {
 		noCmdlets string
 		build     func(sys win32.Sys, cmdlets bool) error
 	}{
-		"disk": {"the PowerShell disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)",
+		"disk": {"the WMI disk operations (Deps.Cmdlets, for PartitionDisk, Rescan, SetDiskState and GetDiskState)",
 			func(sys win32.Sys, cmdlets bool) error {
 				d := disk.Deps{Sys: sys}
 				if cmdlets {
-					d.Cmdlets = disk.PowerShell{Runner: fake}
+					d.Cmdlets = disk.WMI{Conn: conn}
 				}
 				_, err := disk.New(d)
 				return err
 			}},
-		"volume": {"the PowerShell volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)",
+		"volume": {"the WMI volume operations (Deps.Cmdlets, for FormatVolume and ResizeVolume)",
 			func(sys win32.Sys, cmdlets bool) error {
 				d := volume.Deps{Sys: sys}
 				if cmdlets {
-					d.Cmdlets = volume.PowerShell{Runner: fake}
+					d.Cmdlets = volume.WMI{Conn: conn}
 				}
 				_, err := volume.New(d)
 				return err
 			}},
-		"smb": {"the PowerShell smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)",
+		"smb": {"the WMI smb operations (Deps.Cmdlets, for IsMapped, NewGlobalMapping and RemoveGlobalMapping)",
 			func(sys win32.Sys, cmdlets bool) error {
 				d := smb.Deps{Sys: sys}
 				if cmdlets {
-					d.Cmdlets = smb.PowerShell{Runner: fake}
+					d.Cmdlets = smb.WMI{Conn: conn}
 				}
 				_, err := smb.New(d)
 				return err

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // A local path led out of the roots by a link planted in them is refused
@@ -28,8 +28,9 @@ func TestNewSmbGlobalMappingRefusesALocalPathThroughALinkOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, host := &runnertest.Fake{}, win32test.New()
-	s, err := New(nativeHost(t, hostsmb.Deps{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}), conf, true)
+	p, host := wmitest.New(), win32test.New()
+	wmitest.AddSMB(p)
+	s, err := New(nativeHost(t, hostsmb.Deps{Sys: host, Cmdlets: hostsmb.WMI{Conn: p}}), conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +39,8 @@ func TestNewSmbGlobalMappingRefusesALocalPathThroughALinkOut(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Rule != confine.RuleSymlinkEscape || ref.Field != "local_path" {
 		t.Fatalf("local_path through a link out of the root: %v, want a %s refusal of local_path", err, confine.RuleSymlinkEscape)
 	}
-	if n := len(f.Commands()); n != 0 {
-		t.Fatalf("ran %d commands, want none: %q", n, ran(f))
+	if calls, queries := madeCalls(p), p.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("made WMI calls %q and queries %q, want none", calls, queries)
 	}
 	if calls := host.Calls(); len(calls) != 0 {
 		t.Fatalf("made Win32 calls %+v, want none", calls)

@@ -8,45 +8,50 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
-// hangingShare is a host whose shares are all unmapped and where
-// New-SmbGlobalMapping of the share hung never returns before its
-// context ends; every mapping reaching the host is sent on reached.
+// hangingShare is a WMI connection to a host whose shares are all
+// unmapped and where MSFT_SmbGlobalMapping.Create of the share hung never
+// returns before its context ends; every Create reaching the host sends
+// its remote path on reached.
 type hangingShare struct {
+	wmi.Conn
 	hung    string
 	reached chan string
 }
 
-func (h *hangingShare) Run(ctx context.Context, c runner.Command) ([]byte, error) {
+func (h *hangingShare) Call(ctx context.Context, ns, path, method string, in ...wmi.Param) (wmi.Object, error) {
+	if path != wmitest.ClassSmbGlobalMapping || method != "Create" {
+		return h.Conn.Call(ctx, ns, path, method, in...)
+	}
 	var remote string
-	for _, e := range c.Env {
-		if v, ok := strings.CutPrefix(e, "smbremotepath="); ok {
-			remote = v
+	for _, p := range in {
+		if p.Name == "RemotePath" {
+			remote, _ = p.Value.(string)
 		}
 	}
-	if !strings.Contains(c.Script, "New-SmbGlobalMapping") {
-		return []byte("false"), nil
-	}
 	h.reached <- remote
-	if remote == h.hung {
+	if strings.EqualFold(remote, h.hung) {
 		<-ctx.Done()
-		return nil, ctx.Err()
+		return wmi.Object{}, ctx.Err()
 	}
-	return nil, nil
+	return h.Conn.Call(ctx, ns, path, method, in...)
 }
 
 func hangingServer(t *testing.T, hung string, deadline time.Duration) (*Server, *hangingShare) {
 	t.Helper()
-	h := &hangingShare{hung: hung, reached: make(chan string, 16)}
+	p := wmitest.New()
+	wmitest.AddSMB(p)
+	h := &hangingShare{Conn: p, hung: hung, reached: make(chan string, 16)}
 	conf, err := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(nativeHost(t, hostsmb.Deps{Sys: win32test.New(), Cmdlets: hostsmb.PowerShell{Runner: h}}), conf, true)
+	s, err := New(nativeHost(t, hostsmb.Deps{Sys: win32test.New(), Cmdlets: hostsmb.WMI{Conn: h}}), conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +99,7 @@ func TestMappingAHealthyShareIsNotHeldByAHungOne(t *testing.T) {
 func TestMappingDeadlineCoversTheWholeRequest(t *testing.T) {
 	s, h := hangingServer(t, `\\srv\share`, 100*time.Millisecond)
 	err := s.NewSmbGlobalMapping(context.Background(), `\\srv\share\pvc-1`, "", `DOM\u`, "p")
-	want := `smb NewSmbGlobalMapping of \\srv\share did not finish within 100ms (host operation deadline, counted for the whole request; --host-call-timeout-smb): New-SmbGlobalMapping failed: context deadline exceeded`
+	want := `smb NewSmbGlobalMapping of \\srv\share did not finish within 100ms (host operation deadline, counted for the whole request; --host-call-timeout-smb): mapping \\srv\share: context deadline exceeded`
 	if err == nil || err.Error() != want || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v\nwant %q", err, want)
 	}

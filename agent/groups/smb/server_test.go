@@ -3,15 +3,16 @@ package smb
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 const (
@@ -19,7 +20,8 @@ const (
 	stagingLocal = `C:\var\lib\kubelet\plugins\kubernetes.io\csi\smb.csi.k8s.io\0a1b\globalmount`
 )
 
-// hostLog records, in order, the cmdlets run and the Win32 calls made.
+// hostLog records, in order, the WMI queries and method calls and the
+// Win32 calls made.
 type hostLog struct {
 	mu    sync.Mutex
 	calls []string
@@ -37,27 +39,44 @@ func (l *hostLog) list() []string {
 	return append([]string(nil), l.calls...)
 }
 
-// shareServer returns an smb Server whose cmdlets answer that the share is
-// mapped, over a fake host where only the paths in reachable exist, and
-// the log of what ran: each cmdlet with its environment, each Win32 call
-// with its path.
+// loggedConn is a WMI connection that records each query and method call
+// in log before the provider answers it: a call as its class, method and
+// in-parameters.
+type loggedConn struct {
+	wmi.Conn
+	log *hostLog
+}
+
+func (c loggedConn) Query(ctx context.Context, ns, wql string) ([]wmi.Object, error) {
+	c.log.add("query " + wql)
+	return c.Conn.Query(ctx, ns, wql)
+}
+
+func (c loggedConn) Call(ctx context.Context, ns, path, method string, in ...wmi.Param) (wmi.Object, error) {
+	class, _, _ := strings.Cut(path, ".")
+	c.log.add(class + "." + method + inParams(in))
+	return c.Conn.Call(ctx, ns, path, method, in...)
+}
+
+// inParams are a call's in-parameters, by name.
+func inParams(in []wmi.Param) string {
+	var out []string
+	for _, p := range in {
+		out = append(out, fmt.Sprintf(" %s=%v", p.Name, p.Value))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "")
+}
+
+// shareServer returns an smb Server over a WMI provider where the share
+// is mapped, its mapping OK, and a fake host where only the paths in
+// reachable exist, and the log of what reached the host: each WMI query
+// and method call, each Win32 call with its path.
 func shareServer(t *testing.T, reachable ...string) (*Server, *hostLog) {
 	t.Helper()
 	log := &hostLog{}
-	f := &runnertest.Fake{Respond: func(c runner.Command) ([]byte, error) {
-		op := "?"
-		for _, name := range []string{"Get-SmbGlobalMapping", "Remove-SmbGlobalMapping", "New-SmbGlobalMapping"} {
-			if strings.Contains(c.Script, name) {
-				op = name
-				break
-			}
-		}
-		log.add(op + " " + strings.Join(c.Env, " "))
-		if op == "Get-SmbGlobalMapping" {
-			return []byte("true\r\n"), nil
-		}
-		return nil, nil
-	}}
+	p := wmitest.New()
+	wmitest.AddSMB(p).AddMapping(shareRoot, wmitest.SmbStatusOK)
 	host := win32test.New()
 	for _, p := range reachable {
 		host.AddFile(p)
@@ -70,18 +89,23 @@ func shareServer(t *testing.T, reachable ...string) (*Server, *hostLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(nativeHost(t, hostsmb.Deps{Sys: host, Cmdlets: hostsmb.PowerShell{Runner: f}}), conf, true)
+	s, err := New(nativeHost(t, hostsmb.Deps{Sys: host, Cmdlets: hostsmb.WMI{Conn: loggedConn{p, log}}}), conf, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, log
 }
 
-// ran returns, per command, the cmdlet it runs and its environment.
-func ran(f *runnertest.Fake) []string {
+// madeCalls returns, per method call the provider ran, the method and its
+// in-parameters.
+func madeCalls(p *wmitest.Provider) []string {
 	var out []string
-	for _, c := range f.Commands() {
-		out = append(out, c.Script+" "+strings.Join(c.Env, " "))
+	for _, c := range p.Calls() {
+		var in []wmi.Param
+		for k, v := range c.In {
+			in = append(in, wmi.Param{Name: k, Value: v})
+		}
+		out = append(out, c.Method+inParams(in))
 	}
 	return out
 }
@@ -96,7 +120,7 @@ func TestNewSmbGlobalMappingProbesTheShareRootBeforeReusingAMapping(t *testing.T
 		t.Fatal(err)
 	}
 	want := []string{
-		`Get-SmbGlobalMapping smbremotepath=\\srv\share`,
+		`query SELECT * FROM MSFT_SmbGlobalMapping WHERE RemotePath = '\\\\srv\\share'`,
 		`GetFileAttributesW \\srv\share`,
 		`CreateSymbolicLinkW ` + stagingLocal,
 	}
@@ -112,10 +136,11 @@ func TestNewSmbGlobalMappingReplacesAMappingWhoseShareDoesNotAnswer(t *testing.T
 		t.Fatal(err)
 	}
 	want := []string{
-		`Get-SmbGlobalMapping smbremotepath=\\srv\share`,
+		`query SELECT * FROM MSFT_SmbGlobalMapping WHERE RemotePath = '\\\\srv\\share'`,
 		`GetFileAttributesW \\srv\share`,
-		`Remove-SmbGlobalMapping smbremotepath=\\srv\share`,
-		`New-SmbGlobalMapping smbuser=DOM\u smbpassword=p smbremotepath=\\srv\share smbrequireprivacy=true`,
+		`query SELECT * FROM MSFT_SmbGlobalMapping WHERE RemotePath = '\\\\srv\\share'`,
+		`MSFT_SmbGlobalMapping.Remove Force=true`,
+		`MSFT_SmbGlobalMapping.Create Credential=DOM\\u:p RemotePath=\\srv\share RequirePrivacy=true`,
 	}
 	if got := log.list(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ran\n%q\nwant\n%q", got, want)

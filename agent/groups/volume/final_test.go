@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // Every path the volume group hands to a host command is refused when a
@@ -29,8 +29,9 @@ func TestPathsThroughALinkOutOfTheRootsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, host := &runnertest.Fake{}, win32test.New()
-	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}), conf)
+	f, host := wmitest.New(), win32test.New()
+	wmitest.AddStorage(f)
+	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.WMI{Conn: f}}), conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,8 @@ func TestPathsThroughALinkOutOfTheRootsAreRefused(t *testing.T) {
 			}
 		}
 	}
-	if n := len(f.Commands()); n != 0 {
-		t.Fatalf("ran %d commands, want none", n)
+	if calls, queries := f.Calls(), f.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("made the WMI calls %+v and queries %q, want none", calls, queries)
 	}
 	if calls := host.Calls(); len(calls) != 0 {
 		t.Fatalf("made Win32 calls %+v, want none", calls)

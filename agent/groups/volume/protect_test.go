@@ -10,9 +10,9 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 const (
@@ -30,11 +30,17 @@ func protectServer(t *testing.T) (*Server, *win32test.Host) {
 	return s, host
 }
 
-// protectServerCmdlets is protectServer that also returns the runner of
-// its cmdlets.
-func protectServerCmdlets(t *testing.T) (*Server, *win32test.Host, *runnertest.Fake) {
+// protectServerCmdlets is protectServer that also returns the WMI
+// provider of its cmdlets, where each of the four volumes is one of the
+// storage provider's, on a partition of a disk of its own, that Format
+// would format.
+func protectServerCmdlets(t *testing.T) (*Server, *win32test.Host, *wmitest.Provider) {
 	t.Helper()
-	fake := &runnertest.Fake{}
+	prov := wmitest.New()
+	st := wmitest.AddStorage(prov)
+	for i, v := range []string{testVolume, systemVolume, kubeletVolume, workVolume} {
+		st.AddVolume(st.AddPartition(st.AddDisk(uint32(i+1), 8<<30, 2), 4<<30, wmitest.GPTBasicData), v, "NTFS")
+	}
 	host := win32test.New()
 	host.AddDrive(`C:\`, systemVolume)
 	host.AddDrive(`D:\`, workVolume)
@@ -46,11 +52,11 @@ func protectServerCmdlets(t *testing.T) (*Server, *win32test.Host, *runnertest.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: fake}}), conf)
+	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.WMI{Conn: prov}}), conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, host, fake
+	return s, host, prov
 }
 
 // TestMountVolumeRefusesTheNodesVolumes: the system volume, the kubelet
@@ -94,7 +100,7 @@ func TestMountVolumeRefusesTheNodesVolumes(t *testing.T) {
 	host := win32test.New()
 	host.AddVolume(win32test.Volume{ID: testVolume, FileSystem: "NTFS"})
 	conf, _ := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
-	s, _ := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: &runnertest.Fake{}}}), conf)
+	s, _ := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.WMI{Conn: wmitest.New()}}), conf)
 	err := s.MountVolume(context.Background(), testVolume, "target_path", target)
 	want := "volume_id: could not tell whether volume " + testVolume + ` is the one holding "C:\Windows" (`
 	if !errors.As(err, new(*apierr.Denied)) || !strings.HasPrefix(err.Error(), want) ||
@@ -182,19 +188,19 @@ func TestFormatVolumeRefusesTheNodesVolumes(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, _, fake := protectServerCmdlets(t)
+			s, _, prov := protectServerCmdlets(t)
 			err := s.FormatVolume(context.Background(), tc.volume)
 			if tc.want == "" {
-				if err != nil || len(fake.Commands()) != 1 {
-					t.Fatalf("err %v, commands %+v; want one format", err, fake.Commands())
+				if err != nil || len(formats(prov)) != 1 {
+					t.Fatalf("err %v, calls %+v; want one format", err, prov.Calls())
 				}
 				return
 			}
 			if !errors.As(err, new(*apierr.Denied)) || err.Error() != tc.want || apierr.Code(err) != codes.PermissionDenied {
 				t.Fatalf("err %v\nwant %s", err, tc.want)
 			}
-			if cmds := fake.Commands(); len(cmds) != 0 {
-				t.Fatalf("a refused format ran %+v", cmds)
+			if calls, queries := prov.Calls(), prov.Queries(); len(calls) != 0 || len(queries) != 0 {
+				t.Fatalf("a refused format made the WMI calls %+v and queries %q", calls, queries)
 			}
 		})
 	}
@@ -204,13 +210,26 @@ func TestFormatVolumeRefusesTheNodesVolumes(t *testing.T) {
 	host := win32test.New()
 	host.AddVolume(win32test.Volume{ID: testVolume, FileSystem: "NTFS"})
 	conf, _ := confine.New(confine.Options{Flavour: confine.Windows, Roots: []string{`C:\var\lib\kubelet`}})
-	fake := &runnertest.Fake{}
-	s, _ := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: fake}}), conf)
+	prov := wmitest.New()
+	st := wmitest.AddStorage(prov)
+	st.AddVolume(st.AddPartition(st.AddDisk(1, 8<<30, 2), 4<<30, wmitest.GPTBasicData), testVolume, "NTFS")
+	s, _ := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.WMI{Conn: prov}}), conf)
 	err := s.FormatVolume(context.Background(), testVolume)
 	if !errors.As(err, new(*apierr.Denied)) || !strings.HasSuffix(err.Error(), `), so it was not formatted; retry, or check the volume of "C:\Windows" on the host (rule protected-volume)`) {
 		t.Fatalf("err %v; want the refusal of a volume the host cannot place", err)
 	}
-	if cmds := fake.Commands(); len(cmds) != 0 {
-		t.Fatalf("a refused format ran %+v", cmds)
+	if calls, queries := prov.Calls(), prov.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("a refused format made the WMI calls %+v and queries %q", calls, queries)
 	}
+}
+
+// formats returns the MSFT_Volume.Format calls the provider ran.
+func formats(p *wmitest.Provider) []wmitest.Call {
+	var out []wmitest.Call
+	for _, c := range p.Calls() {
+		if c.Method == "MSFT_Volume.Format" {
+			out = append(out, c)
+		}
+	}
+	return out
 }

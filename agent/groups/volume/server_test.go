@@ -11,10 +11,10 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/apierr"
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 const (
@@ -25,11 +25,13 @@ const (
 
 // linkServer returns a volume Server over a fake host where each path of
 // links is a reparse point: a mount point when its target is a volume
-// (Volume{GUID}\), a symbolic link otherwise. The fake runner runs the
-// cmdlets.
-func linkServer(t *testing.T, links map[string]string) (*Server, *runnertest.Fake, *win32test.Host) {
+// (Volume{GUID}\), a symbolic link otherwise. The cmdlets run on a WMI
+// provider of the storage classes, where testVolume is a formatted volume.
+func linkServer(t *testing.T, links map[string]string) (*Server, *wmitest.Provider, *win32test.Host) {
 	t.Helper()
-	f, host := &runnertest.Fake{}, win32test.New()
+	f, host := wmitest.New(), win32test.New()
+	st := wmitest.AddStorage(f)
+	st.AddVolume(st.AddPartition(st.AddDisk(1, 8<<30, 2), 4<<30, wmitest.GPTBasicData), testVolume, "NTFS")
 	for path, target := range links {
 		if strings.HasPrefix(target, "Volume{") {
 			host.SetReparseData(path, win32test.MountPointReparse(`\??\`+target, ""))
@@ -43,7 +45,7 @@ func linkServer(t *testing.T, links map[string]string) (*Server, *runnertest.Fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.PowerShell{Runner: f}}), conf)
+	s, err := New(nativeHost(t, hostvol.Deps{Sys: host, Cmdlets: hostvol.WMI{Conn: f}}), conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +152,8 @@ func TestMountTargetsHandedToTheCommandAreConfined(t *testing.T) {
 	if n := len(host.MountPoints()); n != 0 {
 		t.Fatalf("%d mount points after a refused MountVolume, want none", n)
 	}
-	if n := len(f.Commands()); n != 0 {
-		t.Fatalf("mounting ran %d commands, want none", n)
+	if calls, queries := f.Calls(), f.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("mounting made the WMI calls %+v and queries %q, want none", calls, queries)
 	}
 }
 

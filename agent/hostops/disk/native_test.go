@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // bigDescriptor holds 300 port identifiers before the device's NAA: over
@@ -27,7 +26,8 @@ func bigDescriptor() []byte {
 
 type fixture struct {
 	host *win32test.Host
-	ps   *runnertest.Fake
+	wmi  *wmitest.Provider
+	st   *wmitest.Storage
 	n    Native
 }
 
@@ -43,8 +43,10 @@ func newFixture(t *testing.T) fixture {
 	h.AddDisk(win32test.Disk{Number: 2, Bus: win32.BusTypeSas, SCSI: &win32.SCSIAddress{PortNumber: 1, PathId: 2, TargetId: 3, Lun: 4}, Size: 1 << 30})
 	h.AddDisk(win32test.Disk{Number: 3, Bus: win32.BusTypeScsi, SCSI: &win32.SCSIAddress{PortNumber: 255, PathId: 255, TargetId: 255, Lun: 255},
 		Page83: bigDescriptor(), Serial: "BIG", Size: 1})
-	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("False\r\n"), nil }}
-	return fixture{host: h, ps: ps, n: Native{deps: Deps{Sys: h, Limits: runner.Bound(ps, "disk", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}}
+	p := wmitest.New()
+	st := wmitest.AddStorage(p)
+	l := limits.Bound("disk", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8})
+	return fixture{host: h, wmi: p, st: st, n: Native{deps: Deps{Sys: h, Limits: l, Cmdlets: WMI{Conn: p, Limits: l}}}}
 }
 
 func TestNativeDiskResults(t *testing.T) {
@@ -73,8 +75,8 @@ func TestNativeDiskResults(t *testing.T) {
 	if err != nil || size != 32<<30 {
 		t.Fatalf("GetDiskStats = %d, %v", size, err)
 	}
-	if cmds := f.ps.Commands(); len(cmds) != 0 {
-		t.Fatalf("the native operations started processes: %v", cmds)
+	if calls, queries := f.wmi.Calls(), f.wmi.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("the native operations went through WMI: calls %v, queries %q", calls, queries)
 	}
 	// Disk 3's descriptor was asked for twice: 4 KiB, then its Size.
 	queries := 0
@@ -88,31 +90,43 @@ func TestNativeDiskResults(t *testing.T) {
 	}
 }
 
-// PartitionDisk, Rescan, SetDiskState and GetDiskState reach the PowerShell
-// implementation, and make no Win32 call.
+// PartitionDisk, Rescan, SetDiskState and GetDiskState reach the WMI
+// implementation, and make no Win32 call: a raw, offline disk 7 is
+// initialized as GPT and given one data partition, the host rescanned,
+// the disk brought online and read as online.
 func TestNativeDiskCmdlets(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
+	d := f.st.AddDisk(7, 8<<30, 0)
+	f.st.Set(d, "IsOffline", true)
+	if online, err := f.n.GetDiskState(ctx, 7); err != nil || online {
+		t.Fatalf("GetDiskState of the offline disk = %v, %v", online, err)
+	}
+	f.st.Set(d, "IsOffline", false)
 	if err := f.n.PartitionDisk(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.n.Rescan(ctx); err != nil {
 		t.Fatal(err)
 	}
+	f.st.Set(d, "IsOffline", true)
 	if err := f.n.SetDiskState(ctx, 7, true); err != nil {
 		t.Fatal(err)
 	}
 	if online, err := f.n.GetDiskState(ctx, 7); err != nil || !online {
 		t.Fatalf("GetDiskState = %v, %v", online, err)
 	}
-	want := []runner.Command{
-		runner.PowerShell(scriptPartition, "disknumber=7"),
-		runner.PowerShell(scriptRescan),
-		runner.PowerShell(scriptSetState, "disknumber=7", "diskoffline=false"),
-		runner.PowerShell(scriptGetState, "disknumber=7"),
+	var methods []string
+	for _, c := range f.wmi.Calls() {
+		methods = append(methods, c.Method)
 	}
-	if got := f.ps.Commands(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("ran %v\nwant %v", got, want)
+	want := []string{"MSFT_Disk.Initialize", "MSFT_Disk.CreatePartition", "MSFT_Disk.Refresh", "MSFT_Partition.Online",
+		"MSFT_StorageSetting.UpdateHostStorageCache", "MSFT_Disk.Online"}
+	if !reflect.DeepEqual(methods, want) {
+		t.Fatalf("called %q\nwant %q", methods, want)
+	}
+	if style := f.st.Prop(d, "PartitionStyle"); style != uint16(2) {
+		t.Errorf("disk 7's partition style is %v, want GPT (2)", style)
 	}
 	if calls := f.host.Calls(); len(calls) != 0 {
 		t.Fatalf("Win32 calls made: %v", calls)
@@ -165,8 +179,8 @@ func TestNativeDiskErrors(t *testing.T) {
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("%v\nwant %q", err, tc.want)
 			}
-			if cmds := f.ps.Commands(); len(cmds) != 0 {
-				t.Fatalf("started processes: %v", cmds)
+			if calls, queries := f.wmi.Calls(), f.wmi.Queries(); len(calls) != 0 || len(queries) != 0 {
+				t.Fatalf("went through WMI: calls %v, queries %q", calls, queries)
 			}
 		})
 	}
@@ -201,7 +215,7 @@ func TestNativeDiskHungCallAnswersAtTheDeadline(t *testing.T) {
 		}
 		return nil
 	}
-	f.n.Limits = runner.Bound(f.ps, "disk", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-disk"})
+	f.n.Limits = limits.Bound("disk", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-disk"})
 	start := time.Now()
 	_, err := f.n.ListDiskLocations(context.Background())
 	if took := time.Since(start); took > 2*time.Second {

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/internal/platform"
 )
 
@@ -20,8 +19,8 @@ import (
 // with Wine's answer.
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
-	ps := &runnertest.Fake{}
-	n := Native{deps: Deps{Sys: win32.New(), Limits: runner.Bound(ps, "disk", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps},
+	p := wmitest.New()
+	n := Native{deps: Deps{Sys: win32.New(), Limits: limits.Bound("disk", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: WMI{Conn: p},
 		// The host's own answers are ones the decoders must read.
 		Skipped: func(listing string, err error) { t.Errorf("%s left out a disk: %v", listing, err) }}}
 	locs, err := n.ListDiskLocations(ctx)
@@ -33,8 +32,8 @@ func TestNativeOnTheHost(t *testing.T) {
 		t.Fatalf("ListDiskIDs: %v", err)
 	}
 	t.Logf("locations %v, identifiers %v", locs, ids)
-	if cmds := ps.Commands(); len(cmds) != 0 {
-		t.Fatalf("started processes: %v", cmds)
+	if calls, queries := p.Calls(), p.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("went through WMI: calls %v, queries %q", calls, queries)
 	}
 	for d := range ids {
 		t.Run(fmt.Sprintf("GetDiskStats(%d)", d), func(t *testing.T) {

@@ -4,27 +4,31 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 type fixture struct {
 	host *win32test.Host
-	ps   *runnertest.Fake
+	wmi  *wmitest.Provider
+	smb  *wmitest.SMB
 	n    Native
 }
 
 func newFixture() fixture {
 	h := win32test.New()
 	h.AddFile(`\\srv\share`)
-	ps := &runnertest.Fake{Respond: func(runner.Command) ([]byte, error) { return []byte("true\r\n"), nil }}
-	return fixture{host: h, ps: ps, n: Native{deps: Deps{Sys: h, Limits: runner.Bound(ps, "smb", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}}
+	p := wmitest.New()
+	s := wmitest.AddSMB(p)
+	l := limits.Bound("smb", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8})
+	return fixture{host: h, wmi: p, smb: s, n: Native{deps: Deps{Sys: h, Limits: l, Cmdlets: WMI{Conn: p, Limits: l}}}}
 }
 
 func TestNativePathValidAndNewLink(t *testing.T) {
@@ -55,8 +59,8 @@ func TestNativePathValidAndNewLink(t *testing.T) {
 	if rp, _ := win32.ParseReparsePoint(data); rp.PrintName != `\\srv\share\vol\` {
 		t.Fatalf("a target with its backslash got another: %q", rp.PrintName)
 	}
-	if cmds := f.ps.Commands(); len(cmds) != 0 {
-		t.Fatalf("the native operations started processes: %v", cmds)
+	if calls, queries := f.wmi.Calls(), f.wmi.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("the native operations went through WMI: calls %v, queries %q", calls, queries)
 	}
 	calls := f.host.Calls()
 	if calls[0] != (win32test.Call{Func: "GetFileAttributesW", Path: `\\srv\share`}) || calls[2] != (win32test.Call{Func: "CreateSymbolicLinkW", Path: `C:\var\lib\kubelet\pods\p\volumes\x\mount`}) {
@@ -86,30 +90,46 @@ func TestNativeErrors(t *testing.T) {
 	}
 }
 
-// IsMapped, NewGlobalMapping and RemoveGlobalMapping reach the PowerShell
-// implementation, with the password in the environment only.
+// IsMapped, NewGlobalMapping and RemoveGlobalMapping reach the WMI
+// implementation, with the password in Create's Credential in-parameter
+// only, and make no Win32 call.
 func TestNativeMappingsRunCmdlets(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture()
-	if ok, err := f.n.IsMapped(ctx, `\\srv\share`); err != nil || !ok {
-		t.Fatalf("IsMapped = %v, %v", ok, err)
+	if ok, err := f.n.IsMapped(ctx, `\\srv\share`); err != nil || ok {
+		t.Fatalf("IsMapped before the mapping = %v, %v", ok, err)
 	}
 	if err := f.n.NewGlobalMapping(ctx, `\\srv\share`, "user", "p@ss", true); err != nil {
 		t.Fatal(err)
 	}
+	if ok, err := f.n.IsMapped(ctx, `\\srv\share`); err != nil || !ok {
+		t.Fatalf("IsMapped = %v, %v", ok, err)
+	}
+	if u := f.smb.User(`\\srv\share`); u != "user" {
+		t.Fatalf("the mapping's user is %q, want user", u)
+	}
 	if err := f.n.RemoveGlobalMapping(ctx, `\\srv\share`); err != nil {
 		t.Fatal(err)
 	}
-	want := []runner.Command{
-		runner.PowerShell(scriptIsMapped, `smbremotepath=\\srv\share`),
-		runner.PowerShell(scriptNewMapping, "smbuser=user", "smbpassword=p@ss", `smbremotepath=\\srv\share`, "smbrequireprivacy=true"),
-		runner.PowerShell(scriptRemoveMapping, `smbremotepath=\\srv\share`),
+	if m := f.wmi.Instances(wmi.NamespaceSMB, wmitest.ClassSmbGlobalMapping); len(m) != 0 {
+		t.Fatalf("mappings left: %v", m)
 	}
-	if got := f.ps.Commands(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("ran %v\nwant %v", got, want)
+	calls := f.wmi.Calls()
+	var methods []string
+	for _, c := range calls {
+		methods = append(methods, c.Method)
 	}
-	if err := f.ps.CheckNoText("p@ss"); err != nil {
-		t.Fatal(err)
+	if want := []string{"MSFT_SmbGlobalMapping.Create", "MSFT_SmbGlobalMapping.Remove"}; !reflect.DeepEqual(methods, want) {
+		t.Fatalf("called %q\nwant %q", methods, want)
+	}
+	wantIn := map[string]any{"RemotePath": `\\srv\share`, "RequirePrivacy": true, "Credential": "user:p@ss"}
+	if !reflect.DeepEqual(calls[0].In, wantIn) {
+		t.Fatalf("Create's in-parameters %v\nwant %v", calls[0].In, wantIn)
+	}
+	for _, q := range f.wmi.Queries() {
+		if strings.Contains(q, "p@ss") {
+			t.Fatalf("the password is in the query %q", q)
+		}
 	}
 	if calls := f.host.Calls(); len(calls) != 0 {
 		t.Fatalf("Win32 calls made: %v", calls)
@@ -126,7 +146,7 @@ func TestNativeHungShareAnswersAtTheDeadline(t *testing.T) {
 		<-release
 		return nil
 	}
-	f.n.Limits = runner.Bound(f.ps, "smb", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-smb"})
+	f.n.Limits = limits.Bound("smb", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-smb"})
 	cases := map[string]struct {
 		call func() error
 		want string

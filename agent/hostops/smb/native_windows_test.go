@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/internal/platform"
 )
 
@@ -18,8 +17,8 @@ import (
 // in for a share.
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
-	ps := &runnertest.Fake{}
-	n := Native{deps: Deps{Sys: win32.New(), Limits: runner.Bound(ps, "smb", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}
+	p := wmitest.New()
+	n := Native{deps: Deps{Sys: win32.New(), Limits: limits.Bound("smb", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: WMI{Conn: p}}}
 	dir := t.TempDir()
 	if ok, err := n.PathValid(ctx, dir); err != nil || !ok {
 		t.Fatalf("PathValid(%s) = %v, %v", dir, ok, err)
@@ -45,7 +44,7 @@ func TestNativeOnTheHost(t *testing.T) {
 	if err != nil || got != target+`\` {
 		t.Fatalf("the link reads %q, %v; want %q", got, err, target+`\`)
 	}
-	if cmds := ps.Commands(); len(cmds) != 0 {
-		t.Fatalf("started processes: %v", cmds)
+	if calls, queries := p.Calls(), p.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("went through WMI: calls %v, queries %q", calls, queries)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestNativeNeedsWindows: on other OSes, Native's own interfaces answer
-// that they need Windows, in runner.Unsupported's words.
+// that they need Windows, in the words of the other host operations.
 func TestNativeNeedsWindows(t *testing.T) {
 	ctx := context.Background()
 	n := Native{}

@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/hostile"
 )
 
 // slack is what a slow, shared machine may add to a deadline.
@@ -26,8 +25,8 @@ func native(f *fakeSCM) Native {
 }
 
 // bound is the system group's limits with a short deadline.
-func bound(timeout time.Duration) *runner.Bounded {
-	return runner.Bound(nil, "system", limits.Limits{Timeout: timeout, Concurrency: 2, Setting: "--host-call-timeout-system"})
+func bound(timeout time.Duration) *limits.Bounded {
+	return limits.Bound("system", limits.Limits{Timeout: timeout, Concurrency: 2, Setting: "--host-call-timeout-system"})
 }
 
 func running(name string, dependsOn ...string) *fakeService {
@@ -78,7 +77,7 @@ func TestUnknownServiceIsNamed(t *testing.T) {
 }
 
 func TestHostileNamesAreOnlyNames(t *testing.T) {
-	for _, hostile := range runnertest.Hostile() {
+	for _, hostile := range hostile.Values() {
 		f := newFakeSCM()
 		_, err := native(f).GetService(context.Background(), hostile)
 		if !errors.Is(err, win32.ErrNoSuchService) || !strings.Contains(err.Error(), `named `+quoteAll([]string{hostile})+` on this node`) {

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/windows/svc/mgr"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
@@ -150,7 +149,7 @@ func TestNativeServices(t *testing.T) {
 	installTestService(t, m, dependent, 0, base)
 
 	ctx := context.Background()
-	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Concurrency: 8, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: limits.Bound("system", limits.Limits{Timeout: time.Minute, Concurrency: 8, Setting: "--host-call-timeout-system"})}
 	get := func(name string) Service {
 		t.Helper()
 		s, err := n.GetService(ctx, name)
@@ -268,7 +267,7 @@ func TestNativeStartDeadline(t *testing.T) {
 	slow := fmt.Sprintf("pipeguard-test-%d-slow", os.Getpid())
 	installTestService(t, m, slow, 5*time.Second)
 
-	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: 2 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: limits.Bound("system", limits.Limits{Timeout: 2 * time.Second, Concurrency: 8, Setting: "--host-call-timeout-system"})}
 	err = n.StartService(context.Background(), slow)
 	var de *limits.DeadlineError
 	want := fmt.Sprintf(`system StartService did not finish within 2s (host operation deadline; --host-call-timeout-system): service %q was still StartPending, not Running`, slow)
@@ -276,7 +275,7 @@ func TestNativeStartDeadline(t *testing.T) {
 		t.Fatalf("StartService of a slow service: %v\nwant %q", err, want)
 	}
 	// It does start: a longer deadline sees it Running.
-	n.Limits = runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})
+	n.Limits = limits.Bound("system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})
 	if err := n.StartService(context.Background(), slow); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +301,7 @@ func TestNativeStartFailure(t *testing.T) {
 		}
 		s.Close()
 	}()
-	n := Native{Limits: runner.Bound(nil, "system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})}
+	n := Native{Limits: limits.Bound("system", limits.Limits{Timeout: time.Minute, Setting: "--host-call-timeout-system"})}
 	start := time.Now()
 	err = n.StartService(context.Background(), name)
 	if want := fmt.Sprintf("StartService: starting service %q: StartService: ", name); err == nil || !strings.HasPrefix(err.Error(), want) {

@@ -121,8 +121,8 @@ func TestNativeErrors(t *testing.T) {
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("%v\nwant %q", err, tc.want)
 			}
-			if cmds := f.ps.Commands(); len(cmds) != 0 {
-				t.Fatalf("started processes: %v", cmds)
+			if calls, queries := f.wmi.Calls(), f.wmi.Queries(); len(calls) != 0 || len(queries) != 0 {
+				t.Fatalf("went through WMI: calls %v, queries %q", calls, queries)
 			}
 		})
 	}

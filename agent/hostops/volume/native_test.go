@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // The volumes of the native tests: A and B on disk 1 (partitions 2 and 1,
@@ -30,7 +29,8 @@ const (
 
 type fixture struct {
 	host *win32test.Host
-	ps   *runnertest.Fake
+	wmi  *wmitest.Provider
+	st   *wmitest.Storage
 	n    Native
 }
 
@@ -49,12 +49,14 @@ func newFixture(t *testing.T) fixture {
 	h.Answer(win32.VolumeDevice(volDVD), win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, nil, win32test.Fail(
 		win32.DeviceIoControlFunc(win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS), win32.VolumeDevice(volDVD), win32test.ErrInvalidFunction))
 	h.AddDrive(`C:\`, volC)
-	ps := &runnertest.Fake{}
-	return fixture{host: h, ps: ps, n: Native{deps: Deps{Sys: h, Limits: runner.Bound(ps, "volume", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps}}}}
+	p := wmitest.New()
+	st := wmitest.AddStorage(p)
+	l := limits.Bound("volume", limits.Limits{Timeout: 5 * time.Second, Concurrency: 8})
+	return fixture{host: h, wmi: p, st: st, n: Native{deps: Deps{Sys: h, Limits: l, Cmdlets: WMI{Conn: p, Limits: l}}}}
 }
 
-// Every native operation answers from Win32 calls alone: the PowerShell
-// runner behind Cmdlets records no command.
+// Every native operation answers from Win32 calls alone: the WMI provider
+// behind Cmdlets is asked nothing.
 func TestNativeResults(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
@@ -102,8 +104,8 @@ func TestNativeResults(t *testing.T) {
 			t.Fatalf("%s = %#v, want %#v", s.name, got, s.want)
 		}
 	}
-	if cmds := f.ps.Commands(); len(cmds) != 0 {
-		t.Fatalf("the native operations started processes: %v", cmds)
+	if calls, queries := f.wmi.Calls(), f.wmi.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("the native operations went through WMI: calls %v, queries %q", calls, queries)
 	}
 	// UnmountVolume flushed, then removed the mount point.
 	var order []string
@@ -119,22 +121,32 @@ func TestNativeResults(t *testing.T) {
 }
 
 // FormatVolume and ResizeVolume, which have no Win32 equivalent, reach the
-// PowerShell implementation, and make no Win32 call.
+// WMI implementation, and make no Win32 call: the raw volume is formatted
+// NTFS, volume A's partition grows to 2 GiB.
 func TestNativeFormatAndResizeRunCmdlets(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
+	raw := f.st.AddVolume(f.st.AddPartition(f.st.AddDisk(4, 4<<30, 2), 1<<30, wmitest.GPTBasicData), volRaw, "")
+	partA := f.st.AddPartition(f.st.AddDisk(1, 8<<30, 2), 1<<30, wmitest.GPTBasicData)
+	f.st.AddVolume(partA, volA, "NTFS")
 	if err := f.n.FormatVolume(ctx, volRaw); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.n.ResizeVolume(ctx, volA, 1<<31); err != nil {
 		t.Fatal(err)
 	}
-	want := []runner.Command{
-		runner.PowerShell(scriptFormat, "volumeid="+volRaw),
-		runner.PowerShell(scriptResize, "volumeid="+volA, "sizebytes=2147483648"),
+	var methods []string
+	for _, c := range f.wmi.Calls() {
+		methods = append(methods, c.Method)
 	}
-	if got := f.ps.Commands(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("ran %v\nwant %v", got, want)
+	if want := []string{"MSFT_Volume.Format", "MSFT_Partition.Resize", "MSFT_Disk.Refresh"}; !reflect.DeepEqual(methods, want) {
+		t.Fatalf("called %q\nwant %q", methods, want)
+	}
+	if fs := f.st.Prop(raw, "FileSystem"); fs != "NTFS" {
+		t.Errorf("the formatted volume's file system is %v, want NTFS", fs)
+	}
+	if size := f.st.Prop(partA, "Size"); size != uint64(1<<31) {
+		t.Errorf("volume A's partition is %v bytes, want %d", size, 1<<31)
 	}
 	if calls := f.host.Calls(); len(calls) != 0 {
 		t.Fatalf("Win32 calls made: %v", calls)
@@ -153,7 +165,7 @@ func TestNativeHungCallAnswersAtTheDeadline(t *testing.T) {
 		}
 		return nil
 	}
-	f.n.Limits = runner.Bound(f.ps, "volume", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-volume"})
+	f.n.Limits = limits.Bound("volume", limits.Limits{Timeout: 100 * time.Millisecond, Concurrency: 8, Setting: "--host-call-timeout-volume"})
 	ctx := context.Background()
 	if err := f.n.MountVolume(ctx, volA, `C:\mnt`); err != nil {
 		t.Fatal(err)

@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/internal/platform"
 )
 
@@ -17,8 +16,8 @@ import (
 // Wine what Wine does not implement is skipped with its answer.
 func TestNativeOnTheHost(t *testing.T) {
 	ctx := context.Background()
-	ps := &runnertest.Fake{}
-	n := Native{deps: Deps{Sys: win32.New(), Limits: runner.Bound(ps, "volume", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: PowerShell{Runner: ps},
+	prov := wmitest.New()
+	n := Native{deps: Deps{Sys: win32.New(), Limits: limits.Bound("volume", limits.Limits{Timeout: 30 * time.Second, Concurrency: 8}), Cmdlets: WMI{Conn: prov},
 		// The host's own answers are ones the decoders must read.
 		Skipped: func(listing string, err error) { t.Errorf("%s left out a volume: %v", listing, err) }}}
 	c, err := win32.New().VolumeNameForMountPoint(`C:\`)
@@ -45,8 +44,8 @@ func TestNativeOnTheHost(t *testing.T) {
 	if _, err := n.ListVolumesOnDisk(ctx, 0, 0); err != nil {
 		t.Fatalf("ListVolumesOnDisk(0, 0): %v", err)
 	}
-	if cmds := ps.Commands(); len(cmds) != 0 {
-		t.Fatalf("started processes: %v", cmds)
+	if calls, queries := prov.Calls(), prov.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("went through WMI: calls %v, queries %q", calls, queries)
 	}
 	t.Run("GetDiskNumberFromVolumeID", func(t *testing.T) {
 		d, err := n.GetDiskNumberFromVolumeID(ctx, c)

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
 func TestCallReturnsTheResult(t *testing.T) {
-	l := runner.Bound(nil, "volume", limits.Limits{Timeout: time.Second, Concurrency: 1})
+	l := limits.Bound("volume", limits.Limits{Timeout: time.Second, Concurrency: 1})
 	got, err := win32.Call(context.Background(), l, "GetVolumeInformationW", func() (string, error) { return "NTFS", nil })
 	if got != "NTFS" || err != nil {
 		t.Fatalf("Call = %q, %v", got, err)
@@ -27,7 +26,7 @@ func TestCallReturnsTheResult(t *testing.T) {
 // caller, answered at the deadline, never sees it (and the race detector
 // sees no shared write).
 func TestCallDropsALateResult(t *testing.T) {
-	l := runner.Bound(nil, "volume", limits.Limits{Timeout: 50 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-volume"})
+	l := limits.Bound("volume", limits.Limits{Timeout: 50 * time.Millisecond, Concurrency: 1, Setting: "--host-call-timeout-volume"})
 	release, returned := make(chan struct{}), make(chan struct{})
 	start := time.Now()
 	got, err := win32.Call(context.Background(), l, "GetDiskFreeSpaceExW", func() (uint64, error) {

@@ -12,7 +12,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/confine"
 	"github.com/pipeguard/pipeguard/agent/groups/inflight"
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 	"github.com/pipeguard/pipeguard/internal/testing/doctable"
@@ -26,12 +26,7 @@ func fixedBounds() map[string]string {
 	b := defaultHTTPBounds()
 	share := func(n int) string { return fmt.Sprintf("%d of %d", limits.DefaultCallerShare(n), n) }
 	want := map[string]string{
-		"host operations of one group one caller holds at once (a caller: its pod, else its user)":        share(limits.DefaultConcurrency),
-		"PowerShell workers one caller holds at once":                                                     share(2),
-		"PowerShell workers the iSCSI, SMB and system groups hold together":                               share(2),
-		"wait before a caller's next worker, after it ended its own request mid-run (killing its worker)": runner.DefaultKillBackoff.String() + ", doubling per such request in a row",
-		"that wait, at most":                 runner.DefaultKillBackoffMax.String(),
-		"callers whose restart wait is kept": strconv.Itoa(runner.MaxKillBackoffCallers),
+		"host operations of one group one caller holds at once (a caller: its pod, else its user)":                              share(limits.DefaultConcurrency),
 		"one caller's share of the audit webhook buffer, in blocking mode (a caller: its pod, else container, SID or uid, pid)": "1/" + strconv.Itoa(audit.WebhookCallerShare),
 		"ranges of unacknowledged records the webhook remembers":                                                                strconv.Itoa(audit.MaxUnsentRanges),
 		"a receiver's refusal reason, and the list of undelivered records, in a checkpoint":                                     strconv.Itoa(audit.MaxUnsentText) + " bytes",
@@ -53,8 +48,9 @@ func fixedBounds() map[string]string {
 		"a connection with no call in flight":  server.IdleConnectionTimeout.String(),
 		"a Windows path":                       strconv.Itoa(confine.MaxPathWindows) + " bytes",
 		"a Linux path":                         strconv.Itoa(confine.MaxPathLinux) + " bytes",
-		"one line a PowerShell worker answers": mib(runner.DefaultWorkerMaxLine),
 		"host operations of one group at once": strconv.Itoa(limits.DefaultConcurrency),
+		"objects one WMI query returns":        strconv.Itoa(wmi.MaxObjects),
+		"one string value of a WMI answer (a string array's strings together)":                                                                kib(wmi.MaxValueBytes),
 		"the settle check of a storage operation past its deadline (see [One storage operation at a time](#one-storage-operation-at-a-time))": inflight.SettleCheckTimeout.String(),
 		"a volume, disk, share or iSCSI target held after the deadline of an operation with no settle check":                                  inflight.SettleTime.String(),
 		"a volume, disk, share or iSCSI target held after its operation's deadline, whatever the settle checks say":                           inflight.MaxHold.String(),

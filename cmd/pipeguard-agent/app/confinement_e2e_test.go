@@ -14,7 +14,7 @@ import (
 	fsv2alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v2alpha1"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // fakeFS records the host calls that got past confinement. If block is set,
@@ -190,7 +190,7 @@ func TestConfinementWindowsPaths(t *testing.T) {
 		KubeletPath: `C:\var\lib\kubelet`,
 		WorkingDirs: []string{`C:\csi`},
 		Filesystem:  host,
-		Runner:      &runnertest.Fake{},
+		WMI:         wmitest.New(),
 	})
 	v1 := fsv1.NewFilesystemClient(r.dial(t, "filesystem", "v1"))
 	ctx := context.Background()

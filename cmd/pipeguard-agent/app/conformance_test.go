@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -18,9 +17,10 @@ import (
 	volv1beta2 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1beta2"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // conformanceCases are the checks of the rows of docs/windows.md's
@@ -46,31 +46,41 @@ func conformanceCases() map[string]func(t *testing.T) {
 		},
 		// GetAttachState answers whether the disk is online: not IsOffline.
 		"disk/GetAttachState": func(t *testing.T) {
-			r, fake, _, _ := windowsAgentHost(t)
+			r, w, _, _ := windowsAgentHost(t)
+			d := w.storage.AddDisk(3, 8<<30, 2)
+			w.storage.AddDisk(4, 8<<30, 2)
 			c := diskv1beta2.NewDiskClient(r.dial(t, "disk", "v1beta2"))
-			for offline, online := range map[string]bool{"True": false, "False": true} {
-				fake.Respond = func(runner.Command) ([]byte, error) { return []byte(offline + "\r\n"), nil }
+			for offline, online := range map[bool]bool{true: false, false: true} {
+				w.storage.Set(d, "IsOffline", offline)
 				got, err := c.GetAttachState(ctx, &diskv1beta2.GetAttachStateRequest{DiskID: "3"})
 				if err != nil || got.IsOnline != online {
-					t.Fatalf("GetAttachState with IsOffline %s = %v, %v; want IsOnline %v", offline, got, err, online)
+					t.Fatalf("GetAttachState with IsOffline %v = %v, %v; want IsOnline %v", offline, got, err, online)
 				}
 			}
-			for _, c := range fake.Commands() {
-				if !slices.Contains(c.Env, "disknumber=3") {
-					t.Fatalf("the state of disk 3 was asked with %q", c.Env)
+			for _, q := range w.Queries() {
+				if q != "SELECT * FROM MSFT_Disk WHERE Number = 3" {
+					t.Fatalf("the state of disk 3 was asked with %q", q)
 				}
+			}
+			if calls := w.Calls(); len(calls) != 0 {
+				t.Fatalf("reading the state called %+v", calls)
 			}
 		},
 		// SetAttachState takes the disk offline or online.
 		"disk/SetAttachState": func(t *testing.T) {
-			r, fake, _, _ := windowsAgentHost(t)
+			r, w, _, _ := windowsAgentHost(t)
+			d := w.storage.AddDisk(3, 8<<30, 2)
+			w.storage.AddDisk(4, 8<<30, 2)
 			c := diskv1beta2.NewDiskClient(r.dial(t, "disk", "v1beta2"))
 			if _, err := c.SetAttachState(ctx, &diskv1beta2.SetAttachStateRequest{DiskID: "3", IsOnline: false}); err != nil {
 				t.Fatal(err)
 			}
-			cmds := fake.Commands()
-			if len(cmds) != 1 || !slices.Contains(cmds[0].Env, "disknumber=3") || !slices.Contains(cmds[0].Env, "diskoffline=true") {
-				t.Fatalf("SetAttachState(3, offline) ran %+v; want one Set-Disk of disk 3 with IsOffline true", cmds)
+			calls := w.Calls()
+			if len(calls) != 1 || calls[0].Method != "MSFT_Disk.Offline" || calls[0].Path != wmitest.RelPath("MSFT_Disk", "ObjectId", w.storage.Prop(d, "ObjectId").(string)) {
+				t.Fatalf("SetAttachState(3, offline) called %+v; want one MSFT_Disk.Offline of disk 3", calls)
+			}
+			if w.storage.Prop(d, "IsOffline") != true {
+				t.Fatal("disk 3 is still online")
 			}
 		},
 		// GetDiskNumberByName finds the disk whose page 83 identifier is
@@ -160,20 +170,29 @@ func conformanceCases() map[string]func(t *testing.T) {
 		// the path it is given: csi-driver-smb sends its link's target,
 		// sub-directory included, with '/' or '\\'.
 		"smb/RemoveSmbGlobalMapping": func(t *testing.T) {
-			r, fake, _, _ := windowsAgentHost(t)
+			r, w, _, _ := windowsAgentHost(t)
 			c := smbv1.NewSmbClient(r.dial(t, "smb", "v1"))
 			for _, p := range []string{`\\SRV\Share\pvc-1\sub`, `//SRV/Share/pvc-1`} {
+				w.smb.AddMapping(`\\srv\share`, wmitest.SmbStatusOK)
 				if _, err := c.RemoveSmbGlobalMapping(ctx, &smbv1.RemoveSmbGlobalMappingRequest{RemotePath: p}); err != nil {
 					t.Fatalf("RemoveSmbGlobalMapping(%s): %v", p, err)
 				}
+				if m := w.Instances(wmi.NamespaceSMB, wmitest.ClassSmbGlobalMapping); len(m) != 0 {
+					t.Fatalf("RemoveSmbGlobalMapping(%s) left the mappings %v", p, m)
+				}
 			}
-			cmds := fake.Commands()
-			if len(cmds) != 2 {
-				t.Fatalf("ran %+v; want two removals", cmds)
+			calls := w.Calls()
+			if len(calls) != 2 {
+				t.Fatalf("called %+v; want two removals", calls)
 			}
-			for _, c := range cmds {
-				if !strings.Contains(c.Script, "Remove-SmbGlobalMapping") || !slices.ContainsFunc(c.Env, func(e string) bool { return strings.EqualFold(e, `smbremotepath=\\srv\share`) }) {
-					t.Fatalf("ran %q with %q; want Remove-SmbGlobalMapping of the share root", c.Script, c.Env)
+			for _, c := range calls {
+				if c.Method != "MSFT_SmbGlobalMapping.Remove" || !strings.EqualFold(c.Path, wmitest.RelPath(wmitest.ClassSmbGlobalMapping, "RemotePath", `\\srv\share`)) {
+					t.Fatalf("called %s of %s; want the Remove of the share root's mapping", c.Method, c.Path)
+				}
+			}
+			for _, q := range w.Queries() {
+				if !strings.EqualFold(q, `SELECT * FROM MSFT_SmbGlobalMapping WHERE RemotePath = '\\\\srv\\share'`) {
+					t.Fatalf("queried %q; want the share root's mapping", q)
 				}
 			}
 		},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	diskv1 "github.com/kubernetes-csi/csi-proxy/client/api/disk/v1"
 	fsv1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v1"
 	iscsiv1alpha2 "github.com/kubernetes-csi/csi-proxy/client/api/iscsi/v1alpha2"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -32,8 +34,8 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
 )
@@ -196,10 +198,21 @@ func verifyLog(t testing.TB, path string) *review.Report {
 
 // TestSecretsNeverReachTheAuditLog sends SMB passwords and CHAP secrets at
 // Request level, where request bodies are recorded, and searches every
-// file the agent wrote.
+// file the agent wrote and its log; the secrets reach WMI only as the
+// methods' in-parameters, never in a query.
 func TestSecretsNeverReachTheAuditLog(t *testing.T) {
-	fake := &runnertest.Fake{}
-	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake, Win32: win32test.New()},
+	w := newHostWMI()
+	portal := w.iscsi.AddPortal("10.0.0.5", 3260)
+	w.iscsi.AddTarget(portal, "iqn.2000-01.com.example:t1")
+	w.iscsi.AddTarget(portal, "iqn.2000-01.com.example:t2")
+	var logMu sync.Mutex
+	var logged strings.Builder
+	agentLog := funcr.New(func(prefix, args string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		logged.WriteString(prefix + " " + args + "\n")
+	}, funcr.Options{Verbosity: 10})
+	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, WMI: w, Win32: win32test.New(), Log: agentLog},
 		guard.Options{Level: audit.LevelRequest}, nil)
 	ctx := context.Background()
 	const password, chap, mutual = "Pa55-smb-9f3a", "chap-7c1e-secret", "mutual-0b2d-secret"
@@ -218,9 +231,53 @@ func TestSecretsNeverReachTheAuditLog(t *testing.T) {
 	if _, err := iscsi.SetMutualChapSecret(ctx, &iscsiv1alpha2.SetMutualChapSecretRequest{MutualChapSecret: mutual}); err != nil {
 		t.Fatal(err)
 	}
-	// The secrets did reach the host operations.
-	if env := fmt.Sprint(fake.Commands()); !strings.Contains(env, password) || !strings.Contains(env, chap) || !strings.Contains(env, mutual) {
-		t.Fatalf("secrets did not reach the host: %s", env)
+	// A host call that fails answers its code's meaning, never the secret
+	// it carried.
+	w.smb.Fail("Create", 1326)
+	w.iscsi.Fail(wmitest.ClassISCSITarget, "Connect", wmitest.ISDSCAuthenticationFailure)
+	_, err = smbv1.NewSmbClient(g.dial(t, "smb", "v1")).NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{
+		RemotePath: `\\srv\other`, LocalPath: `C:\var\lib\kubelet\plugins\smb\pv2\globalmount`, Username: `DOM\u`, Password: password})
+	wantStatus(t, err, codes.Unknown, "The user name or password is incorrect")
+	_, err2 := iscsi.ConnectTarget(ctx, &iscsiv1alpha2.ConnectTargetRequest{
+		TargetPortal: &iscsiv1alpha2.TargetPortal{TargetAddress: "10.0.0.5", TargetPort: 3260}, Iqn: "iqn.2000-01.com.example:t2",
+		AuthType: iscsiv1alpha2.AuthenticationType_ONE_WAY_CHAP, ChapUsername: "u", ChapSecret: chap})
+	wantStatus(t, err2, codes.Unknown, "Authentication failure")
+	for _, e := range []error{err, err2} {
+		if msg := status.Convert(e).Message(); strings.Contains(msg, password) || strings.Contains(msg, chap) {
+			t.Errorf("the answer %q holds a secret", msg)
+		}
+	}
+	// The secrets did reach the host, each as its method's in-parameter.
+	in := map[string]map[string]any{}
+	for _, c := range w.Calls() {
+		in[c.Method] = c.In
+	}
+	if got := in["MSFT_SmbGlobalMapping.Create"]["Credential"]; got != `DOM\\u:`+password {
+		t.Errorf("Create's Credential is %q, want the user name and the password", got)
+	}
+	if got := in["MSFT_iSCSITarget.Connect"]["ChapSecret"]; got != chap {
+		t.Errorf("Connect's ChapSecret is %q, want the CHAP secret", got)
+	}
+	if got := w.iscsi.MutualCHAPSecret(); got != mutual {
+		t.Errorf("the initiator's mutual CHAP secret is %q, want the one sent", got)
+	}
+	for _, q := range w.Queries() {
+		for _, s := range []string{password, chap, mutual} {
+			if strings.Contains(q, s) {
+				t.Errorf("the query %q holds a secret", q)
+			}
+		}
+	}
+	logMu.Lock()
+	agentLogged := logged.String()
+	if !strings.Contains(agentLogged, "The user name or password is incorrect") || !strings.Contains(agentLogged, "Authentication failure") {
+		t.Errorf("the agent's log does not record the failed host calls: %s", agentLogged)
+	}
+	logMu.Unlock()
+	for _, s := range []string{password, chap, mutual} {
+		if strings.Contains(agentLogged, s) {
+			t.Errorf("the agent's log holds a secret: %s", agentLogged)
+		}
 	}
 	g.log.Close()
 	entries, _ := os.ReadDir(filepath.Dir(g.auditPath))

@@ -10,9 +10,9 @@ import (
 	volv1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // A disk and a volume the host answers unreadably are left out of the
@@ -32,7 +32,7 @@ func TestHostListingsSkipAndCountUnreadableEntries(t *testing.T) {
 	host.Answer(win32.VolumeDevice(bad), win32.IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, []byte{1}, nil)
 	reg := prometheus.NewRegistry()
 	var log logLines
-	r := start(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: &runnertest.Fake{},
+	r := start(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, WMI: wmitest.New(),
 		Win32: host, System: &recordingSystem{}, Registry: reg, Log: log.logger()})
 	ctx := context.Background()
 

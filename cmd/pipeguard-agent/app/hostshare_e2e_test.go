@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,18 +12,26 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/guard"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 	"github.com/pipeguard/pipeguard/agent/identity"
 )
 
 // TestSmbRequestDeadlineThroughTheGuard maps a share whose
-// New-SmbGlobalMapping never ends: --host-call-timeout-smb covers the whole
+// MSFT_SmbGlobalMapping.Create never answers: --host-call-timeout-smb covers the whole
 // request (the mapping lookup before it included), which answers
 // DeadlineExceeded naming the share and the flag; the next mapping is
 // served.
 func TestSmbRequestDeadlineThroughTheGuard(t *testing.T) {
-	fake := &hangOn{hang: "smbuser=hung"}
+	fake := &hangOn{Conn: newHostWMI(), hang: func(_, method string, in []wmi.Param) bool {
+		for _, p := range in {
+			if s, _ := p.Value.(string); method == "Create" && p.Name == "Credential" && strings.HasPrefix(s, "hung:") {
+				return true
+			}
+		}
+		return false
+	}}
 	const timeout = 300 * time.Millisecond
-	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake,
+	g := startGuarded(t, Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, WMI: fake,
 		HostCallTimeouts: map[string]time.Duration{"smb": timeout}}, guard.Options{}, nil)
 	smb := smbv1.NewSmbClient(g.dial(t, "smb", "v1"))
 
@@ -32,7 +41,7 @@ func TestSmbRequestDeadlineThroughTheGuard(t *testing.T) {
 		t.Fatalf("answered after %v", took)
 	}
 	wantStatus(t, err, codes.DeadlineExceeded,
-		`smb NewSmbGlobalMapping of \\srv\share did not finish within 300ms (host operation deadline, counted for the whole request; --host-call-timeout-smb): New-SmbGlobalMapping failed:`)
+		`smb NewSmbGlobalMapping of \\srv\share did not finish within 300ms (host operation deadline, counted for the whole request; --host-call-timeout-smb): mapping \\srv\share: smb MSFT_SmbGlobalMapping.Create did not finish: the request ended first: context deadline exceeded`)
 	if _, err := smb.NewSmbGlobalMapping(context.Background(), &smbv1.NewSmbGlobalMappingRequest{RemotePath: `\\other\share\pvc-2`, Username: "u", Password: "p"}); err != nil {
 		t.Fatalf("another share: %v", err)
 	}
@@ -42,12 +51,12 @@ func TestSmbRequestDeadlineThroughTheGuard(t *testing.T) {
 // gets both --format-concurrency slots; its other calls keep a share of
 // the group's.
 func TestFormatSlotsNotSplitBetweenCallers(t *testing.T) {
-	g := &formatGate{started: make(chan struct{}, 8), release: make(chan struct{})}
-	host := hostvol.PowerShell{Runner: boundRunner(Options{}, g, "volume")}
+	g := newFormatGate(8)
+	host := hostvol.WMI{Conn: g, Limits: bound(Options{}, "volume")}
 	pod := peer.NewContext(context.Background(), &peer.Peer{AuthInfo: identity.AuthInfo{Caller: &identity.Caller{PodUID: "driver", UID: -1, GID: -1}}})
 	errs := make(chan error, 2)
 	for range 2 {
-		go func() { errs <- host.FormatVolume(pod, `\\?\Volume{452e318a-5cde-421e-9831-b9853c521012}\`) }()
+		go func() { errs <- host.FormatVolume(pod, volumeID) }()
 	}
 	<-g.started
 	<-g.started

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/agent/methods"
 )
 
@@ -18,7 +19,7 @@ func TestEveryServedMethodIsInTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := buildEndpoints(Options{GOOS: "windows"}, conf, nil)
+	eps, err := buildEndpoints(Options{GOOS: "windows"}, wmitest.New(), conf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // sentCall is one call the test sends and what it must leave behind.
@@ -71,15 +71,15 @@ func TestRefusalsAreAuditedAsDenials(t *testing.T) {
 	}
 	t.Cleanup(func() { log.Close() })
 	// A Linux agent resolves symlinks on the real filesystem; a Windows one,
-	// with a fake command runner, serves the system group. Both record into
+	// over an in-memory WMI provider, serves the system group. Both record into
 	// one log.
 	guarded := func(o Options) *running {
 		o.Guard = &guard.Options{Gate: engine, Audit: log}
 		return start(t, o)
 	}
 	linux := guarded(Options{})
-	fake := &runnertest.Fake{}
-	windows := guarded(Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, Runner: fake,
+	conn := wmitest.New()
+	windows := guarded(Options{GOOS: "windows", KubeletPath: `C:\var\lib\kubelet`, Filesystem: &fakeFS{}, WMI: conn,
 		AllowedServices: []string{"csiproxy-helper"}})
 
 	k := linux.kubelet
@@ -163,8 +163,8 @@ func TestRefusalsAreAuditedAsDenials(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "new")); !os.IsNotExist(err) {
 		t.Errorf("the refused Mkdir created %s/new: %v", outside, err)
 	}
-	if cmds := fake.Commands(); len(cmds) != 0 {
-		t.Errorf("refused calls ran commands: %v", cmds)
+	if calls, queries := conn.Calls(), conn.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Errorf("refused calls reached WMI: calls %+v, queries %q", calls, queries)
 	}
 
 	// Each call's records: one deny record, the completion, for a refusal.

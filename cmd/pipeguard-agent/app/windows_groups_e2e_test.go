@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,11 +28,12 @@ import (
 	volv2alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/volume/v2alpha1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-	"github.com/pipeguard/pipeguard/agent/hostops/runner/runnertest"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 )
 
 // TestWindowsOnlyGroupsUnimplemented calls every Windows-only API group
@@ -128,20 +130,50 @@ func TestWindowsOnlyGroupsUnimplemented(t *testing.T) {
 	}
 }
 
-// windowsAgent runs the agent with Windows path rules, a fake command
-// runner for the cmdlets and a fake host for the Win32 calls (one SCSI
-// disk, number 1 at adapter 3, LUN 1), so the Windows-only groups run their
-// whole request path on real sockets here.
-func windowsAgent(t *testing.T, allowedServices ...string) (*running, *runnertest.Fake) {
-	r, fake, _, _ := windowsAgentHost(t, allowedServices...)
-	return r, fake
+// hostWMI is the WMI service of an agent's host in memory: the storage,
+// SMB and iSCSI classes of one provider, with their fixtures.
+type hostWMI struct {
+	*wmitest.Provider
+	storage *wmitest.Storage
+	smb     *wmitest.SMB
+	iscsi   *wmitest.ISCSI
+}
+
+func newHostWMI() *hostWMI {
+	p := wmitest.New()
+	return &hostWMI{Provider: p, storage: wmitest.AddStorage(p), smb: wmitest.AddSMB(p), iscsi: wmitest.AddISCSI(p)}
+}
+
+// addVolume adds the volume id, formatted fileSystem, on a partition of
+// a disk of its own, number disk, and returns it.
+func (w *hostWMI) addVolume(disk uint32, id, fileSystem string) *wmitest.Instance {
+	d := w.storage.AddDisk(disk, 16<<30, 2)
+	return w.storage.AddVolume(w.storage.AddPartition(d, 8<<30, wmitest.GPTBasicData), id, fileSystem)
+}
+
+// methods returns the methods called, in order.
+func (w *hostWMI) methods() []string {
+	var out []string
+	for _, c := range w.Calls() {
+		out = append(out, c.Method)
+	}
+	return out
+}
+
+// windowsAgent runs the agent with Windows path rules, an in-memory WMI
+// provider for the storage, SMB and iSCSI operations and a fake host for
+// the Win32 calls (one SCSI disk, number 1 at adapter 3, LUN 1), so the
+// Windows-only groups run their whole request path on real sockets here.
+func windowsAgent(t *testing.T, allowedServices ...string) (*running, *hostWMI) {
+	r, w, _, _ := windowsAgentHost(t, allowedServices...)
+	return r, w
 }
 
 // windowsAgentHost is windowsAgent that also returns its fake host and its
 // system group's recorder.
-func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runnertest.Fake, *win32test.Host, *recordingSystem) {
+func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *hostWMI, *win32test.Host, *recordingSystem) {
 	t.Helper()
-	fake := &runnertest.Fake{}
+	w := newHostWMI()
 	sys := &recordingSystem{}
 	host := win32test.New()
 	// C: is the node's system volume, which holds the kubelet directory:
@@ -149,17 +181,18 @@ func windowsAgentHost(t *testing.T, allowedServices ...string) (*running, *runne
 	host.AddVolume(win32test.Volume{ID: nodeVolumeID, FileSystem: "NTFS"})
 	host.AddDrive(`C:\`, nodeVolumeID)
 	host.AddDisk(win32test.Disk{Number: 1, Bus: win32.BusTypeVirtual, SCSI: &win32.SCSIAddress{PortNumber: 3, Lun: 1}})
+	w.addVolume(0, nodeVolumeID, "NTFS")
 	r := start(t, Options{
 		GOOS:            "windows",
 		KubeletPath:     `C:\var\lib\kubelet`,
 		Filesystem:      &fakeFS{},
-		Runner:          fake,
+		WMI:             w,
 		Win32:           host,
 		System:          sys,
 		AllowedServices: allowedServices,
 		RequirePrivacy:  true,
 	})
-	return r, fake, host, sys
+	return r, w, host, sys
 }
 
 const (
@@ -169,9 +202,9 @@ const (
 
 // TestWindowsGroupsValidateFirst checks, per request field, that bad input is
 // refused with a code and a message naming the field or rule, and that no
-// command ran.
+// WMI call or query reached the host.
 func TestWindowsGroupsValidateFirst(t *testing.T) {
-	r, fake, host, system := windowsAgentHost(t, "csiproxy-helper")
+	r, w, host, system := windowsAgentHost(t, "csiproxy-helper")
 	ctx := context.Background()
 	smb := smbv1.NewSmbClient(r.dial(t, "smb", "v1"))
 	vol := volv1.NewVolumeClient(r.dial(t, "volume", "v1"))
@@ -312,8 +345,8 @@ func TestWindowsGroupsValidateFirst(t *testing.T) {
 			wantStatus(t, tc.call(), tc.code, tc.msg)
 		})
 	}
-	if cmds := fake.Commands(); len(cmds) != 0 {
-		t.Fatalf("refused calls ran commands: %+v", cmds)
+	if calls, queries := w.Calls(), w.Queries(); len(calls) != 0 || len(queries) != 0 {
+		t.Fatalf("refused calls reached WMI: calls %+v, queries %q", calls, queries)
 	}
 	if calls := host.Calls(); len(calls) != 0 {
 		t.Fatalf("refused calls made Win32 calls: %+v", calls)
@@ -323,17 +356,12 @@ func TestWindowsGroupsValidateFirst(t *testing.T) {
 	}
 }
 
-// TestWindowsGroupsRun checks accepted calls end to end: the command that
-// runs, with the request values in its environment, and the answer parsed.
+// TestWindowsGroupsRun checks accepted calls end to end: the WMI query and
+// method call made, with the request values as their literal and
+// in-parameters, and the answer read.
 func TestWindowsGroupsRun(t *testing.T) {
-	r, fake, host, sys := windowsAgentHost(t, "CSIProxy-Helper")
+	r, w, host, sys := windowsAgentHost(t, "CSIProxy-Helper")
 	host.AddVolume(win32test.Volume{ID: volumeID, FileSystem: "NTFS", Total: 100, Free: 40})
-	fake.Respond = func(c runner.Command) ([]byte, error) {
-		if strings.Contains(c.Script, "Get-SmbGlobalMapping") {
-			return []byte("false"), nil
-		}
-		return nil, nil
-	}
 	ctx := context.Background()
 
 	_, err := smbv1.NewSmbClient(r.dial(t, "smb", "v1")).NewSmbGlobalMapping(ctx, &smbv1.NewSmbGlobalMappingRequest{
@@ -343,18 +371,20 @@ func TestWindowsGroupsRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewSmbGlobalMapping: %v", err)
 	}
-	cmds := fake.Commands()
-	if len(cmds) != 2 {
-		t.Fatalf("ran %d commands, want IsMapped and NewGlobalMapping (the link is a Win32 call): %+v", len(cmds), cmds)
+	wantQueries := []string{`SELECT * FROM MSFT_SmbGlobalMapping WHERE RemotePath = '\\\\srv\\share'`}
+	if q := w.Queries(); fmt.Sprint(q) != fmt.Sprint(wantQueries) {
+		t.Errorf("queries %q, want the lookup of the share root's mapping %q", q, wantQueries)
 	}
-	wantEnv := [][]string{
-		{`smbremotepath=\\srv\share`},
-		{`smbuser=DOM\u`, `smbpassword=p'$(x)"`, `smbremotepath=\\srv\share`, "smbrequireprivacy=true"},
+	calls := w.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("made %d WMI calls, want the mapping's Create (the link is a Win32 call): %+v", len(calls), calls)
 	}
-	for i, c := range cmds {
-		if c.Program != runner.PowerShellProgram || fmt.Sprint(c.Env) != fmt.Sprint(wantEnv[i]) {
-			t.Errorf("command %d: %s %q, want env %q", i, c.Program, c.Env, wantEnv[i])
-		}
+	wantIn := map[string]any{"RemotePath": `\\srv\share`, "RequirePrivacy": true, "Credential": `DOM\\u:p'$(x)"`}
+	if c := calls[0]; c.Method != "MSFT_SmbGlobalMapping.Create" || c.Namespace != wmi.NamespaceSMB || fmt.Sprint(c.In) != fmt.Sprint(wantIn) {
+		t.Errorf("called %s in %s with %v, want MSFT_SmbGlobalMapping.Create with %v", c.Method, c.Namespace, c.In, wantIn)
+	}
+	if u := w.smb.User(`\\srv\share`); u != `DOM\u` {
+		t.Errorf("the share is mapped for %q, want DOM\\u", u)
 	}
 	link, err := host.ReadReparsePoint(`C:\var\lib\kubelet\plugins\smb\pv\globalmount`)
 	if err != nil {
@@ -362,6 +392,12 @@ func TestWindowsGroupsRun(t *testing.T) {
 	}
 	if rp, err := win32.ParseReparsePoint(link); err != nil || rp.SubstituteName != `\??\UNC\srv\share\dir\` {
 		t.Fatalf("the link leads to %+v (%v), want the share's directory with its trailing backslash", rp, err)
+	}
+
+	w.iscsi.AddPortal("10.0.0.5", 3261)
+	portals, err := iscsiv1alpha2.NewIscsiClient(r.dial(t, "iscsi", "v1alpha2")).ListTargetPortals(ctx, &iscsiv1alpha2.ListTargetPortalsRequest{})
+	if err != nil || len(portals.GetTargetPortals()) != 1 || portals.TargetPortals[0].GetTargetAddress() != "10.0.0.5" || portals.TargetPortals[0].GetTargetPort() != 3261 {
+		t.Fatalf("ListTargetPortals = %v, %v; want the host's portal 10.0.0.5:3261", portals, err)
 	}
 
 	locs, err := diskv1.NewDiskClient(r.dial(t, "disk", "v1")).ListDiskLocations(ctx, &diskv1.ListDiskLocationsRequest{})
@@ -382,12 +418,19 @@ func TestWindowsGroupsRun(t *testing.T) {
 }
 
 // TestHostFailureIsUnknown keeps CSI Proxy's error shape for failures of the
-// host operation: codes.Unknown with the error text.
+// host operation: codes.Unknown with the error text, here the method's
+// documented return code and the provider's extended status.
 func TestHostFailureIsUnknown(t *testing.T) {
-	r, fake := windowsAgent(t)
-	fake.Respond = func(runner.Command) ([]byte, error) {
-		return nil, fmt.Errorf("exit status 1: Format-Volume : Access denied")
-	}
+	r, w := windowsAgent(t)
+	w.addVolume(2, volumeID, "")
+	w.storage.Fail("MSFT_Volume.Format", 40001, "the caller may not format this volume")
 	_, err := volv1.NewVolumeClient(r.dial(t, "volume", "v1")).FormatVolume(context.Background(), &volv1.FormatVolumeRequest{VolumeId: volumeID})
-	wantStatus(t, err, codes.Unknown, "Format-Volume failed: exit status 1: Format-Volume : Access denied")
+	want := "formatting volume " + strconv.Quote(volumeID) + ": MSFT_Volume.Format returned 40001 (Access denied): the caller may not format this volume"
+	wantStatus(t, err, codes.Unknown, want)
+	if msg := status.Convert(err).Message(); msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+	if f := w.storage.Prop(w.Instances(wmi.NamespaceStorage, "MSFT_Volume")[1], "FileSystem"); f != "" {
+		t.Fatalf("the volume whose format failed reads as formatted %v", f)
+	}
 }
