@@ -6,6 +6,7 @@ require (
 	github.com/Microsoft/go-winio v0.6.3
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-logr/logr v1.4.4
+	github.com/go-ole/go-ole v1.3.0
 	github.com/gobwas/glob v1.0.0
 	github.com/google/uuid v1.6.0
 	github.com/kubernetes-csi/csi-proxy/client v1.3.0

@@ -12,10 +12,11 @@ import (
 // The agent's settings may give the deadline another value.
 var Limits = limits.Limits{Timeout: 90 * time.Second, Concurrency: limits.DefaultConcurrency}
 
-// DefaultFormatConcurrency is how many Format-Volume and Resize-Partition
-// calls run at once, together.
+// DefaultFormatConcurrency is how many formats and resizes run at once,
+// together.
 const DefaultFormatConcurrency = 2
 
 // FormatOps are the operations, as the volume group names them, that share
-// the format cap (DefaultFormatConcurrency).
-var FormatOps = []string{"Format-Volume", "Resize-Partition"}
+// the format cap (DefaultFormatConcurrency): the PowerShell ones
+// (Format-Volume, Resize-Partition) and the WMI ones (OpFormat, OpResize).
+var FormatOps = []string{"Format-Volume", "Resize-Partition", OpFormat, OpResize}
