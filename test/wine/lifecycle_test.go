@@ -3,6 +3,7 @@
 package wine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -188,6 +189,10 @@ func replayLifecycle(t *testing.T, p *prefix, lc lifecycle) []phaseStats {
 	// The agent's shutdown creates no process either.
 	if err := a.stop(t); err != nil {
 		t.Errorf("%s: pipeguard-agent-fixture.exe: %v", lc.driver, err)
+	}
+	// The share's password reached WMI only as Create's Credential.
+	if bytes.Contains(a.wmiLog(t), []byte(lcSMBPassword)) || strings.Contains(a.log.String()+a.trace.String(), lcSMBPassword) {
+		t.Errorf("%s: the SMB password appears in the WMI call log or the agent's output", lc.driver)
 	}
 	if starts := a.processStarts(); len(starts) != 0 {
 		t.Errorf("%s: the agent created %d processes over the lifecycle and its shutdown, want none:\n%s", lc.driver, len(starts), strings.Join(starts, "\n"))
