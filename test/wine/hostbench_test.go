@@ -20,11 +20,13 @@ import (
 
 // hostbenchMode is what hostbench's summary says of one mode.
 type hostbenchMode struct {
-	Calls                int     `json:"calls"`
-	ProcessStarts        int     `json:"processStarts"`
-	MedianCallsPerSecond float64 `json:"medianCallsPerSecond"`
-	MedianCPUMsPerCall   float64 `json:"medianCpuMsPerCall"`
-	WarmupSeconds        float64 `json:"warmupSeconds"`
+	Calls                int      `json:"calls"`
+	ProcessStarts        int      `json:"processStarts"`
+	WarmupProcessStarts  int      `json:"warmupProcessStarts"`
+	WarmupProcesses      []string `json:"warmupProcesses"`
+	MedianCallsPerSecond float64  `json:"medianCallsPerSecond"`
+	MedianCPUMsPerCall   float64  `json:"medianCpuMsPerCall"`
+	WarmupSeconds        float64  `json:"warmupSeconds"`
 }
 
 // hostbenchSummary is the last line of test/wine/cmd/hostbench's output.
@@ -76,8 +78,8 @@ func parseHostbench(out []byte) (rounds []string, s hostbenchSummary, err error)
 		return rounds, s, fmt.Errorf("hostbench printed %d round lines for %d rounds of 2 modes", len(rounds), s.Rounds)
 	case !s.Verified:
 		return rounds, s, fmt.Errorf("hostbench's counts do not match its calls: %v", s.Mismatches)
-	case s.ProcessStarts != 0 || s.Query.ProcessStarts != 0 || s.Method.ProcessStarts != 0:
-		return rounds, s, fmt.Errorf("hostbench's summary counts %d processes started, want none", s.ProcessStarts+s.Query.ProcessStarts+s.Method.ProcessStarts)
+	case s.Query.ProcessStarts != 0 || s.Method.ProcessStarts != 0:
+		return rounds, s, fmt.Errorf("hostbench's summary counts %d processes started in its rounds, want none", s.Query.ProcessStarts+s.Method.ProcessStarts)
 	}
 	for name, v := range map[string]float64{"query.medianCallsPerSecond": s.Query.MedianCallsPerSecond, "method.medianCallsPerSecond": s.Method.MedianCallsPerSecond} {
 		if !(v > 0) || math.IsInf(v, 0) {
@@ -113,7 +115,7 @@ func TestParseHostbenchRefusesABrokenRun(t *testing.T) {
 		"a missing round":   {round(1, "query") + "\n" + summary, "hostbench printed 1 round lines for 1 rounds of 2 modes"},
 		"a wrong summary":   {rounds + `{"kind":"summary","rounds":"one"}`, "hostbench's summary does not parse"},
 		"unverified counts": {rounds + strings.Replace(summary, `"verified":true`, `"verified":false,"mismatches":["a call started a process"]`, 1), "hostbench's counts do not match its calls: [a call started a process]"},
-		"a process started": {rounds + strings.Replace(summary, `"processStarts":0,"previousWorker"`, `"processStarts":1,"previousWorker"`, 1), "hostbench's summary counts 1 processes started, want none"},
+		"a process started": {rounds + strings.Replace(summary, `"calls":21,"processStarts":0,"medianCallsPerSecond":400`, `"calls":21,"processStarts":1,"medianCallsPerSecond":400`, 1), "hostbench's summary counts 1 processes started in its rounds, want none"},
 		"a stalled mode":    {rounds + strings.Replace(summary, `"medianCallsPerSecond":400`, `"medianCallsPerSecond":-1`, 1), "hostbench's summary has method.medianCallsPerSecond -1, want a positive rate"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -178,6 +180,11 @@ func BenchmarkHostCallsWMI(b *testing.B) {
 	b.Logf("%d rounds of %d calls under Wine %s: query of Win32_BIOS %.1f calls/s, %.3f ms CPU per call; StdRegProv.GetStringValue %.1f calls/s, %.3f ms CPU per call; %d processes started",
 		s.Rounds, s.CallsPerRound, s.Wine, s.Query.MedianCallsPerSecond, s.Query.MedianCPUMsPerCall, s.Method.MedianCallsPerSecond, s.Method.MedianCPUMsPerCall, s.ProcessStarts)
 	b.Logf("previously, through a PowerShell worker: %s calls/s, one process per call %s; %s", s.PreviousWorker.WorkerCallsPerSecond, s.PreviousWorker.ProcessCallsPerSecond, s.PreviousWorker.Source)
+	for name, m := range map[string]hostbenchMode{"query": s.Query, "method": s.Method} {
+		if m.WarmupProcessStarts > 0 {
+			b.Logf("the %s mode's warm-up started %d process (Wine's desktop, which Windows runs from logon): %v", name, m.WarmupProcessStarts, m.WarmupProcesses)
+		}
+	}
 	b.Log(s.Note)
 	b.ReportMetric(s.Query.MedianCallsPerSecond, "query-calls/s")
 	b.ReportMetric(s.Method.MedianCallsPerSecond, "method-calls/s")

@@ -12,7 +12,11 @@
 // It prints one JSON line per round: calls per second, the processes
 // started and the CPU time per call of hostbench (GetProcessTimes). The
 // process count comes from a Job object that holds hostbench and so every
-// process it would start; it must stay 0. The last line is the summary:
+// process it would start; it must stay 0 in the rounds. Under Wine the
+// first WMI call starts Wine's desktop process (explorer.exe, which Wine
+// starts at a program's first use of the desktop, and Windows runs from
+// logon): a warm-up may start that one, named by its image path, and no
+// other. The last line is the summary:
 // the median calls per second and CPU per call of each mode, beside the
 // PowerShell worker's calls per second the previous report measured
 // (previousWorker), and a note on what the figures say. hostbench exits 1
@@ -87,9 +91,13 @@ type mode struct {
 	name   string
 	call   func(ctx context.Context, c wmi.Conn) error
 	calls  int // made so far, the warm-up included
-	starts int // processes the job gained during this mode's calls
+	starts int // processes the job gained during this mode's rounds
 	warmup time.Duration
-	rounds []round
+	// warmupStarts are the processes the job gained during the warm-up,
+	// and warmupImages the image paths of the job's other processes then.
+	warmupStarts int
+	warmupImages []string
+	rounds       []round
 }
 
 // The two calls, as the agent's WMI layer makes them.
@@ -211,7 +219,11 @@ func warmUp(o options, conn wmi.Conn, job *accountingJob, m *mode) error {
 	if err != nil {
 		return err
 	}
-	m.starts += after.processes - before.processes
+	if m.warmupStarts = after.processes - before.processes; m.warmupStarts > 0 {
+		if m.warmupImages, err = job.others(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -95,7 +95,19 @@ func TestVerify(t *testing.T) {
 		"a method call started a process": {func(s *summary) { s.Method.ProcessStarts = 3 },
 			"the 201 calls of the method mode started 3 processes (counted by the job), want none"},
 		"a process started between rounds": {func(s *summary) { s.ProcessStarts = 1 },
-			"1 processes started during the run (counted by the job), want none"},
+			"1 processes started outside the calls (counted by the job), want none"},
+		"Wine's desktop in a warm-up": {func(s *summary) {
+			s.Wine, s.ProcessStarts, s.Query.WarmupProcessStarts, s.Query.WarmupProcesses = "8.0", 1, 1, []string{`C:\windows\system32\explorer.exe`}
+		}, ""},
+		"the desktop off Wine": {func(s *summary) {
+			s.ProcessStarts, s.Query.WarmupProcessStarts, s.Query.WarmupProcesses = 1, 1, []string{`C:\windows\system32\explorer.exe`}
+		}, `the warm-up of the query mode started 1 processes (running: [C:\windows\system32\explorer.exe]), want none but, under Wine, Wine's desktop process C:\windows\system32\explorer.exe`},
+		"another program in a warm-up": {func(s *summary) {
+			s.Wine, s.ProcessStarts, s.Method.WarmupProcessStarts, s.Method.WarmupProcesses = "8.0", 1, 1, []string{`C:\windows\system32\cmd.exe`}
+		}, `the warm-up of the method mode started 1 processes (running: [C:\windows\system32\cmd.exe]), want none but, under Wine, Wine's desktop process C:\windows\system32\explorer.exe`},
+		"a process that ended in a warm-up": {func(s *summary) {
+			s.Wine, s.ProcessStarts, s.Query.WarmupProcessStarts = "8.0", 1, 1
+		}, `the warm-up of the query mode started 1 processes (running: []), want none but, under Wine, Wine's desktop process C:\windows\system32\explorer.exe`},
 		"calls missing": {func(s *summary) { s.Method.Calls = 200 },
 			"the method mode made 200 calls, want 201 (10 rounds of 20 and the warm-up)"},
 		"no rate": {func(s *summary) { s.Query.MedianCallsPerSecond = 0 },
