@@ -35,9 +35,9 @@ type API interface {
 	GetDiskState(ctx context.Context, disk uint32) (online bool, err error)
 }
 
-// Cmdlets is what the disk group still runs in PowerShell, having no Win32
-// equivalent here: partitioning, rescanning and the online state. Native
-// runs everything else.
+// Cmdlets is what the disk group runs otherwise than by Win32 calls, having
+// no Win32 equivalent here: partitioning, rescanning and the online state,
+// through WMI (WMI) or PowerShell (PowerShell). Native runs everything else.
 type Cmdlets interface {
 	PartitionDisk(ctx context.Context, disk uint32) error
 	Rescan(ctx context.Context) error

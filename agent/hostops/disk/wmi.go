@@ -169,11 +169,11 @@ func (w WMI) PartitionDisk(ctx context.Context, n uint32) error {
 		if err != nil {
 			return fmt.Errorf("partitioning disk %d: %w", n, err)
 		}
-		style, ok := d.Props["PartitionStyle"].(uint16)
+		style, ok := wmi.Uint32(d.Props["PartitionStyle"])
 		if !ok {
-			return fmt.Errorf("partitioning disk %d: its PartitionStyle is %v (%T), want a uint16", n, d.Props["PartitionStyle"], d.Props["PartitionStyle"])
+			return fmt.Errorf("partitioning disk %d: its PartitionStyle is %v (%T), want a partition style", n, d.Props["PartitionStyle"], d.Props["PartitionStyle"])
 		}
-		if style == styleRAW {
+		if style == uint32(styleRAW) {
 			if _, err := w.call(ctx, d.Path, "MSFT_Disk.Initialize", initializeCodes, []uint32{codeAlreadyInitialized},
 				wmi.Param{Name: "PartitionStyle", Value: styleGPT}); err != nil {
 				return fmt.Errorf("initializing disk %d as GPT: %w", n, err)

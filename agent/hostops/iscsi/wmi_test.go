@@ -205,6 +205,8 @@ func TestWMIFailures(t *testing.T) {
 		{"MSFT_iSCSISession", "SetCHAPSecret", 5,
 			func(w WMI) error { return w.SetMutualChapSecret(ctx, canary) },
 			`setting the mutual CHAP secret: MSFT_iSCSISession.SetCHAPSecret returned 5`},
+		{"", "", 0, func(w WMI) error { return w.ConnectTarget(ctx, pt, iqn2, AuthOneWayCHAP, "u", "other-"+canary) },
+			`connecting to target "` + iqn2 + `" at 10.0.0.5:3260: MSFT_iSCSITarget.Connect returned 4026466313 (Authentication failure)`},
 		{"", "", 0, func(w WMI) error { return w.ConnectTarget(ctx, pt, "iqn.x", AuthMutualCHAP, "u", canary) },
 			`connecting to target "iqn.x" at 10.0.0.5:3260: the target portal at 10.0.0.5:3260 has no target "iqn.x"`},
 		{"", "", 0, func(w WMI) error { return w.SetMutualChapSecret(ctx, "a\x00"+canary) },
@@ -214,6 +216,7 @@ func TestWMIFailures(t *testing.T) {
 	}
 	for _, tc := range cases {
 		f := newWMI()
+		f.s.RequireCHAP(f.p.Instances(wmi.NamespaceStorage, "MSFT_iSCSITarget")[1], "u", canary)
 		if tc.code != 0 {
 			f.s.Fail(tc.class, tc.method, tc.code)
 		}
@@ -253,8 +256,10 @@ func TestWMIHostileValues(t *testing.T) {
 		if f.target.Props["IsConnected"] != false || len(f.p.Calls()) != 0 {
 			t.Errorf("IQN %q reached another target: %v", v, f.p.Calls())
 		}
-		// CHAP values go as in-parameters, unchanged.
+		// CHAP values go as in-parameters, unchanged: the target that
+		// requires them accepts them.
 		secret := v + canary
+		f.s.RequireCHAP(f.target, v, secret)
 		err := f.w.ConnectTarget(ctx, pt, iqn, AuthMutualCHAP, v, secret)
 		if strings.ContainsRune(v, 0) || strings.ContainsAny(v, "\r\n") {
 			if err == nil {
@@ -305,7 +310,7 @@ func TestWMIHeldMethodAnswersAtTheDeadline(t *testing.T) {
 		t.Fatalf("after %v: %v", time.Since(start), err)
 	}
 	f.w.Limits = nil
-	f.p.Hold("MSFT_iSCSISession", "SetCHAPSecret")
+	defer f.p.Hold("MSFT_iSCSISession", "SetCHAPSecret")()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start = time.Now()

@@ -55,6 +55,17 @@ func TestWMIIsMapped(t *testing.T) {
 	if calls := p.Calls(); len(calls) != 0 {
 		t.Errorf("IsMapped called methods: %v", calls)
 	}
+	// A Status the provider hands over as a signed integer reads by its
+	// value; one that is not a number is an error, never mapped.
+	p.Add(wmi.NamespaceSMB, "MSFT_SmbGlobalMapping", map[string]any{"RemotePath": `\\srv\signed`, "Status": int32(0)})
+	p.Add(wmi.NamespaceSMB, "MSFT_SmbGlobalMapping", map[string]any{"RemotePath": `\\srv\odd`, "Status": "OK"})
+	if ok, err := w.IsMapped(ctx, `\\srv\signed`); !ok || err != nil {
+		t.Errorf("IsMapped of a mapping with Status int32(0) = %v, %v", ok, err)
+	}
+	ok, err := w.IsMapped(ctx, `\\srv\odd`)
+	if want := `looking up the global mapping of \\srv\odd: the global mapping has Status OK (string), want an unsigned integer`; ok || err == nil || err.Error() != want {
+		t.Errorf("IsMapped of a mapping with Status \"OK\" = %v, %v\nwant %q", ok, err, want)
+	}
 }
 
 func TestWMINewGlobalMapping(t *testing.T) {
@@ -184,6 +195,10 @@ func TestWMIHostileValues(t *testing.T) {
 		t.Errorf("a NUL password: %v", err)
 	}
 	noSecret(t, p, err, canary)
+	err = w.NewGlobalMapping(ctx, `\\srv\share`, "us\x00er", canary, true)
+	if err == nil || err.Error() != `mapping \\srv\share: the user name holds a NUL character` {
+		t.Errorf("a NUL user name: %v", err)
+	}
 	if calls := p.Calls(); len(calls) != 0 {
 		t.Errorf("calls made: %v", calls)
 	}

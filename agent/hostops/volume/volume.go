@@ -28,8 +28,9 @@ type API interface {
 	WriteVolumeCache(ctx context.Context, volumeID string) error
 }
 
-// Cmdlets is what the volume group still runs in PowerShell, having no
-// Win32 equivalent: formatting and resizing. Native runs everything else.
+// Cmdlets is what the volume group runs otherwise than by Win32 calls,
+// having no Win32 equivalent: formatting and resizing, through WMI (WMI) or
+// PowerShell (PowerShell). Native runs everything else.
 type Cmdlets interface {
 	FormatVolume(ctx context.Context, volumeID string) error
 	// ResizeVolume grows the partition to sizeBytes; 0 means as large as possible.

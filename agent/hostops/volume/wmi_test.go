@@ -206,10 +206,12 @@ func TestWMIHostileVolumeIDs(t *testing.T) {
 		byID[id] = s.AddVolume(s.AddPartition(d, gib, wmitest.GPTBasicData), id, "")
 	}
 	w := WMI{Conn: p}
+	refused := 0
 	for _, id := range ids {
 		before := len(p.Calls())
 		err := w.FormatVolume(context.Background(), id)
 		if err != nil {
+			refused++
 			if !strings.Contains(err.Error(), "the volume id cannot be looked up: WQL value") {
 				t.Errorf("%q: refused with %q, want it to say the id cannot be looked up", id, err)
 			}
@@ -224,12 +226,20 @@ func TestWMIHostileVolumeIDs(t *testing.T) {
 			t.Errorf("%q: calls %+v, want one on %s", id, calls, wantPath)
 		}
 	}
+	if refused == 0 || refused == len(ids) {
+		t.Fatalf("%d of %d ids refused, want the ones with control characters only", refused, len(ids))
+	}
 	if fs := s.Prop(victim, "FileSystem"); fs != "" {
 		t.Fatalf("a hostile id formatted volume %s", vol)
 	}
+	// Each query made matches its own volume only.
 	for _, q := range p.Queries() {
 		if !strings.HasPrefix(q, "SELECT * FROM MSFT_Volume WHERE UniqueId = '") {
 			t.Errorf("query %q", q)
+		}
+		got, err := p.Query(context.Background(), wmi.NamespaceStorage, q)
+		if err != nil || len(got) != 1 {
+			t.Errorf("query %q matched %d volumes (%v), want one", q, len(got), err)
 		}
 	}
 }

@@ -106,6 +106,9 @@ func connect(ctx context.Context, namespace string) (*service, error) {
 	return s, nil
 }
 
+// maxObjects is MaxObjects, lowered by a test.
+var maxObjects = MaxObjects
+
 // queryClass is the class a WQL query reads, for naming it in errors.
 func queryClass(wql string) string {
 	f := strings.Fields(wql)
@@ -145,8 +148,8 @@ func (comConn) Query(ctx context.Context, namespace, wql string) ([]Object, erro
 			n, more, hr := next(enum, &batch)
 			objs := batch[:n]
 			for i, o := range objs {
-				if err == nil && len(out) == MaxObjects {
-					err = fmt.Errorf("WMI %s returned more than %d objects", op, MaxObjects)
+				if err == nil && len(out) == maxObjects {
+					err = fmt.Errorf("WMI %s returned more than %d objects", op, maxObjects)
 				}
 				if err == nil {
 					var obj Object

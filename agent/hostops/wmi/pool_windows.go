@@ -12,9 +12,9 @@ import (
 	ole "github.com/go-ole/go-ole"
 )
 
-// Workers is how many OS threads run the process's WMI calls: a call
+// workers is how many OS threads run the process's WMI calls: a call
 // takes one for its length, and waits for one while all are busy.
-const Workers = 8
+const workers = 8
 
 // job is one call run on a worker.
 type job struct {
@@ -39,7 +39,7 @@ var security struct {
 
 func startPool() {
 	pool.jobs = make(chan job)
-	for range Workers {
+	for range workers {
 		go worker()
 	}
 }

@@ -16,19 +16,16 @@ const pollMillis = 50
 
 // probeSemisync reports whether svc makes GetObject and ExecMethod
 // semisynchronous (WBEM_FLAG_RETURN_IMMEDIATELY, answering through an
-// IWbemCallResult), by a GetObject of the empty path: a new empty class,
+// IWbemCallResult), by a GetObject of the NULL path: a new empty class,
 // made without a provider. Windows' WMI does; Wine's ignores the flag,
 // answers synchronously and leaves the IWbemCallResult unset, so that a
 // call there must ask for its result synchronously.
 func probeSemisync(svc *object) bool {
-	empty, err := newBSTR("")
-	if err != nil {
-		return false
-	}
-	defer freeBSTR(empty)
+	// First with both out-parameters, for Wine writes the object whatever
+	// the flags say.
 	var obj, cr *object
 	hr, _, _ := syscall.SyscallN(svc.vtbl[servicesGetObject], uintptr(unsafe.Pointer(svc)),
-		uintptr(unsafe.Pointer(empty)), wbemFlagReturnImmediately, 0,
+		0, wbemFlagReturnImmediately, 0,
 		uintptr(unsafe.Pointer(&obj)), uintptr(unsafe.Pointer(&cr)))
 	obj.release()
 	if cr != nil {
@@ -40,8 +37,8 @@ func probeSemisync(svc *object) bool {
 	}
 	// Refused for being asked for the object too: ask as documented,
 	// for the IWbemCallResult alone.
-	hr, _, _ = syscall.SyscallN(svc.vtbl[servicesGetObject], uintptr(unsafe.Pointer(svc)),
-		uintptr(unsafe.Pointer(empty)), wbemFlagReturnImmediately, 0,
+	syscall.SyscallN(svc.vtbl[servicesGetObject], uintptr(unsafe.Pointer(svc)),
+		0, wbemFlagReturnImmediately, 0,
 		0, uintptr(unsafe.Pointer(&cr)))
 	if cr != nil {
 		cr.release()

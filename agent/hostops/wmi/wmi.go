@@ -40,10 +40,10 @@ type Object struct {
 	// run an instance method on it; empty for out-parameters.
 	Path string
 	// Props are its properties by name. A value is nil (NULL), a string,
-	// a bool, an int32, an int64 (sint64), a uint8, a uint16, a uint32, a
-	// uint64 (uint64 and CIM_UINT64 strings), a []string, a []uint16, a
-	// []uint32, or an Object (an embedded object, such as a method's
-	// ExtendedStatus).
+	// a bool, an int32 (sint32, and sint8 and sint16 widened), an int64
+	// (sint64), a uint8, a uint16, a uint32, a uint64 (uint64 and
+	// CIM_UINT64 strings), a []string, a []uint16, a []uint32, or an
+	// Object (an embedded object, such as a method's ExtendedStatus).
 	Props map[string]any
 }
 

@@ -34,7 +34,11 @@ import (
 //	  uint32 Unregister(); static uint32 SetCHAPSecret([in] string ChapSecret); }
 //	MSFT_iSCSIConnection { string ConnectionIdentifier; ... }
 //
-// and the associations MSFT_iSCSITargetToiSCSITargetPortal,
+// (The page of New leaves out AuthenticationType, ChapUsername and
+// ChapSecret, and that of Connect ChapUsername and ChapSecret, which the
+// MOF declares, the cmdlets take and CSI Proxy passes; SetCHAPSecret is
+// called on the class, as Set-IscsiChapSecret and CSI Proxy call it.) The
+// associations are MSFT_iSCSITargetToiSCSITargetPortal,
 // MSFT_iSCSITargetToiSCSISession, MSFT_iSCSITargetToiSCSIConnection and
 // MSFT_iSCSIConnectionToDisk (to MSFT_Disk, which AddISCSI does not
 // register). AuthenticationType is NONE, ONEWAYCHAP or MUTUALCHAP.
@@ -66,6 +70,7 @@ type ISCSI struct {
 	faults
 	targets map[*Instance][]*Instance // by portal
 	disks   map[*Instance][]*Instance // of each target, attached when it connects
+	chap    map[*Instance][2]string   // the CHAP user name and secret a target requires
 	serial  int
 	mutual  string // the secret SetCHAPSecret last set
 }
@@ -75,7 +80,7 @@ type ISCSI struct {
 // portal is keyed by its address, and the portal methods find the portal
 // by the address and port they are given, as the host's provider does.
 func AddISCSI(p *Provider) *ISCSI {
-	s := &ISCSI{faults: faults{p: p}, targets: map[*Instance][]*Instance{}, disks: map[*Instance][]*Instance{}}
+	s := &ISCSI{faults: faults{p: p}, targets: map[*Instance][]*Instance{}, disks: map[*Instance][]*Instance{}, chap: map[*Instance][2]string{}}
 	ns := wmi.NamespaceStorage
 	p.AddClass(&Class{Namespace: ns, Name: ClassISCSITargetPortal, Key: "TargetPortalAddress", Methods: map[string]Method{
 		"New": {Static: true,
@@ -189,6 +194,13 @@ func (s *ISCSI) connect(p *Provider, _ *Instance, in map[string]any) (uint32, ma
 	default:
 		return 0xEFFF000F, nil // ISDSC_MISSING_PARAMETER
 	}
+	if want, ok := s.chap[t]; ok {
+		user, _ := in["ChapUsername"].(string)
+		secret, _ := in["ChapSecret"].(string)
+		if auth := strings.ToUpper(auth); (auth != "ONEWAYCHAP" && auth != "MUTUALCHAP") || user != want[0] || secret != want[1] {
+			return ISDSCAuthenticationFailure, nil
+		}
+	}
 	ns := wmi.NamespaceStorage
 	s.serial++
 	id := fmt.Sprintf("ffffac0cacbff010-40000137000000%02d", s.serial)
@@ -267,6 +279,14 @@ func (s *ISCSI) AttachDisk(target, disk *Instance) {
 	s.p.mu.Lock()
 	defer s.p.mu.Unlock()
 	s.disks[target] = append(s.disks[target], disk)
+}
+
+// RequireCHAP makes target refuse a Connect without CHAP or with another
+// user name or secret, with ISDSC_AUTHENTICATION_FAILURE.
+func (s *ISCSI) RequireCHAP(target *Instance, user, secret string) {
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
+	s.chap[target] = [2]string{user, secret}
 }
 
 // MutualCHAPSecret returns the secret SetCHAPSecret last set.

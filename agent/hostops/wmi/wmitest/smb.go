@@ -6,10 +6,12 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 )
 
-// The SMB global mapping class of root\Microsoft\Windows\SMB, as the
-// SmbWmiV2 provider declares it (SmbWmiV2.mof; the class is the global
-// counterpart of the documented MSFT_SmbMapping, see
-// https://learn.microsoft.com/en-us/previous-versions/windows/desktop/smb/msft-smbmapping):
+// The SMB global mapping class of root\Microsoft\Windows\SMB. Microsoft
+// has no page for it: its methods are as the SmbWmiV2 provider's MOF
+// declares them (Microsoft's generated WMI bindings for Windows Server 2019,
+// github.com/microsoft/wmi), and its keys and Status values are those of
+// the documented MSFT_SmbMapping, its per-user counterpart
+// (https://learn.microsoft.com/en-us/previous-versions/windows/desktop/smb/msft-smbmapping):
 //
 //	class MSFT_SmbGlobalMapping {
 //	  [key] string LocalPath; [key] string RemotePath;
