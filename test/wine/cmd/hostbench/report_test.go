@@ -90,9 +90,9 @@ func TestVerify(t *testing.T) {
 		want   string
 	}{
 		"all counts match": {func(*summary) {}, ""},
-		"a query started a process": {func(s *summary) { s.Query.ProcessStarts = 1 },
+		"a query started a process": {func(s *summary) { s.Query.ProcessStarts, s.ProcessStarts = 1, 1 },
 			"the 201 calls of the query mode started 1 processes (counted by the job), want none"},
-		"a method call started a process": {func(s *summary) { s.Method.ProcessStarts = 3 },
+		"a method call started a process": {func(s *summary) { s.Method.ProcessStarts, s.ProcessStarts = 3, 3 },
 			"the 201 calls of the method mode started 3 processes (counted by the job), want none"},
 		"a process started between rounds": {func(s *summary) { s.ProcessStarts = 1 },
 			"1 processes started outside the calls (counted by the job), want none"},
