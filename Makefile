@@ -156,11 +156,11 @@ bench: ## Run every benchmark but bench-windows and write the report docs/benchm
 
 # bench-windows stays out of make bench, which runs on any machine within
 # its budget and writes the report: it needs Wine and its own prefix (a
-# minute or two to prepare), and measures the stand-in for PowerShell, not
-# PowerShell.
+# minute or two to prepare), and measures Wine's WMI service, not Windows'
+# WMI provider host.
 .PHONY: bench-windows
-bench-windows: ## Compare host calls/s through a PowerShell worker with one process per call, under Wine with the PowerShell stand-in (needs wine64, gcc-mingw-w64-x86-64).
-	$(GO) test -tags wine -run '^$$' -bench BenchmarkHostCallsWorkerVsProcess -benchtime 1x -timeout 30m -v ./test/wine
+bench-windows: ## Measure host calls/s and CPU per call through WMI in the calling process under Wine (a Win32_BIOS query, StdRegProv.GetStringValue), beside the PowerShell worker's previous figure (needs wine64, gcc-mingw-w64-x86-64).
+	$(GO) test -tags wine -run '^$$' -bench BenchmarkHostCallsWMI -benchtime 1x -timeout 30m -v ./test/wine
 
 .PHONY: bench-go
 bench-go: ## Run the Go benchmarks on one core (output also in BENCH_OUT/gobench.txt).

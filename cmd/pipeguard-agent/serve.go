@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/app"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
 	"github.com/pipeguard/pipeguard/internal/option"
@@ -20,6 +21,13 @@ import (
 // windows sets it (win32fixture_wine.go), for the tests under Wine, which
 // has no disks to answer; the shipped binary leaves it nil.
 var win32Fixture func() (win32.Sys, error)
+
+// wmiFixture, when set, gives the WMI connection of the disk, volume, smb
+// and iscsi groups in place of the host's WMI service. Only the build with
+// the tags wine and windows sets it (wmifixture_wine.go), for the tests
+// under Wine, whose WMI service has no storage, SMB or iSCSI classes; the
+// shipped binary leaves it nil.
+var wmiFixture func() (wmi.Conn, error)
 
 // flagError is an error whose message names the agent's options by the
 // flags that set them: the options app.Run rejects (an *app.OptionError)
@@ -43,6 +51,15 @@ func serve(ctx context.Context, cfg config, stderr io.Writer, ready func(address
 		}
 		log.Info("test build: the Win32 calls of the disk, volume and smb groups go to a fixture, not only to this machine; never run this build on a node")
 		cfg.Agent.Win32 = sys
+	}
+	if wmiFixture != nil {
+		conn, err := wmiFixture()
+		if err != nil {
+			log.Error(err, "invalid configuration: the WMI fixture of this test build could not be loaded")
+			return 2
+		}
+		log.Info("test build: the WMI calls of the disk, volume, smb and iscsi groups go to a fixture, not to this machine; never run this build on a node")
+		cfg.Agent.WMI = conn
 	}
 	err := app.Run(ctx, cfg.Config, ready)
 	if err == nil {

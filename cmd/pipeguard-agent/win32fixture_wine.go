@@ -55,6 +55,19 @@ type fixtureFile struct {
 	Links map[string]string `json:"links"`
 	// Files are paths that exist (GetFileAttributesW), such as a share.
 	Files []string `json:"files"`
+
+	// The fields below are read by the WMI fixture alone
+	// (wmifixture_wine.go), which also makes MSFT_Disk, MSFT_Partition
+	// and MSFT_Volume instances of Disks and Volumes.
+
+	// SMBMappings are the host's SMB global mappings at the start.
+	SMBMappings []fixtureSMBMapping `json:"smbMappings"`
+	// ISCSIPortals are iSCSI target portals and the targets they lead to.
+	ISCSIPortals []fixtureISCSIPortal `json:"iscsiPortals"`
+	// WMIHolds are WMI methods that never answer: a call waits until its
+	// context ends and then fails with the context's error, having done
+	// nothing.
+	WMIHolds []fixtureHold `json:"wmiHolds"`
 }
 
 // fixtureDisk is a disk, win32test.Disk.
@@ -69,6 +82,13 @@ type fixtureDisk struct {
 	Product string         `json:"product"`
 	Serial  string         `json:"serial"`
 	Size    int64          `json:"size"`
+	// PartitionStyle is its MSFT_Disk.PartitionStyle: "gpt" (the
+	// default), "mbr" or "raw". The volumes of a raw disk are not in WMI
+	// until a CreatePartition on the disk makes the partition holding
+	// the first of them.
+	PartitionStyle string `json:"partitionStyle"`
+	// Offline is its MSFT_Disk.IsOffline.
+	Offline bool `json:"offline"`
 }
 
 // fixtureSCSI is a SCSI_ADDRESS.

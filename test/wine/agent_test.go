@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,8 +22,9 @@ import (
 type agent struct {
 	p      *prefix
 	cmd    *exec.Cmd
-	dir    string // C:\pipeguard\<test>, holding its audit log and stand-in files
-	log    *syncBuffer
+	dir    string      // C:\pipeguard\<test>, holding its audit log and fixture files
+	log    *syncBuffer // its output but Wine's trace lines
+	trace  *syncBuffer // Wine's trace lines of its stderr (processTrace)
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -46,8 +47,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startAgent runs the agent with its audit log and PowerShell stand-in files
-// in a directory of the test's own, and waits until it listens.
+// startAgent runs the agent with its audit log in a directory of the
+// test's own, and waits until it listens. Wine traces the processes it
+// creates (processTrace).
 func startAgent(t *testing.T, p *prefix, args ...string) *agent {
 	t.Helper()
 	return startAgentExe(t, p, p.exe("pipeguard-agent"), nil, args...)
@@ -58,7 +60,7 @@ func startAgent(t *testing.T, p *prefix, args ...string) *agent {
 func startAgentExe(t *testing.T, p *prefix, exe string, env func(a *agent) []string, args ...string) *agent {
 	t.Helper()
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
-	a := &agent{p: p, dir: `C:\pipeguard\` + name, log: &syncBuffer{}, done: make(chan error, 1)}
+	a := &agent{p: p, dir: `C:\pipeguard\` + name, log: &syncBuffer{}, trace: &syncBuffer{}, done: make(chan error, 1)}
 	if err := os.MkdirAll(p.path(a.dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -72,13 +74,11 @@ func startAgentExe(t *testing.T, p *prefix, exe string, env func(a *agent) []str
 	a.cancel = cancel
 	cmd := p.command(ctx, exe, args...)
 	a.cmd = cmd
-	cmd.Env = append(cmd.Env,
-		"PIPEGUARD_STANDIN_LOG="+a.dir+`\powershell.jsonl`,
-		"PIPEGUARD_STANDIN_ANSWERS="+a.dir+`\answers.json`)
+	cmd.Env = append(cmd.Env, processTrace)
 	if env != nil {
 		cmd.Env = append(cmd.Env, env(a)...)
 	}
-	cmd.Stdout, cmd.Stderr = a.log, a.log
+	cmd.Stdout, cmd.Stderr = a.log, &traceSplitter{log: a.log, trace: a.trace}
 	// Stopping asks for a clean shutdown (Wine delivers SIGINT to the
 	// program as a console Ctrl+C) and kills only if it is not done soon.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -122,21 +122,63 @@ func (a *agent) stop(t *testing.T) error {
 	return err
 }
 
-// answers sets the PowerShell stand-in's answers: script fragment → output.
-func (a *agent) answers(t *testing.T, pairs ...string) {
-	t.Helper()
-	type answer struct {
-		Fragment string `json:"fragment"`
-		Output   string `json:"output"`
+// processTrace has Wine trace the process calls of the agent alone (the
+// harness's WINEDEBUG=-all stays for every other program): each process
+// the agent creates is one NtCreateUserProcess line on its stderr. The
+// prefix's wineserver and Wine's services are running before any agent
+// starts (setup), so these lines are the agent's own.
+const processTrace = "WINEDEBUG=-all,+process"
+
+// processStart is Wine 8's trace of a process creation, e.g.
+//
+//	0024:trace:process:NtCreateUserProcess L"\\??\\C:\\windows\\system32\\cmd.exe" pid 010c tid 0110 handles ...
+var processStart = regexp.MustCompile(`^[0-9a-f]+:trace:process:NtCreateUserProcess .* pid [0-9a-f]+ `)
+
+// traceLine is any line of Wine's debug channels.
+var traceLine = regexp.MustCompile(`^[0-9a-f]+:(trace|fixme|err|warn):`)
+
+// traceSplitter sends Wine's trace lines of a program's stderr to trace
+// and every other line to log, so that the program's own log parses as it
+// would without the trace. It splits at line ends, keeping a partial line
+// until its end arrives.
+type traceSplitter struct {
+	log, trace *syncBuffer
+	mu         sync.Mutex
+	partial    []byte
+}
+
+func (s *traceSplitter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partial = append(s.partial, p...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := s.partial[:i+1]
+		if traceLine.Match(line) {
+			s.trace.Write(line)
+		} else {
+			s.log.Write(line)
+		}
+		s.partial = s.partial[i+1:]
 	}
-	var list []answer
-	for i := 0; i+1 < len(pairs); i += 2 {
-		list = append(list, answer{pairs[i], pairs[i+1]})
+}
+
+// processStarts returns Wine's trace lines of the processes the agent has
+// created so far.
+func (a *agent) processStarts() []string { return processStarts(a.trace.String()) }
+
+// processStarts returns the process creations in a trace.
+func processStarts(trace string) []string {
+	var out []string
+	for _, line := range strings.Split(trace, "\n") {
+		if processStart.MatchString(line + " ") {
+			out = append(out, line)
+		}
 	}
-	data, _ := json.Marshal(list)
-	if err := os.WriteFile(a.p.path(a.dir+`\answers.json`), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return out
 }
 
 // result is csiclient's answer to one call.
@@ -238,76 +280,6 @@ func (a *agent) records(t *testing.T) []record {
 		}
 	}
 	return out
-}
-
-// standinRun is one entry of the PowerShell stand-in's log: a one-off run
-// ("process"), a worker's start ("start"), a request a worker began ("run")
-// or answered ("end"), a worker whose input closed ("exit").
-type standinRun struct {
-	Kind        string            `json:"kind"`
-	PID         int               `json:"pid"`
-	CommandLine string            `json:"commandLine"`
-	Args        []string          `json:"args"`
-	Script      string            `json:"script"`
-	Env         map[string]string `json:"env"`
-	Missing     []string          `json:"missing"`
-	ID          uint64            `json:"id"`
-	Values      map[string]string `json:"values"`
-	At          int64             `json:"at"`
-}
-
-// powershellRuns reads what the PowerShell stand-in recorded, each process
-// in a file of its own (powershell-<pid>.jsonl), in the order the entries
-// were made.
-func (a *agent) powershellRuns(t *testing.T) []standinRun {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(a.p.path(a.dir), "powershell-*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []standinRun
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-			var r standinRun
-			if err := json.Unmarshal(line, &r); err != nil {
-				t.Fatalf("stand-in record %q: %v", line, err)
-			}
-			runs = append(runs, r)
-		}
-	}
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].At < runs[j].At })
-	return runs
-}
-
-// powershellEntries returns the stand-in's entries of the given kinds.
-func (a *agent) powershellEntries(t *testing.T, kinds ...string) []standinRun {
-	t.Helper()
-	var out []standinRun
-	for _, r := range a.powershellRuns(t) {
-		for _, k := range kinds {
-			if r.Kind == k {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
-
-// powershellStarts returns every start of a PowerShell process: workers,
-// and one-off runs.
-func (a *agent) powershellStarts(t *testing.T) []standinRun {
-	t.Helper()
-	return a.powershellEntries(t, "start", "process")
-}
-
-// powershellRequests returns every script a worker began to run.
-func (a *agent) powershellRequests(t *testing.T) []standinRun {
-	t.Helper()
-	return a.powershellEntries(t, "run")
 }
 
 // kubelet returns the host path of a path below C:\var\lib\kubelet.

@@ -1,8 +1,11 @@
 // Package wine runs pipeguard's Windows half under Wine: the agent serving
 // the CSI Proxy named pipes, the unmodified CSI Proxy client library calling
-// them, Windows process creation of PowerShell (a stand-in), the audit log
-// and its verification by pipeguard.exe, the pipes' security descriptor and
-// the service mode, and the Windows builds of the agent's package tests.
+// them, the host operations through WMI in the agent's own process (a WMI
+// fixture for the storage, SMB and iSCSI classes Wine lacks) with every
+// process the agent creates counted from Wine's trace (there must be none),
+// the audit log and its verification by pipeguard.exe, the pipes' security
+// descriptor and the service mode, and the Windows builds of the agent's
+// package tests, the WMI layer's against Wine's own WMI service among them.
 //
 // The tests are behind the build tag "wine" and run with
 //

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,36 +20,38 @@ import (
 
 // hostbenchMode is what hostbench's summary says of one mode.
 type hostbenchMode struct {
-	Calls                      int      `json:"calls"`
-	ProcessStarts              int      `json:"processStarts"`
-	MedianCallsPerSecond       float64  `json:"medianCallsPerSecond"`
-	MedianSelfCPUMsPerCall     float64  `json:"medianSelfCpuMsPerCall"`
-	MedianChildrenCPUMsPerCall *float64 `json:"medianChildrenCpuMsPerCall"`
+	Calls                int      `json:"calls"`
+	ProcessStarts        int      `json:"processStarts"`
+	WarmupProcessStarts  int      `json:"warmupProcessStarts"`
+	WarmupProcesses      []string `json:"warmupProcesses"`
+	MedianCallsPerSecond float64  `json:"medianCallsPerSecond"`
+	MedianCPUMsPerCall   float64  `json:"medianCpuMsPerCall"`
+	WarmupSeconds        float64  `json:"warmupSeconds"`
 }
 
 // hostbenchSummary is the last line of test/wine/cmd/hostbench's output.
 type hostbenchSummary struct {
-	Kind          string        `json:"kind"`
-	Rounds        int           `json:"rounds"`
-	CallsPerRound int           `json:"callsPerRound"`
-	Process       hostbenchMode `json:"process"`
-	Worker        hostbenchMode `json:"worker"`
-	MedianRatio   float64       `json:"medianRatio"`
-	StandinLog    *struct {
-		Processes    int `json:"processes"`
-		WorkerStarts int `json:"workerStarts"`
-		WorkerRuns   int `json:"workerRuns"`
-	} `json:"standinLog"`
-	ChildrenCPU string   `json:"childrenCpu"`
-	Verified    bool     `json:"verified"`
-	Mismatches  []string `json:"mismatches"`
-	Note        string   `json:"note"`
+	Kind           string        `json:"kind"`
+	Rounds         int           `json:"rounds"`
+	CallsPerRound  int           `json:"callsPerRound"`
+	Query          hostbenchMode `json:"query"`
+	Method         hostbenchMode `json:"method"`
+	ProcessStarts  int           `json:"processStarts"`
+	PreviousWorker struct {
+		Source                string `json:"source"`
+		WorkerCallsPerSecond  string `json:"workerCallsPerSecond"`
+		ProcessCallsPerSecond string `json:"processCallsPerSecond"`
+	} `json:"previousWorker"`
+	Wine       string   `json:"wine"`
+	Verified   bool     `json:"verified"`
+	Mismatches []string `json:"mismatches"`
+	Note       string   `json:"note"`
 }
 
 // parseHostbench reads hostbench's output: one JSON object per line, a
 // round line for each round of each mode, then the summary. It fails on
-// anything else, and on a summary that is unverified or holds no rate, so
-// that a broken run never reports a ratio.
+// anything else, and on a summary that is unverified, holds no rate or
+// counts a process, so that a broken run never reports a rate.
 func parseHostbench(out []byte) (rounds []string, s hostbenchSummary, err error) {
 	var summaries int
 	for i, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
@@ -76,10 +77,11 @@ func parseHostbench(out []byte) (rounds []string, s hostbenchSummary, err error)
 	case len(rounds) != 2*s.Rounds || s.Rounds == 0:
 		return rounds, s, fmt.Errorf("hostbench printed %d round lines for %d rounds of 2 modes", len(rounds), s.Rounds)
 	case !s.Verified:
-		return rounds, s, fmt.Errorf("hostbench's process starts do not match its calls: %v", s.Mismatches)
+		return rounds, s, fmt.Errorf("hostbench's counts do not match its calls: %v", s.Mismatches)
+	case s.Query.ProcessStarts != 0 || s.Method.ProcessStarts != 0:
+		return rounds, s, fmt.Errorf("hostbench's summary counts %d processes started in its rounds, want none", s.Query.ProcessStarts+s.Method.ProcessStarts)
 	}
-	for name, v := range map[string]float64{"medianRatio": s.MedianRatio,
-		"process.medianCallsPerSecond": s.Process.MedianCallsPerSecond, "worker.medianCallsPerSecond": s.Worker.MedianCallsPerSecond} {
+	for name, v := range map[string]float64{"query.medianCallsPerSecond": s.Query.MedianCallsPerSecond, "method.medianCallsPerSecond": s.Method.MedianCallsPerSecond} {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return rounds, s, fmt.Errorf("hostbench's summary has %s %v, want a positive rate", name, v)
 		}
@@ -91,11 +93,13 @@ func TestParseHostbenchRefusesABrokenRun(t *testing.T) {
 	round := func(n int, mode string) string {
 		return fmt.Sprintf(`{"kind":"round","round":%d,"mode":%q,"calls":20,"callsPerSecond":10}`, n, mode)
 	}
-	rounds := round(1, "process") + "\n" + round(1, "worker") + "\n"
-	summary := `{"kind":"summary","rounds":1,"callsPerRound":20,"process":{"calls":21,"processStarts":21,"medianCallsPerSecond":16},` +
-		`"worker":{"calls":21,"processStarts":1,"medianCallsPerSecond":900},"medianRatio":56.25,"verified":true,"note":"n"}`
+	rounds := round(1, "query") + "\n" + round(1, "method") + "\n"
+	summary := `{"kind":"summary","rounds":1,"callsPerRound":20,"query":{"calls":21,"processStarts":0,"medianCallsPerSecond":900,"medianCpuMsPerCall":0.5},` +
+		`"method":{"calls":21,"processStarts":0,"medianCallsPerSecond":400},"processStarts":0,` +
+		`"previousWorker":{"workerCallsPerSecond":"about 1,300 to 1,500"},"verified":true,"note":"n"}`
 	r, s, err := parseHostbench([]byte(rounds + summary + "\n"))
-	if err != nil || len(r) != 2 || s.MedianRatio != 56.25 || s.Worker.MedianCallsPerSecond != 900 || s.Process.ProcessStarts != 21 {
+	if err != nil || len(r) != 2 || s.Query.MedianCallsPerSecond != 900 || s.Method.MedianCallsPerSecond != 400 || s.Query.MedianCPUMsPerCall != 0.5 ||
+		s.PreviousWorker.WorkerCallsPerSecond != "about 1,300 to 1,500" {
 		t.Fatalf("a whole run: %d rounds, %+v, %v", len(r), s, err)
 	}
 	for name, tc := range map[string]struct {
@@ -106,13 +110,13 @@ func TestParseHostbenchRefusesABrokenRun(t *testing.T) {
 		"a truncated line":  {rounds + summary[:40], "hostbench output line 3 is not a JSON object"},
 		"garbage":           {"panic: runtime error\n" + rounds + summary, "hostbench output line 1 is not a JSON object"},
 		"two summaries":     {rounds + summary + "\n" + summary, `hostbench output line 4 is a "summary" line where a round or the summary belongs`},
-		"a round after it":  {rounds + summary + "\n" + round(2, "process"), `hostbench output line 4 is a "round" line where a round or the summary belongs`},
+		"a round after it":  {rounds + summary + "\n" + round(2, "query"), `hostbench output line 4 is a "round" line where a round or the summary belongs`},
 		"an unknown line":   {`{"kind":"debug"}` + "\n" + rounds + summary, `hostbench output line 1 is a "debug" line`},
-		"a missing round":   {round(1, "process") + "\n" + summary, "hostbench printed 1 round lines for 1 rounds of 2 modes"},
+		"a missing round":   {round(1, "query") + "\n" + summary, "hostbench printed 1 round lines for 1 rounds of 2 modes"},
 		"a wrong summary":   {rounds + `{"kind":"summary","rounds":"one"}`, "hostbench's summary does not parse"},
-		"unverified counts": {rounds + strings.Replace(summary, `"verified":true`, `"verified":false,"mismatches":["the worker restarted"]`, 1), "hostbench's process starts do not match its calls: [the worker restarted]"},
-		"no ratio":          {rounds + strings.Replace(summary, `"medianRatio":56.25`, `"medianRatio":0`, 1), "hostbench's summary has medianRatio 0, want a positive rate"},
-		"a stalled mode":    {rounds + strings.Replace(summary, `"medianCallsPerSecond":16`, `"medianCallsPerSecond":-1`, 1), "hostbench's summary has process.medianCallsPerSecond -1, want a positive rate"},
+		"unverified counts": {rounds + strings.Replace(summary, `"verified":true`, `"verified":false,"mismatches":["a call started a process"]`, 1), "hostbench's counts do not match its calls: [a call started a process]"},
+		"a process started": {rounds + strings.Replace(summary, `"calls":21,"processStarts":0,"medianCallsPerSecond":400`, `"calls":21,"processStarts":1,"medianCallsPerSecond":400`, 1), "hostbench's summary counts 1 processes started in its rounds, want none"},
+		"a stalled mode":    {rounds + strings.Replace(summary, `"medianCallsPerSecond":400`, `"medianCallsPerSecond":-1`, 1), "hostbench's summary has method.medianCallsPerSecond -1, want a positive rate"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := parseHostbench([]byte(tc.out))
@@ -149,20 +153,18 @@ var hostbenchRun struct {
 	err     error
 }
 
-// BenchmarkHostCallsWorkerVsProcess measures how many more host calls per
-// second the agent makes through a PowerShell worker than with one
-// PowerShell process per call: it builds test/wine/cmd/hostbench for
-// Windows and runs it under Wine, where powershell.exe is the stand-in
-// (test/wine/cmd/powershell). hostbench runs its own interleaved rounds
-// (one process per call, then the worker, 10 times over), so the benchmark
-// runs it once whatever b.N is: more runs would only repeat those rounds,
-// minutes each under load, and a later call with a larger b.N reports the
-// same run. Run it with -benchtime 1x (make bench-windows), where ns/op is
-// the wall time of the whole run. It reports the median of the per-round
-// ratios worker ÷ process and each mode's median calls per second, and logs
-// every round. The stand-in is a Go program that starts in tens of
-// milliseconds, not PowerShell's 600 ms: on Windows the ratio is larger.
-func BenchmarkHostCallsWorkerVsProcess(b *testing.B) {
+// BenchmarkHostCallsWMI measures host calls per second through WMI in the
+// calling process, as the agent makes them: it builds
+// test/wine/cmd/hostbench for Windows and runs it under Wine, where the
+// calls go to Wine's own WMI service (a query of Win32_BIOS and
+// StdRegProv.GetStringValue, interleaved rounds). hostbench runs its own
+// rounds, so the benchmark runs it once whatever b.N is; run it with
+// -benchtime 1x (make bench-windows), where ns/op is the wall time of the
+// whole run. It reports each call's median calls per second and CPU per
+// call, beside the PowerShell worker's figure of the previous report, and
+// logs every round. Wine's WMI is not Windows' WMI provider host: the
+// rates say nothing about the MSFT_* providers' own cost on a node.
+func BenchmarkHostCallsWMI(b *testing.B) {
 	p := needBench(b)
 	b.StopTimer()
 	hostbenchRun.once.Do(func() {
@@ -175,22 +177,23 @@ func BenchmarkHostCallsWorkerVsProcess(b *testing.B) {
 		b.Fatal(hostbenchRun.err)
 	}
 	s := hostbenchRun.summary
-	b.Logf("%d rounds of %d calls: worker %.1f calls/s, one process per call %.1f calls/s; median ratio %.1f",
-		s.Rounds, s.CallsPerRound, s.Worker.MedianCallsPerSecond, s.Process.MedianCallsPerSecond, s.MedianRatio)
-	b.Logf("process starts: %d for %d calls with one process per call, %d for %d calls through the worker", s.Process.ProcessStarts, s.Process.Calls, s.Worker.ProcessStarts, s.Worker.Calls)
-	if l := s.StandinLog; l != nil {
-		b.Logf("the stand-in logged %d one-off runs, %d worker starts and %d worker requests", l.Processes, l.WorkerStarts, l.WorkerRuns)
+	b.Logf("%d rounds of %d calls under Wine %s: query of Win32_BIOS %.1f calls/s, %.3f ms CPU per call; StdRegProv.GetStringValue %.1f calls/s, %.3f ms CPU per call; %d processes started",
+		s.Rounds, s.CallsPerRound, s.Wine, s.Query.MedianCallsPerSecond, s.Query.MedianCPUMsPerCall, s.Method.MedianCallsPerSecond, s.Method.MedianCPUMsPerCall, s.ProcessStarts)
+	b.Logf("previously, through a PowerShell worker: %s calls/s, one process per call %s; %s", s.PreviousWorker.WorkerCallsPerSecond, s.PreviousWorker.ProcessCallsPerSecond, s.PreviousWorker.Source)
+	for name, m := range map[string]hostbenchMode{"query": s.Query, "method": s.Method} {
+		if m.WarmupProcessStarts > 0 {
+			b.Logf("the %s mode's warm-up started %d process (Wine's desktop, which Windows runs from logon): %v", name, m.WarmupProcessStarts, m.WarmupProcesses)
+		}
 	}
-	b.Logf("CPU per call of the agent's side: %.2f ms with one process per call, %.2f ms through the worker; the started processes' CPU: %s",
-		s.Process.MedianSelfCPUMsPerCall, s.Worker.MedianSelfCPUMsPerCall, s.ChildrenCPU)
 	b.Log(s.Note)
-	b.ReportMetric(s.MedianRatio, "worker/process")
-	b.ReportMetric(s.Worker.MedianCallsPerSecond, "worker-calls/s")
-	b.ReportMetric(s.Process.MedianCallsPerSecond, "process-calls/s")
+	b.ReportMetric(s.Query.MedianCallsPerSecond, "query-calls/s")
+	b.ReportMetric(s.Method.MedianCallsPerSecond, "method-calls/s")
+	b.ReportMetric(s.Query.MedianCPUMsPerCall, "query-cpu-ms/call")
+	b.ReportMetric(s.Method.MedianCPUMsPerCall, "method-cpu-ms/call")
 }
 
-// runHostbench builds hostbench.exe, runs it under Wine with the stand-in
-// logging to a directory of its own, and parses its output.
+// runHostbench builds hostbench.exe, runs it under Wine and parses its
+// output.
 func runHostbench(b *testing.B, p *prefix) ([]string, hostbenchSummary, error) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -203,14 +206,9 @@ func runHostbench(b *testing.B, p *prefix) ([]string, hostbenchSummary, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, hostbenchSummary{}, fmt.Errorf("building hostbench.exe: %v\n%s", err, out)
 	}
-	logs, err := os.MkdirTemp(p.path(`C:\pipeguard\bench`), "standin-")
-	if err != nil {
-		return nil, hostbenchSummary{}, err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	cmd := p.command(ctx, exe)
-	cmd.Env = append(slices.Clone(p.env), `PIPEGUARD_STANDIN_LOG=C:\pipeguard\bench\`+filepath.Base(logs)+`\powershell.jsonl`)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	b.StartTimer()

@@ -50,8 +50,9 @@ func fixtureAgent(t *testing.T, p *prefix) string {
 }
 
 // startFixtureAgent is startAgent for the fixture build: it writes fixture
-// as the agent's Win32 host (PIPEGUARD_WIN32_FIXTURE) in the agent's
-// directory, with the fixture's call log beside it (win32.jsonl).
+// as the agent's Win32 and WMI host (PIPEGUARD_WIN32_FIXTURE) in the
+// agent's directory, with the fixture's call logs beside it (win32.jsonl,
+// wmi.jsonl).
 func startFixtureAgent(t *testing.T, p *prefix, fixture any, args ...string) *agent {
 	t.Helper()
 	exe := fixtureAgent(t, p)
@@ -63,7 +64,8 @@ func startFixtureAgent(t *testing.T, p *prefix, fixture any, args ...string) *ag
 		if err := os.WriteFile(p.path(a.dir+`\win32.json`), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return []string{"PIPEGUARD_WIN32_FIXTURE=" + a.dir + `\win32.json`, "PIPEGUARD_WIN32_FIXTURE_LOG=" + a.dir + `\win32.jsonl`}
+		return []string{"PIPEGUARD_WIN32_FIXTURE=" + a.dir + `\win32.json`, "PIPEGUARD_WIN32_FIXTURE_LOG=" + a.dir + `\win32.jsonl`,
+			"PIPEGUARD_WMI_FIXTURE_LOG=" + a.dir + `\wmi.jsonl`}
 	}, args...)
 }
 
@@ -100,6 +102,61 @@ func (a *agent) win32Calls(t *testing.T) []win32Call {
 	return out
 }
 
+// wmiCall is a line of the WMI fixture's call log
+// (cmd/pipeguard-agent/wmifixture_wine.go): a query, a Get or a method
+// call, with the names of its in-parameters only.
+type wmiCall struct {
+	Kind        string   `json:"kind"`
+	Namespace   string   `json:"namespace"`
+	WQL         string   `json:"wql"`
+	Path        string   `json:"path"`
+	Method      string   `json:"method"`
+	On          string   `json:"on"`
+	Params      []string `json:"params"`
+	Objects     int      `json:"objects"`
+	ReturnValue *uint32  `json:"returnValue"`
+	Held        bool     `json:"held"`
+	Error       string   `json:"error"`
+}
+
+// wmiLog reads the WMI fixture's call log as it is on disk.
+func (a *agent) wmiLog(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(a.p.path(a.dir + `\wmi.jsonl`))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// wmiCalls reads the WMI fixture's call log.
+func (a *agent) wmiCalls(t *testing.T) []wmiCall {
+	t.Helper()
+	var out []wmiCall
+	for _, line := range bytes.Split(bytes.TrimSpace(a.wmiLog(t)), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var c wmiCall
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatalf("WMI fixture call log line %q: %v", line, err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// wmiMethods returns the methods among calls, as Class.Method.
+func wmiMethods(calls []wmiCall) []string {
+	var out []string
+	for _, c := range calls {
+		if c.Kind == "call" {
+			out = append(out, c.Method)
+		}
+	}
+	return out
+}
+
 // TestLifecycleFixtureRefusesBadFixtures starts the fixture build with
 // fixtures a careless or hostile test could give it: each time it exits
 // with 2 before listening, saying what is wrong with the file, and never
@@ -132,6 +189,12 @@ func TestLifecycleFixtureRefusesBadFixtures(t *testing.T) {
 		"unknown volume":   {`{"mountPoints":{"C:\\x":"` + jsonEscape(lcVolume) + `"}}`, `mountPoints: mounting ` + lcVolume + ` at C:\x (give a volume of volumes): SetVolumeMountPointW C:\x\: The system cannot find the file specified.`},
 		"relative link":    {`{"links":{"x":"C:\\y"}}`, `links: "x" → "C:\\y": give an absolute local link path (C:\...) and a target`},
 		"share as a mount": {`{"mountPoints":{"\\\\server\\share":"` + jsonEscape(lcVolume) + `"}}`, `mountPoints: "\\\\server\\share" is not an absolute local folder (C:\...)`},
+		// The fields and rules of the WMI fixture.
+		"partition style": {`{"disks":[{"number":3,"partitionStyle":"zfs"}]}`, `disks[0] (disk 3): partitionStyle "zfs": give "gpt", "mbr" or "raw"`},
+		"volume on no disk": {`{"volumes":[{"id":"` + jsonEscape(lcVolume) + `","extents":[{"disk":9,"offset":0,"length":1}]}]}`,
+			"volumes[0]: its first extent is on disk 9, which disks does not give: the WMI fixture places a volume on its disk"},
+		"hold of no method": {`{"wmiHolds":[{"method":"Format"}]}`, `wmiHolds[0]: method "Format": give Class.Method, e.g. MSFT_Volume.Format`},
+		"target of no disk": {`{"iscsiPortals":[{"address":"p","targets":[{"iqn":"iqn.x","disks":[5]}]}]}`, "iscsiPortals[0].targets[0]: disk 5 is not one of disks"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -155,7 +218,8 @@ func TestLifecycleFixtureRefusesBadFixtures(t *testing.T) {
 			}
 			var refusal struct{ Msg, Error string }
 			for _, line := range bytes.Split(out, []byte("\n")) {
-				if json.Unmarshal(line, &refusal) == nil && strings.HasPrefix(refusal.Msg, "invalid configuration: the Win32 fixture") {
+				if json.Unmarshal(line, &refusal) == nil && (strings.HasPrefix(refusal.Msg, "invalid configuration: the Win32 fixture") ||
+					strings.HasPrefix(refusal.Msg, "invalid configuration: the WMI fixture")) {
 					break
 				}
 				refusal.Error = ""
@@ -170,23 +234,25 @@ func TestLifecycleFixtureRefusesBadFixtures(t *testing.T) {
 func jsonEscape(s string) string { return strings.Trim(quote(s), `"`) }
 
 // TestLifecycleFixtureAbsentFromShippedAgent checks the Windows agent the
-// tests run, built as it ships (no tags), for the fixture: its environment
-// variable's name is in the fixture build and nowhere in the shipped one.
+// tests run, built as it ships (no tags), for the fixtures: the names of
+// their environment variables are in the fixture build and nowhere in the
+// shipped one.
 func TestLifecycleFixtureAbsentFromShippedAgent(t *testing.T) {
 	p := need(t)
-	const name = "PIPEGUARD_WIN32_FIXTURE"
 	fixture, err := os.ReadFile(fixtureAgent(t, p))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !bytes.Contains(fixture, []byte(name)) {
-		t.Fatalf("the fixture build does not hold %s: this check no longer tells the builds apart", name)
 	}
 	shipped, err := os.ReadFile(p.exe("pipeguard-agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(shipped, []byte(name)) {
-		t.Fatalf("pipeguard-agent.exe, built without tags, holds %s: the shipped agent can answer Win32 calls from a fixture", name)
+	for name, what := range map[string]string{"PIPEGUARD_WIN32_FIXTURE": "Win32 calls", "PIPEGUARD_WMI_FIXTURE_LOG": "WMI calls"} {
+		if !bytes.Contains(fixture, []byte(name)) {
+			t.Errorf("the fixture build does not hold %s: this check no longer tells the builds apart", name)
+		}
+		if bytes.Contains(shipped, []byte(name)) {
+			t.Errorf("pipeguard-agent.exe, built without tags, holds %s: the shipped agent can answer %s from a fixture", name, what)
+		}
 	}
 }

@@ -3,10 +3,12 @@
 package wine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,8 +17,9 @@ import (
 // The lifecycles of lifecycle_calls_test.go replayed against an agent built
 // with -tags wine, whose Win32 calls go to a fixture (the disks, volumes,
 // mount points and links Wine has none of) and on to Wine for the rest.
-// The filesystem group, the pipes, the guard, the audit log and the
-// PowerShell workers (the stand-in) are the real ones.
+// Their WMI calls go to the fixture's WMI provider (the storage and SMB
+// classes Wine's WMI service does not have). The filesystem group, the
+// pipes, the guard and the audit log are the real ones.
 
 // lcTotal and lcFree are the fixture volume's size and free bytes.
 const (
@@ -25,14 +28,15 @@ const (
 )
 
 // lifecycleFixture is the host the driver's recorded path needs (see the
-// top of lifecycle_calls_test.go): the disk, the one volume on it, still
-// unformatted, and the publish path a link to the staging path.
+// top of lifecycle_calls_test.go): the disk, new (raw, its one volume made
+// when PartitionDisk partitions it, unformatted), and the publish path a
+// link to the staging path.
 func lifecycleFixture(t *testing.T, driver string) map[string]any {
 	lun, err := strconv.Atoi(lcLUN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	disk := map[string]any{"number": lcDisk, "serial": "lc-serial", "size": lcTotal + 16<<20}
+	disk := map[string]any{"number": lcDisk, "serial": "lc-serial", "size": lcTotal + 16<<20, "partitionStyle": "raw"}
 	volume := map[string]any{"id": lcVolume, "partition": 2, "fileSystem": "", "total": lcTotal, "free": lcFree,
 		"extents": []any{map[string]any{"disk": lcDisk, "offset": 16 << 20, "length": lcTotal}}}
 	f := map[string]any{"disks": []any{disk}, "volumes": []any{volume}}
@@ -93,38 +97,22 @@ var lifecycleHooks = map[hookKey]struct {
 	{"smb", "publish", 1}: {"the driver makes the publish path", lcPublish},
 }
 
-// cmdletFragments name the worker requests by a fragment of their script,
-// the first found.
-var cmdletFragments = []string{
-	"Format-Volume", "Resize-Partition", "New-Partition", "Set-Disk", "Update-HostStorageCache",
-	"Get-SmbGlobalMapping", "New-SmbGlobalMapping", "Remove-SmbGlobalMapping",
-}
-
-// cmdletOf names a worker request's script.
-func cmdletOf(script string) string {
-	for _, f := range cmdletFragments {
-		if strings.Contains(script, f) {
-			return f
-		}
-	}
-	return "unknown script: " + script
-}
-
 // phaseStats is what one phase did.
 type phaseStats struct {
 	driver, phase       string
 	calls, starts       int
-	requests            []string
+	queries             int      // WMI queries and Gets
+	methods             []string // WMI methods, Class.Method
 	inMemory, toWine    int
 	wineFuncs, memFuncs map[string]int
 }
 
 // TestLifecycle replays one pod's volume lifecycle of each driver in
 // lifecycles through the CSI Proxy client and the agent's pipes, with the
-// disk, volume and link calls answered by the fixture build, and checks per
-// phase: every answer the recorded path needs, the PowerShell processes
-// started (one worker for the whole lifecycle, started in stage; none in
-// stats, unpublish or unstage), the cmdlet requests the worker served, and
+// disk, volume and link calls and the WMI calls answered by the fixture
+// build, and checks per phase: every answer the recorded path needs, the
+// processes the agent created as Wine traced them (none in any phase: no
+// powershell.exe, nor anything else), the WMI methods the phase called, and
 // an audit record with the result of every call.
 func TestLifecycle(t *testing.T) {
 	p := need(t)
@@ -135,11 +123,11 @@ func TestLifecycle(t *testing.T) {
 		})
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-10s %-10s %5s %6s %9s %9s  %s\n", "driver", "phase", "calls", "starts", "win32mem", "win32wine", "worker requests")
+	fmt.Fprintf(&b, "%-10s %-10s %5s %9s %11s %8s %9s  %s\n", "driver", "phase", "calls", "processes", "wmi-queries", "win32mem", "win32wine", "wmi methods")
 	for _, s := range table {
-		fmt.Fprintf(&b, "%-10s %-10s %5d %6d %9d %9d  %s\n", s.driver, s.phase, s.calls, s.starts, s.inMemory, s.toWine, strings.Join(s.requests, ", "))
+		fmt.Fprintf(&b, "%-10s %-10s %5d %9d %11d %8d %9d  %s\n", s.driver, s.phase, s.calls, s.starts, s.queries, s.inMemory, s.toWine, strings.Join(s.methods, ", "))
 	}
-	t.Logf("per phase: CSI Proxy calls, PowerShell process starts, Win32 calls answered by the fixture in memory and passed to Wine, cmdlet requests the worker served\n%s", b.String())
+	t.Logf("per phase: CSI Proxy calls, processes the agent created, WMI queries, Win32 calls answered by the fixture in memory and passed to Wine, WMI methods called\n%s", b.String())
 }
 
 // replayLifecycle runs one driver's phases on a fresh fixture agent.
@@ -151,11 +139,9 @@ func replayLifecycle(t *testing.T, p *prefix, lc lifecycle) []phaseStats {
 			t.Fatal(err)
 		}
 	}
-	a := startFixtureAgent(t, p, lifecycleFixture(t, lc.driver), "--powershell-workers", "1")
 	// The share is not mapped yet: the agent maps it.
-	a.answers(t, "Get-SmbGlobalMapping", "false")
+	a := startFixtureAgent(t, p, lifecycleFixture(t, lc.driver))
 	var stats []phaseStats
-	var worker int // the PowerShell worker's process id, once started
 	var all []call
 	var results []result
 	for _, ph := range lc.phases {
@@ -163,17 +149,23 @@ func replayLifecycle(t *testing.T, p *prefix, lc lifecycle) []phaseStats {
 		if !ok || len(want.answers) != len(ph.calls) {
 			t.Fatalf("%s %s: %d expected answers for %d calls: update lifecycleWants with lifecycles", lc.driver, ph.name, len(want.answers), len(ph.calls))
 		}
-		starts, requests, w32 := len(a.powershellStarts(t)), len(a.powershellRequests(t)), len(a.win32Calls(t))
+		starts, wmis, w32 := len(a.processStarts()), len(a.wmiCalls(t)), len(a.win32Calls(t))
 		got := replayPhase(t, p, lc.driver, ph)
 		all, results = append(all, ph.calls...), append(results, got...)
 		for i, r := range got {
 			checkAnswer(t, fmt.Sprintf("%s %s call %d, %s", lc.driver, ph.name, i, ph.calls[i]), r, want.answers[i])
 		}
 		s := phaseStats{driver: lc.driver, phase: ph.name, calls: len(ph.calls), memFuncs: map[string]int{}, wineFuncs: map[string]int{}}
-		s.starts = len(a.powershellStarts(t)) - starts
-		reqs := a.powershellRequests(t)[requests:]
-		for _, r := range reqs {
-			s.requests = append(s.requests, cmdletOf(r.Script))
+		s.starts = len(a.processStarts()) - starts
+		for _, c := range a.wmiCalls(t)[wmis:] {
+			if c.Kind == "call" {
+				s.methods = append(s.methods, c.Method)
+				if c.Error != "" || c.ReturnValue == nil || *c.ReturnValue != 0 {
+					t.Errorf("%s %s: %s on %q answered %v, error %q; want 0", lc.driver, ph.name, c.Method, c.On, c.ReturnValue, c.Error)
+				}
+			} else {
+				s.queries++
+			}
 		}
 		for _, c := range a.win32Calls(t)[w32:] {
 			if c.To == "wine" {
@@ -187,23 +179,24 @@ func replayLifecycle(t *testing.T, p *prefix, lc lifecycle) []phaseStats {
 		// A call passed on to Wine has two lines, the agent's and Wine's.
 		s.inMemory = len(a.win32Calls(t)[w32:]) - 2*s.toWine
 		t.Logf("%s %s: Win32 calls the agent made %v; of them passed on to Wine: %v", lc.driver, ph.name, s.memFuncs, s.wineFuncs)
-		if started := a.powershellStarts(t); worker == 0 && len(started) > 0 {
-			worker = started[0].PID
-		}
-		checkPhase(t, s, reqs, want, worker)
+		checkPhase(t, s, want, a.processStarts()[starts:])
 		if ph.name == "publish" {
 			t.Logf("%s publish: after CreateSymlink, the publish path on the Wine disk is %s", lc.driver, describePath(p.path(lcPublish)))
 		}
 		stats = append(stats, s)
 	}
-	total := 0
-	for _, s := range stats {
-		total += s.starts
-	}
-	if total > 1 {
-		t.Errorf("%s: PowerShell started %d times over the lifecycle, want at most 1 (one long-lived worker)", lc.driver, total)
-	}
 	checkAudited(t, a, all, results)
+	// The agent's shutdown creates no process either.
+	if err := a.stop(t); err != nil {
+		t.Errorf("%s: pipeguard-agent-fixture.exe: %v", lc.driver, err)
+	}
+	// The share's password reached WMI only as Create's Credential.
+	if bytes.Contains(a.wmiLog(t), []byte(lcSMBPassword)) || strings.Contains(a.log.String()+a.trace.String(), lcSMBPassword) {
+		t.Errorf("%s: the SMB password appears in the WMI call log or the agent's output", lc.driver)
+	}
+	if starts := a.processStarts(); len(starts) != 0 {
+		t.Errorf("%s: the agent created %d processes over the lifecycle and its shutdown, want none:\n%s", lc.driver, len(starts), strings.Join(starts, "\n"))
+	}
 	return stats
 }
 
@@ -295,37 +288,14 @@ func checkAnswer(t *testing.T, what string, r result, want string) {
 	}
 }
 
-// checkPhase checks a phase's process starts and worker requests, which
-// the worker whose process id is worker must have served.
-func checkPhase(t *testing.T, s phaseStats, reqs []standinRun, want phaseWant, worker int) {
+// checkPhase checks a phase's process creations (none) and WMI methods.
+func checkPhase(t *testing.T, s phaseStats, want phaseWant, starts []string) {
 	t.Helper()
-	wantStarts := 0
-	if s.phase == "stage" {
-		wantStarts = 1 // the first cmdlet of the lifecycle starts the worker
+	if s.starts != 0 {
+		t.Errorf("%s %s: the agent created %d processes, want none:\n%s", s.driver, s.phase, s.starts, strings.Join(starts, "\n"))
 	}
-	if s.starts != wantStarts {
-		t.Errorf("%s %s: %d PowerShell process starts, want %d", s.driver, s.phase, s.starts, wantStarts)
-	}
-	var cmdlets []string
-	for _, w := range want.requests {
-		cmdlets = append(cmdlets, w.cmdlet)
-	}
-	if !reflect.DeepEqual(s.requests, cmdlets) {
-		t.Errorf("%s %s: the worker served %q, want %q", s.driver, s.phase, s.requests, cmdlets)
-		return
-	}
-	for i, w := range want.requests {
-		if reqs[i].PID != worker {
-			t.Errorf("%s %s: %s ran in PowerShell process %d, not in the worker started first (%d)", s.driver, s.phase, w.cmdlet, reqs[i].PID, worker)
-		}
-		for k, v := range w.values {
-			if got := reqs[i].Values[k]; got != v {
-				t.Errorf("%s %s: %s request value %s = %q, want %q", s.driver, s.phase, w.cmdlet, k, got, v)
-			}
-		}
-	}
-	if s.phase != "stage" && len(reqs) > 0 && s.starts == 0 {
-		t.Logf("%s %s: %d cmdlet request(s) served by the running worker, no new process: %q", s.driver, s.phase, len(reqs), s.requests)
+	if !slices.Equal(s.methods, want.methods) {
+		t.Errorf("%s %s: the WMI methods called were %q, want %q", s.driver, s.phase, s.methods, want.methods)
 	}
 }
 
@@ -351,19 +321,14 @@ func checkAudited(t *testing.T, a *agent, cs []call, results []result) {
 	}
 }
 
-// phaseWant is what a phase must answer and send to the worker.
+// phaseWant is what a phase must answer and call through WMI.
 type phaseWant struct {
 	// answers are, per call, the response in JSON (protojson leaves out
 	// false, 0 and empty fields) or "Code: message fragment".
 	answers []string
-	// requests are the cmdlets the worker serves, in order, with values
-	// they must carry.
-	requests []cmdletRequest
-}
-
-type cmdletRequest struct {
-	cmdlet string
-	values map[string]string
+	// methods are the WMI methods the phase calls, in order, as
+	// Class.Method.
+	methods []string
 }
 
 // Answers the recorded paths need (see the comment above each call).
@@ -382,19 +347,16 @@ func quote(s string) string {
 	return string(b)
 }
 
-var (
-	diskValues   = map[string]string{"disknumber": strconv.Itoa(lcDisk)}
-	volumeValues = map[string]string{"volumeid": lcVolume}
-	shareValues  = map[string]string{"smbremotepath": lcShare}
-)
+// The WMI methods of PartitionDisk on a new disk, as CSI Proxy calls them.
+var partitionMethods = []string{"MSFT_Disk.Initialize", "MSFT_Disk.CreatePartition", "MSFT_Disk.Refresh", "MSFT_Partition.Online"}
 
 // lifecycleWants are, per driver and phase, the answers and worker
 // requests of the recorded path, call for call with lifecycles.
 var lifecycleWants = map[string]map[string]phaseWant{
 	"azuredisk": {
 		"stage": {
-			answers:  []string{answerOK, answerLoc, answerExists, answerOK, answerOK, answerVolumes, answerOK, answerOK, answerOK},
-			requests: []cmdletRequest{{"Update-HostStorageCache", nil}, {"New-Partition", diskValues}, {"Format-Volume", volumeValues}},
+			answers: []string{answerOK, answerLoc, answerExists, answerOK, answerOK, answerVolumes, answerOK, answerOK, answerOK},
+			methods: slices.Concat([]string{"MSFT_StorageSetting.UpdateHostStorageCache"}, partitionMethods, []string{"MSFT_Volume.Format"}),
 		},
 		"publish":   {answers: []string{answerOK, answerOK, answerOK}},
 		"stats":     {answers: []string{answerVolume, answerStats}},
@@ -404,8 +366,9 @@ var lifecycleWants = map[string]map[string]phaseWant{
 	"gce-pd": {
 		"stage": {
 			answers: []string{answerDiskIDs, answerOK, answerOK, answerOK, answerVolumes, answerOK, answerOK, answerOK, answerVolume, answerOK},
-			requests: []cmdletRequest{{"New-Partition", diskValues}, {"Set-Disk", map[string]string{"disknumber": strconv.Itoa(lcDisk), "diskoffline": "false"}},
-				{"Format-Volume", volumeValues}, {"Resize-Partition", map[string]string{"volumeid": lcVolume, "sizebytes": "0"}}},
+			// SetDiskState online finds the disk online and calls nothing;
+			// ResizeVolume to the largest size finds the partition there.
+			methods: slices.Concat(partitionMethods, []string{"MSFT_Volume.Format", "MSFT_Partition.GetSupportedSize"}),
 		},
 		// IsSymlink of the publish path, which does not exist yet, fails
 		// as the recorded path allows: the driver goes on either way.
@@ -413,18 +376,18 @@ var lifecycleWants = map[string]map[string]phaseWant{
 		"stats":     {answers: []string{answerVolume, answerStats}},
 		"unpublish": {answers: []string{answerOK}},
 		"unstage": {
-			answers:  []string{answerExists, answerVolume, answerOK, answerOK, fmt.Sprintf(`{"diskNumber":%d}`, lcDisk), answerOK, answerDiskIDs},
-			requests: []cmdletRequest{{"Set-Disk", map[string]string{"disknumber": strconv.Itoa(lcDisk), "diskoffline": "true"}}},
+			answers: []string{answerExists, answerVolume, answerOK, answerOK, fmt.Sprintf(`{"diskNumber":%d}`, lcDisk), answerOK, answerDiskIDs},
+			methods: []string{"MSFT_Disk.Offline"},
 		},
 	},
 	"smb": {
 		"stage": {
-			answers:  []string{answerExists, answerOK, answerExists, answerOK, answerExists, answerOK},
-			requests: []cmdletRequest{{"Get-SmbGlobalMapping", shareValues}, {"New-SmbGlobalMapping", map[string]string{"smbremotepath": lcShare, "smbuser": lcSMBUser}}},
+			answers: []string{answerExists, answerOK, answerExists, answerOK, answerExists, answerOK},
+			methods: []string{"MSFT_SmbGlobalMapping.Create"},
 		},
 		"publish":   {answers: []string{answerOK, answerExists, answerOK, answerOK}},
 		"stats":     {answers: []string{}},
 		"unpublish": {answers: []string{answerOK}},
-		"unstage":   {answers: []string{answerOK, answerOK}, requests: []cmdletRequest{{"Remove-SmbGlobalMapping", shareValues}}},
+		"unstage":   {answers: []string{answerOK, answerOK}, methods: []string{"MSFT_SmbGlobalMapping.Remove"}},
 	},
 }

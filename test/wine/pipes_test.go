@@ -9,6 +9,23 @@ import (
 	"testing"
 )
 
+// pipeSMBVersions are the smb API versions; each removes a mapping of its
+// own, pipeShare.
+var pipeSMBVersions = []string{"v1", "v1alpha1", "v1beta1", "v1beta2"}
+
+func pipeShare(version string) string { return `\\fileserver\share-` + version }
+
+// pipesFixture is the host of TestEveryPipeAnswers: a target portal, and a
+// global mapping for each smb version to remove.
+func pipesFixture() map[string]any {
+	var mappings []any
+	for _, v := range pipeSMBVersions {
+		mappings = append(mappings, map[string]any{"remotePath": pipeShare(v)})
+	}
+	return map[string]any{"smbMappings": mappings,
+		"iscsiPortals": []any{map[string]any{"address": "10.0.0.5", "port": 3260, "added": true}}}
+}
+
 // pipeCalls are one harmless call per API group version, all 23 that CSI
 // Proxy v1.3.0's client library knows.
 func pipeCalls() []call {
@@ -23,8 +40,8 @@ func pipeCalls() []call {
 	for _, v := range []string{"v1alpha1", "v1alpha2"} {
 		cs = append(cs, call{"iscsi/" + v, "ListTargetPortals", nil})
 	}
-	for _, v := range []string{"v1", "v1alpha1", "v1beta1", "v1beta2"} {
-		cs = append(cs, call{"smb/" + v, "RemoveSmbGlobalMapping", map[string]any{"remotePath": `\\fileserver\share`}})
+	for _, v := range pipeSMBVersions {
+		cs = append(cs, call{"smb/" + v, "RemoveSmbGlobalMapping", map[string]any{"remotePath": pipeShare(v)}})
 	}
 	cs = append(cs, call{"system/v1alpha1", "GetBIOSSerialNumber", nil})
 	// The volumes on disk 0: Win32 calls that Wine answers (its C: lies on
@@ -39,14 +56,13 @@ func pipeCalls() []call {
 }
 
 // TestEveryPipeAnswers calls every group version's pipe with the unmodified
-// CSI Proxy client library: each answers, and each call is one audit record
-// carrying the caller's pid, process start and SID.
+// CSI Proxy client library: each answers, each call is one audit record
+// carrying the caller's pid, process start and SID, and the agent creates
+// no process.
 func TestEveryPipeAnswers(t *testing.T) {
 	p := need(t)
-	a := startAgent(t, p)
-	a.answers(t,
-		"Get-IscsiTargetPortal", `[{"TargetPortalAddress":"10.0.0.5","TargetPortalPortNumber":3260}]`,
-	)
+	// The fixture build: Wine's WMI service has no iSCSI or SMB classes.
+	a := startFixtureAgent(t, p, pipesFixture())
 	cs := pipeCalls()
 	if len(cs) != 23 {
 		t.Fatalf("%d calls, want one per each of the 23 group versions", len(cs))
@@ -93,6 +109,9 @@ func TestEveryPipeAnswers(t *testing.T) {
 	}
 	if len(seen) != len(cs) {
 		t.Errorf("records name %d distinct calls, want %d: %v", len(seen), len(cs), seen)
+	}
+	if starts := a.processStarts(); len(starts) != 0 {
+		t.Errorf("the agent created %d processes, want none:\n%s", len(starts), strings.Join(starts, "\n"))
 	}
 	t.Logf("%d pipes answered; first record: %s", len(results), fmt.Sprint(recs[0].User.Extra))
 }

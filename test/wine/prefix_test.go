@@ -73,8 +73,8 @@ func lookTool(names ...string) string {
 	return ""
 }
 
-// setup prepares a Wine prefix: the runtime DLL Go needs, the Windows
-// binaries and test programs, and the PowerShell stand-in.
+// setup prepares a Wine prefix: the runtime DLL Go needs, and the Windows
+// binaries and test programs.
 func setup() (*prefix, string, error) {
 	p := &prefix{
 		wine:       lookTool("wine", "wine64", "/usr/lib/wine/wine64"),
@@ -143,19 +143,11 @@ func setup() (*prefix, string, error) {
 	p.goEnv = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0", "GOFLAGS=-overlay="+overlay)
 	bin := p.path(`C:\pipeguard\bin`)
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin+string(filepath.Separator),
-		"./cmd/pipeguard-agent", "./cmd/pipeguard", "./test/wine/cmd/csiclient", "./test/wine/cmd/powershell", "./internal/fakecri/cmd/fakecri")
+		"./cmd/pipeguard-agent", "./cmd/pipeguard", "./test/wine/cmd/csiclient", "./internal/fakecri/cmd/fakecri")
 	build.Dir = root
 	build.Env = p.goEnv
 	if out, err := build.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("building the Windows binaries: %v\n%s", err, out))
-	}
-	// The agent runs PowerShell from the system directory, by full path.
-	standin, err := os.ReadFile(filepath.Join(bin, "powershell.exe"))
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.WriteFile(p.path(`C:\windows\system32\WindowsPowerShell\v1.0\powershell.exe`), standin, 0o755); err != nil {
-		return fail(err)
 	}
 	if err := os.MkdirAll(p.path(`C:\var\lib\kubelet\pods`), 0o755); err != nil {
 		return fail(err)

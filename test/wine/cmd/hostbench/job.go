@@ -84,3 +84,45 @@ func filetime(t windows.Filetime) int64 {
 
 // ticks converts 100-nanosecond units to a Duration.
 func ticks(n int64) time.Duration { return time.Duration(n) * 100 }
+
+// jobProcessIDs is JOBOBJECT_BASIC_PROCESS_ID_LIST with room for 64
+// processes.
+type jobProcessIDs struct {
+	NumberOfAssignedProcesses uint32
+	NumberOfProcessIdsInList  uint32
+	ProcessIDList             [64]uintptr
+}
+
+// others returns the image paths of the job's running processes but this
+// one, "pid N" for one whose path cannot be read.
+func (j *accountingJob) others() ([]string, error) {
+	var l jobProcessIDs
+	if err := windows.QueryInformationJobObject(j.h, windows.JobObjectBasicProcessIdList,
+		uintptr(unsafe.Pointer(&l)), uint32(unsafe.Sizeof(l)), nil); err != nil {
+		return nil, fmt.Errorf("listing the counting Job object's processes (QueryInformationJobObject, JobObjectBasicProcessIdList): %w", err)
+	}
+	self := windows.GetCurrentProcessId()
+	var out []string
+	for _, id := range l.ProcessIDList[:min(int(l.NumberOfProcessIdsInList), len(l.ProcessIDList))] {
+		if uint32(id) == self {
+			continue
+		}
+		out = append(out, imagePath(uint32(id)))
+	}
+	return out, nil
+}
+
+// imagePath is the image path of process pid, or "pid N".
+func imagePath(pid uint32) string {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, pid)
+	if err != nil {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	defer windows.CloseHandle(h)
+	buf := make([]uint16, windows.MAX_LONG_PATH)
+	n := uint32(len(buf))
+	if err := windows.QueryFullProcessImageName(h, 0, &buf[0], &n); err != nil {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	return windows.UTF16ToString(buf[:n])
+}

@@ -1,59 +1,46 @@
 //go:build windows
 
-// Command hostbench measures what the PowerShell workers save. It runs one
-// constant script, with one value in its environment, through runner.Exec,
-// which starts a PowerShell process per call, and through runner.Workers
-// with one long-lived worker, in interleaved rounds (process, worker,
-// process, worker, ...) so that both modes see the same load on the machine.
-// Each mode first makes one warm-up call, outside the rounds: for the
-// worker, its start.
+// Command hostbench measures host calls per second through WMI in the
+// calling process, as the agent makes its storage, SMB and iSCSI calls:
+// wmi.New, then two calls Wine's own WMI service answers, in interleaved
+// rounds (query, method, query, method, ...) so that both see the same
+// load on the machine. The query is SELECT of Win32_BIOS in root\cimv2;
+// the method is StdRegProv.GetStringValue of the product name. Each mode
+// first makes one warm-up call, outside the rounds: for the query, the
+// connection's start.
 //
 // It prints one JSON line per round: calls per second, the processes
-// started, and the CPU time per call of hostbench itself (GetProcessTimes)
-// and of the processes it started. Both counts come from a Job object that
-// holds hostbench and so every process it starts: the job counts them, and
-// on Windows accounts their CPU time, even after they end. The last line is
-// the summary: the median calls per second of each mode, the median of the
-// per-round ratios worker ÷ process, and the process starts of each mode,
-// checked against one per call and one in all, against the worker pool's
-// own count, and against the PowerShell stand-in's logs when
-// PIPEGUARD_STANDIN_LOG names them. hostbench exits 1 when a count is off
-// or a call fails, 2 on a bad flag.
+// started and the CPU time per call of hostbench (GetProcessTimes). The
+// process count comes from a Job object that holds hostbench and so every
+// process it would start; it must stay 0 in the rounds. Under Wine the
+// first WMI call starts Wine's desktop process (explorer.exe, which Wine
+// starts at a program's first use of the desktop, and Windows runs from
+// logon): a warm-up may start that one, named by its image path, and no
+// other. The last line is the summary:
+// the median calls per second and CPU per call of each mode, beside the
+// PowerShell worker's calls per second the previous report measured
+// (previousWorker), and a note on what the figures say. hostbench exits 1
+// when a call fails or a process started, 2 on a bad flag.
 //
-// Under Wine (make bench-windows) powershell.exe is test/wine/cmd/powershell,
-// a Go program standing in for PowerShell: it starts in tens of
-// milliseconds, where Windows PowerShell takes about 600 ms of CPU. There the
-// ratio is a process start under Wine against a round trip to a running
-// worker, and on Windows it is larger. Wine accounts no CPU time to a job,
-// and its GetProcessTimes of another process answers with the caller's own
-// times, so under Wine the started processes' CPU time is reported as not
-// obtainable (null) and only hostbench's own is measured.
+// Under Wine (make bench-windows) the calls go to Wine's WMI service,
+// which is not Windows' WMI provider host: the figures say what the
+// agent's side of a call costs (COM, the marshalling of parameters and
+// objects), not what the MSFT_* storage providers cost on a node.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 	"unsafe"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/windows"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/runner"
-)
-
-// The call both modes make: a read-only cmdlet that succeeds on any
-// Windows host, and the value it reads from its environment.
-const (
-	benchOp     = "Get-Disk"
-	benchScript = `Get-Disk | Where-Object Number -eq ([uint32]$Env:disknumber) | Select-Object -ExpandProperty IsOffline`
-	benchValue  = "disknumber"
+	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 )
 
 // options are hostbench's flags.
@@ -77,7 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("hostbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.rounds, "rounds", 10, "rounds of each mode, interleaved")
-	fs.IntVar(&o.calls, "calls", 20, "calls per round")
+	fs.IntVar(&o.calls, "calls", 200, "calls per round")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of each call")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -99,21 +86,48 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, err
 }
 
-// mode is one way of running the calls, and what was measured of it.
+// mode is one kind of call, and what was measured of it.
 type mode struct {
 	name   string
-	r      runner.Runner
+	call   func(ctx context.Context, c wmi.Conn) error
 	calls  int // made so far, the warm-up included
-	starts int // processes the job gained during this mode's calls
+	starts int // processes the job gained during this mode's rounds
 	warmup time.Duration
-	rounds []round
+	// warmupStarts are the processes the job gained during the warm-up,
+	// and warmupImages the image paths of the job's other processes then.
+	warmupStarts int
+	warmupImages []string
+	rounds       []round
 }
 
-// bench runs the calls and measures them.
-type bench struct {
-	o        options
-	job      *accountingJob
-	keepsCPU bool // the job accounts CPU time (not under Wine)
+// The two calls, as the agent's WMI layer makes them.
+var modes = []struct {
+	name string
+	call func(ctx context.Context, c wmi.Conn) error
+}{
+	{modeQuery, func(ctx context.Context, c wmi.Conn) error {
+		objs, err := c.Query(ctx, wmi.NamespaceCIMv2, "SELECT SerialNumber, Manufacturer FROM Win32_BIOS")
+		if err == nil && len(objs) != 1 {
+			err = fmt.Errorf("the query of Win32_BIOS returned %d objects, want 1", len(objs))
+		}
+		return err
+	}},
+	{modeMethod, func(ctx context.Context, c wmi.Conn) error {
+		out, err := c.Call(ctx, wmi.NamespaceCIMv2, "StdRegProv", "GetStringValue",
+			wmi.Param{Name: "hDefKey", Value: uint32(0x80000002)}, // HKEY_LOCAL_MACHINE
+			wmi.Param{Name: "sSubKeyName", Value: `SOFTWARE\Microsoft\Windows NT\CurrentVersion`},
+			wmi.Param{Name: "sValueName", Value: "ProductName"})
+		if err != nil {
+			return err
+		}
+		if err := wmi.Result("StdRegProv.GetStringValue", out, nil); err != nil {
+			return err
+		}
+		if s, _ := out.Props["sValue"].(string); s == "" {
+			return fmt.Errorf("StdRegProv.GetStringValue answered sValue %v, want the product name", out.Props["sValue"])
+		}
+		return nil
+	}},
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -129,41 +143,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // benchmark runs the warm-up and the rounds, then prints the summary; it
-// fails when a call fails or a count is off.
+// fails when a call fails or a process started.
 func benchmark(o options, stdout io.Writer) error {
-	since := time.Now().UnixNano()
 	job, err := newAccountingJob()
 	if err != nil {
 		return err
 	}
 	defer job.close()
-	reg := prometheus.NewRegistry()
-	workers, err := runner.NewWorkers(runner.WorkerOptions{Size: 1, Registerer: reg, Setting: "--powershell-workers"})
+	conn, err := wmi.New()
 	if err != nil {
 		return err
 	}
-	defer workers.Close()
-	b := &bench{o: o, job: job}
-	modes := []*mode{{name: modeProcess, r: runner.Exec{}}, {name: modeWorker, r: workers}}
+	var ms []*mode
+	for _, m := range modes {
+		ms = append(ms, &mode{name: m.name, call: m.call})
+	}
 	first, err := job.snapshot()
 	if err != nil {
 		return err
 	}
-	for _, m := range modes {
-		if err := b.warmUp(m); err != nil {
+	for _, m := range ms {
+		if err := warmUp(o, conn, job, m); err != nil {
 			return err
 		}
 	}
-	warm, err := job.snapshot()
-	if err != nil {
-		return err
-	}
-	// On Windows the job has accounted the warm-up processes' time by now.
-	b.keepsCPU = warm.job > 0
 	out := json.NewEncoder(stdout)
 	for n := 1; n <= o.rounds; n++ {
-		for _, m := range modes {
-			r, err := b.round(m, n)
+		for _, m := range ms {
+			r, err := measure(o, conn, job, m, n)
 			if err != nil {
 				return err
 			}
@@ -172,121 +179,75 @@ func benchmark(o options, stdout io.Writer) error {
 			}
 		}
 	}
-	_ = workers.Close() // the worker ends, and logs its exit, before the logs are read
 	last, err := job.snapshot()
 	if err != nil {
 		return err
 	}
-	s, err := b.summary(modes, reg, last.processes-first.processes, since)
-	if err != nil {
-		return err
-	}
+	s := summarize(o, ms, last.processes-first.processes, wineVersion())
 	if err := out.Encode(s); err != nil {
 		return fmt.Errorf("writing the summary: %w", err)
 	}
 	if !s.Verified {
-		return fmt.Errorf("the process starts do not match the calls, so the rates above do not measure what they claim: %v", s.Mismatches)
+		return fmt.Errorf("the counts do not match what was measured: %v", s.Mismatches)
 	}
 	return nil
 }
 
-// call makes one call through m; n varies the request's value.
-func (b *bench) call(m *mode, n int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), b.o.timeout)
+// call makes one call of m.
+func call(o options, conn wmi.Conn, m *mode) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	m.calls++
-	if _, err := runner.Script(ctx, m.r, benchOp, benchScript, runner.Env(benchValue, strconv.Itoa(n%4))); err != nil {
-		return fmt.Errorf("call %d through the %s mode: %w", m.calls, m.name, err)
+	if err := m.call(ctx, conn); err != nil {
+		return fmt.Errorf("call %d of the %s mode: %w", m.calls, m.name, err)
 	}
 	return nil
 }
 
 // warmUp makes m's first call, outside the rounds.
-func (b *bench) warmUp(m *mode) error {
-	before, err := b.job.snapshot()
+func warmUp(o options, conn wmi.Conn, job *accountingJob, m *mode) error {
+	before, err := job.snapshot()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := b.call(m, 0); err != nil {
+	if err := call(o, conn, m); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	m.warmup = time.Since(start)
-	after, err := b.job.snapshot()
+	after, err := job.snapshot()
 	if err != nil {
 		return err
 	}
-	m.starts += after.processes - before.processes
+	if m.warmupStarts = after.processes - before.processes; m.warmupStarts > 0 {
+		if m.warmupImages, err = job.others(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// round makes round n's calls through m and returns its line.
-func (b *bench) round(m *mode, n int) (round, error) {
-	before, err := b.job.snapshot()
+// measure makes round n's calls of m and returns its line.
+func measure(o options, conn wmi.Conn, job *accountingJob, m *mode, n int) (round, error) {
+	before, err := job.snapshot()
 	if err != nil {
 		return round{}, err
 	}
 	start := time.Now()
-	for i := range b.o.calls {
-		if err := b.call(m, i); err != nil {
+	for range o.calls {
+		if err := call(o, conn, m); err != nil {
 			return round{}, fmt.Errorf("round %d: %w", n, err)
 		}
 	}
 	wall := time.Since(start)
-	after, err := b.job.snapshot()
+	after, err := job.snapshot()
 	if err != nil {
 		return round{}, err
 	}
-	r := newRound(n, m.name, b.o.calls, wall, before, after, b.keepsCPU)
+	r := newRound(n, m.name, o.calls, wall, before, after)
 	m.starts += r.ProcessStarts
 	m.rounds = append(m.rounds, r)
 	return r, nil
-}
-
-// summary makes the summary line and verifies the counts; started is how
-// many processes the job gained from the first call to the end.
-func (b *bench) summary(modes []*mode, reg *prometheus.Registry, started int, since int64) (summary, error) {
-	process, worker := modes[0], modes[1]
-	s := summary{Kind: "summary", Rounds: b.o.rounds, CallsPerRound: b.o.calls, PowerShell: runner.PowerShellProgram, Wine: wineVersion()}
-	s.Process, s.Worker, s.MedianRatio = summarize(process.rounds, worker.rounds)
-	for _, p := range []struct {
-		m *mode
-		s *modeSummary
-	}{{process, &s.Process}, {worker, &s.Worker}} {
-		p.s.Calls, p.s.ProcessStarts, p.s.WarmupSeconds = p.m.calls, p.m.starts, p.m.warmup.Seconds()
-	}
-	s.UnattributedProcessStarts = started - process.starts - worker.starts
-	var err error
-	if s.WorkerStartsReported, err = counter(reg, "pipeguard_agent_powershell_worker_starts_total"); err != nil {
-		return s, err
-	}
-	if path := os.Getenv("PIPEGUARD_STANDIN_LOG"); path != "" {
-		c, err := countStandinLog(path, since)
-		if err != nil {
-			return s, err
-		}
-		s.StandinLog = &c
-	}
-	s.ChildrenCPU = "the counting job's accounting (JobObjectBasicAccountingInformation), less hostbench's own CPU time"
-	if !b.keepsCPU {
-		s.ChildrenCPU = "not obtainable: the counting job accounted no CPU time to the processes it held " +
-			"(Wine accounts none to jobs, and its GetProcessTimes of another process answers with the caller's own times); " +
-			"wall time and hostbench's own CPU time only"
-	}
-	s.Note = note(s.Wine)
-	s.Mismatches = verify(s)
-	s.Verified = len(s.Mismatches) == 0
-	return s, nil
-}
-
-// note says what the ratio measures where hostbench ran.
-func note(wine string) string {
-	if wine != "" {
-		return "under Wine " + wine + ", powershell.exe is test/wine/cmd/powershell, a Go program standing in for PowerShell: " +
-			"it starts in tens of milliseconds, where Windows PowerShell takes about 600 ms of CPU. " +
-			"This ratio is a process start under Wine against a round trip to a running worker; on Windows it is larger."
-	}
-	return "each process-mode call pays a start of " + runner.PowerShellProgram + "; each worker call, a round trip to the running worker"
 }
 
 // wineVersion returns Wine's version when hostbench runs under Wine, else
@@ -303,23 +264,4 @@ func wineVersion() string {
 	// v points into Wine's ntdll, not into Go's memory: read it as a *byte
 	// without converting a uintptr, which the garbage collector forbids.
 	return windows.BytePtrToString(*(**byte)(unsafe.Pointer(&v)))
-}
-
-// counter returns the sum of a counter's values in reg.
-func counter(reg *prometheus.Registry, name string) (int, error) {
-	families, err := reg.Gather()
-	if err != nil {
-		return 0, fmt.Errorf("reading the worker pool's metrics: %w", err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		total := 0.0
-		for _, m := range f.GetMetric() {
-			total += m.GetCounter().GetValue()
-		}
-		return int(total), nil
-	}
-	return 0, errors.New("the worker pool registered no " + name + ": cannot count the worker starts")
 }

@@ -11,8 +11,8 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, &bytes.Buffer{})
-	if err != nil || o != (options{rounds: 10, calls: 20, timeout: 2 * time.Minute}) {
-		t.Fatalf("defaults: %+v, %v; want 10 rounds of 20 calls, 2m each", o, err)
+	if err != nil || o != (options{rounds: 10, calls: 200, timeout: 2 * time.Minute}) {
+		t.Fatalf("defaults: %+v, %v; want 10 rounds of 200 calls, 2m each", o, err)
 	}
 	for name, tc := range map[string]struct {
 		args []string

@@ -5,16 +5,40 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
-// The two ways of running a host call that hostbench compares.
+// The two calls hostbench measures.
 const (
-	// modeProcess is runner.Exec: one PowerShell process per call.
-	modeProcess = "process"
-	// modeWorker is runner.Workers of size 1: one long-lived worker.
-	modeWorker = "worker"
+	// modeQuery is a WQL query of Win32_BIOS.
+	modeQuery = "query"
+	// modeMethod is the static method StdRegProv.GetStringValue.
+	modeMethod = "method"
 )
+
+// previousWorker is the PowerShell worker's figure of the previous
+// report, the last before the agent moved its host calls to WMI (make
+// bench-windows at commit 9b623d3, quoted in docs/windows.md, Benchmark):
+// two runs of 10 rounds of 20 calls of a constant Get-Disk script, under
+// Wine with the Go stand-in for powershell.exe.
+var previousWorker = previous{
+	Source:                "make bench-windows at commit 9b623d3 (docs/windows.md, Benchmark): two runs of 10 rounds of 20 calls of a Get-Disk script through one PowerShell worker, under Wine with the Go stand-in for powershell.exe",
+	WorkerCallsPerSecond:  "about 1,300 to 1,500",
+	ProcessCallsPerSecond: "15 to 18 (one PowerShell process per call)",
+}
+
+// previous is a figure quoted from an earlier report, as it was written.
+type previous struct {
+	Source                string `json:"source"`
+	WorkerCallsPerSecond  string `json:"workerCallsPerSecond"`
+	ProcessCallsPerSecond string `json:"processCallsPerSecond"`
+}
+
+// note says what the figures measure.
+const note = "Wine's WMI service is not Windows' WMI provider host: these rates are of the agent's side of a WMI call " +
+	"(COM, marshalling the parameters and objects) against Wine's own Win32_BIOS and StdRegProv, and the ratio to the " +
+	"PowerShell worker's figure says nothing about what the MSFT_* storage, SMB and iSCSI providers cost on a node."
 
 // round is the line printed for one round of one mode.
 type round struct {
@@ -27,31 +51,22 @@ type round struct {
 	CallsPerSecond float64 `json:"callsPerSecond"`
 	// ProcessStarts is how many processes the counting job gained.
 	ProcessStarts int `json:"processStarts"`
-	// SelfCPUMsPerCall is hostbench's own CPU time per call.
-	SelfCPUMsPerCall float64 `json:"selfCpuMsPerCall"`
-	// ChildrenCPUMsPerCall is the CPU time per call of the processes
-	// hostbench started; null where it cannot be read.
-	ChildrenCPUMsPerCall *float64 `json:"childrenCpuMsPerCall"`
+	// CPUMsPerCall is hostbench's CPU time per call: the whole cost of a
+	// call in the caller, where the agent makes it.
+	CPUMsPerCall float64 `json:"cpuMsPerCall"`
 }
 
-// newRound makes the line of a round of calls calls that took wall, between
-// two snapshots; keepsCPU says whether the job accounts CPU time at all.
-func newRound(n int, mode string, calls int, wall time.Duration, before, after usage, keepsCPU bool) round {
+// newRound makes the line of a round of calls calls that took wall,
+// between two snapshots.
+func newRound(n int, mode string, calls int, wall time.Duration, before, after usage) round {
 	r := round{
 		Kind: "round", Round: n, Mode: mode, Calls: calls,
-		Seconds:          wall.Seconds(),
-		ProcessStarts:    after.processes - before.processes,
-		SelfCPUMsPerCall: perCallMs(after.self-before.self, calls),
+		Seconds:       wall.Seconds(),
+		ProcessStarts: after.processes - before.processes,
+		CPUMsPerCall:  perCallMs(after.self-before.self, calls),
 	}
 	if wall > 0 {
 		r.CallsPerSecond = float64(calls) / wall.Seconds()
-	}
-	if keepsCPU {
-		// The job accounts hostbench's own time too; its clock ticks
-		// apart from GetProcessTimes', so a difference below zero is 0.
-		children := max((after.job-before.job)-(after.self-before.self), 0)
-		ms := perCallMs(children, calls)
-		r.ChildrenCPUMsPerCall = &ms
 	}
 	return r
 }
@@ -68,13 +83,15 @@ type modeSummary struct {
 	// Calls counts every call, the warm-up call included.
 	Calls int `json:"calls"`
 	// ProcessStarts counts the processes the job gained during this mode's
-	// calls, the warm-up included.
-	ProcessStarts              int      `json:"processStarts"`
-	MedianCallsPerSecond       float64  `json:"medianCallsPerSecond"`
-	MedianSelfCPUMsPerCall     float64  `json:"medianSelfCpuMsPerCall"`
-	MedianChildrenCPUMsPerCall *float64 `json:"medianChildrenCpuMsPerCall"`
-	// WarmupSeconds is the first call's wall time, before the rounds; for
-	// the worker it holds the worker's start.
+	// rounds.
+	ProcessStarts int `json:"processStarts"`
+	// WarmupProcessStarts counts those of its warm-up, and WarmupProcesses
+	// are the image paths of the job's other processes after it.
+	WarmupProcessStarts  int      `json:"warmupProcessStarts"`
+	WarmupProcesses      []string `json:"warmupProcesses,omitempty"`
+	MedianCallsPerSecond float64  `json:"medianCallsPerSecond"`
+	MedianCPUMsPerCall   float64  `json:"medianCpuMsPerCall"`
+	// WarmupSeconds is the first call's wall time, before the rounds.
 	WarmupSeconds float64 `json:"warmupSeconds"`
 }
 
@@ -83,27 +100,15 @@ type summary struct {
 	Kind          string      `json:"kind"` // "summary"
 	Rounds        int         `json:"rounds"`
 	CallsPerRound int         `json:"callsPerRound"`
-	Process       modeSummary `json:"process"`
-	Worker        modeSummary `json:"worker"`
-	// MedianRatio is the median over the rounds of the worker's calls per
-	// second ÷ the process mode's in the same round.
-	MedianRatio float64 `json:"medianRatio"`
-	// UnattributedProcessStarts counts the processes the job gained outside
-	// every measured call; anything but 0 is a mismatch.
-	UnattributedProcessStarts int `json:"unattributedProcessStarts"`
-	// WorkerStartsReported is the runner's own count of worker starts
-	// (pipeguard_agent_powershell_worker_starts_total).
-	WorkerStartsReported int `json:"workerStartsReported"`
-	// StandinLog counts the PowerShell stand-in's log entries; null when
-	// PIPEGUARD_STANDIN_LOG is not set.
-	StandinLog *standinCount `json:"standinLog"`
-	// ChildrenCPU says how the started processes' CPU time was read, or why
-	// it could not be.
-	ChildrenCPU string `json:"childrenCpu"`
-	// PowerShell is the program both modes started; Wine is Wine's version
-	// when hostbench runs under Wine.
-	PowerShell string `json:"powershell"`
-	Wine       string `json:"wine,omitempty"`
+	Query         modeSummary `json:"query"`
+	Method        modeSummary `json:"method"`
+	// ProcessStarts counts every process the job gained from the first
+	// call to the last, the warm-ups' included.
+	ProcessStarts int `json:"processStarts"`
+	// PreviousWorker is the PowerShell worker's figure, quoted.
+	PreviousWorker previous `json:"previousWorker"`
+	// Wine is Wine's version when hostbench runs under Wine.
+	Wine string `json:"wine,omitempty"`
 	// Verified is true when every count matched; Mismatches say which did
 	// not.
 	Verified   bool     `json:"verified"`
@@ -111,38 +116,34 @@ type summary struct {
 	Note       string   `json:"note"`
 }
 
-// summarize fills the medians and the ratio from the rounds of both modes,
-// paired by round number.
-func summarize(process, worker []round) (p, w modeSummary, ratio float64) {
-	p, w = summarizeMode(process), summarizeMode(worker)
-	byRound := map[int]float64{}
-	for _, r := range process {
-		byRound[r.Round] = r.CallsPerSecond
-	}
-	var ratios []float64
-	for _, r := range worker {
-		if a, ok := byRound[r.Round]; ok && a > 0 {
-			ratios = append(ratios, r.CallsPerSecond/a)
+// summarize makes the summary of the modes (query first, then method);
+// started is how many processes the job gained over the whole run.
+func summarize(o options, ms []*mode, started int, wine string) summary {
+	s := summary{Kind: "summary", Rounds: o.rounds, CallsPerRound: o.calls, ProcessStarts: started,
+		PreviousWorker: previousWorker, Wine: wine, Note: note}
+	for _, m := range ms {
+		sum := summarizeMode(m.rounds)
+		sum.Calls, sum.ProcessStarts, sum.WarmupSeconds = m.calls, m.starts, m.warmup.Seconds()
+		sum.WarmupProcessStarts, sum.WarmupProcesses = m.warmupStarts, m.warmupImages
+		switch m.name {
+		case modeQuery:
+			s.Query = sum
+		case modeMethod:
+			s.Method = sum
 		}
 	}
-	return p, w, median(ratios)
+	s.Mismatches = verify(s)
+	s.Verified = len(s.Mismatches) == 0
+	return s
 }
 
 func summarizeMode(rounds []round) modeSummary {
-	var cps, self, children []float64
+	var cps, cpu []float64
 	for _, r := range rounds {
 		cps = append(cps, r.CallsPerSecond)
-		self = append(self, r.SelfCPUMsPerCall)
-		if r.ChildrenCPUMsPerCall != nil {
-			children = append(children, *r.ChildrenCPUMsPerCall)
-		}
+		cpu = append(cpu, r.CPUMsPerCall)
 	}
-	s := modeSummary{MedianCallsPerSecond: median(cps), MedianSelfCPUMsPerCall: median(self)}
-	if len(rounds) > 0 && len(children) == len(rounds) {
-		m := median(children)
-		s.MedianChildrenCPUMsPerCall = &m
-	}
-	return s
+	return modeSummary{MedianCallsPerSecond: median(cps), MedianCPUMsPerCall: median(cpu)}
 }
 
 // median returns the middle of xs (the mean of the two middle ones for an
@@ -160,33 +161,39 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// verify checks the process starts: one per call through runner.Exec, one
-// in all for the worker, none outside the calls, and, when the stand-in
-// logged, the same counts in its log. It returns what did not match.
+// wineDesktop is the image of Wine's desktop process.
+const wineDesktop = `C:\windows\system32\explorer.exe`
+
+// verify checks the counts: no process started in the rounds of either
+// mode or outside the calls, none in a warm-up but, under Wine, Wine's
+// desktop process; and every round of each mode measured a rate. It
+// returns what did not match.
 func verify(s summary) []string {
 	var bad []string
-	if s.Process.ProcessStarts != s.Process.Calls {
-		bad = append(bad, fmt.Sprintf("the %d calls through runner.Exec started %d processes (counted by the job), want one per call", s.Process.Calls, s.Process.ProcessStarts))
-	}
-	if s.Worker.ProcessStarts != 1 {
-		bad = append(bad, fmt.Sprintf("the %d calls through one PowerShell worker started %d processes (counted by the job), want 1", s.Worker.Calls, s.Worker.ProcessStarts))
-	}
-	if s.WorkerStartsReported != 1 {
-		bad = append(bad, fmt.Sprintf("the worker pool reports %d worker starts (pipeguard_agent_powershell_worker_starts_total), want 1", s.WorkerStartsReported))
-	}
-	if s.UnattributedProcessStarts != 0 {
-		bad = append(bad, fmt.Sprintf("%d processes started outside the measured calls (counted by the job), want 0", s.UnattributedProcessStarts))
-	}
-	if l := s.StandinLog; l != nil {
-		if l.Processes != s.Process.Calls {
-			bad = append(bad, fmt.Sprintf("the stand-in logged %d one-off PowerShell runs in %s, want %d (one per call through runner.Exec)", l.Processes, l.Dir, s.Process.Calls))
+	warmups := 0
+	for _, m := range []struct {
+		name string
+		s    modeSummary
+	}{{modeQuery, s.Query}, {modeMethod, s.Method}} {
+		if m.s.ProcessStarts != 0 {
+			bad = append(bad, fmt.Sprintf("the %d calls of the %s mode started %d processes (counted by the job), want none", m.s.Calls, m.name, m.s.ProcessStarts))
 		}
-		if l.WorkerStarts != 1 {
-			bad = append(bad, fmt.Sprintf("the stand-in logged %d worker starts in %s, want 1", l.WorkerStarts, l.Dir))
+		warmups += m.s.WarmupProcessStarts
+		if n := m.s.WarmupProcessStarts; n > 0 {
+			desktop := s.Wine != "" && n == 1 && len(m.s.WarmupProcesses) == 1 && strings.EqualFold(m.s.WarmupProcesses[0], wineDesktop)
+			if !desktop {
+				bad = append(bad, fmt.Sprintf("the warm-up of the %s mode started %d processes (running: %v), want none but, under Wine, Wine's desktop process %s", m.name, n, m.s.WarmupProcesses, wineDesktop))
+			}
 		}
-		if l.WorkerRuns != s.Worker.Calls {
-			bad = append(bad, fmt.Sprintf("the stand-in logged %d worker requests in %s, want %d (one per call through the worker)", l.WorkerRuns, l.Dir, s.Worker.Calls))
+		if want := s.Rounds*s.CallsPerRound + 1; m.s.Calls != want {
+			bad = append(bad, fmt.Sprintf("the %s mode made %d calls, want %d (%d rounds of %d and the warm-up)", m.name, m.s.Calls, want, s.Rounds, s.CallsPerRound))
 		}
+		if !(m.s.MedianCallsPerSecond > 0) {
+			bad = append(bad, fmt.Sprintf("the %s mode measured a median of %v calls/s, want a positive rate", m.name, m.s.MedianCallsPerSecond))
+		}
+	}
+	if outside := s.ProcessStarts - warmups - s.Query.ProcessStarts - s.Method.ProcessStarts; outside != 0 {
+		bad = append(bad, fmt.Sprintf("%d processes started outside the calls (counted by the job), want none", outside))
 	}
 	return bad
 }

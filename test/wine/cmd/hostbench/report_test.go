@@ -34,72 +34,54 @@ func TestMedian(t *testing.T) {
 }
 
 func TestNewRound(t *testing.T) {
-	before := usage{self: 100 * time.Millisecond, job: 500 * time.Millisecond, processes: 3}
-	after := usage{self: 140 * time.Millisecond, job: 940 * time.Millisecond, processes: 23}
-	r := newRound(4, modeProcess, 20, 2*time.Second, before, after, true)
-	if r.Kind != "round" || r.Round != 4 || r.Mode != modeProcess || r.Calls != 20 || r.ProcessStarts != 20 {
-		t.Fatalf("round %+v: want kind round, round 4, mode process, 20 calls, 20 process starts", r)
+	before := usage{self: 100 * time.Millisecond, processes: 1}
+	after := usage{self: 140 * time.Millisecond, processes: 1}
+	r := newRound(4, modeQuery, 20, 2*time.Second, before, after)
+	if r.Kind != "round" || r.Round != 4 || r.Mode != modeQuery || r.Calls != 20 || r.ProcessStarts != 0 {
+		t.Fatalf("round %+v: want kind round, round 4, mode query, 20 calls, no process started", r)
 	}
-	if r.CallsPerSecond != 10 || r.Seconds != 2 || r.SelfCPUMsPerCall != 2 {
-		t.Fatalf("round %+v: want 10 calls/s over 2 s, 2 ms of own CPU per call", r)
+	if r.CallsPerSecond != 10 || r.Seconds != 2 || r.CPUMsPerCall != 2 {
+		t.Fatalf("round %+v: want 10 calls/s over 2 s, 2 ms of CPU per call", r)
 	}
-	// 440 ms of job time, 40 of them hostbench's: 400 ms for 20 calls.
-	if r.ChildrenCPUMsPerCall == nil || *r.ChildrenCPUMsPerCall != 20 {
-		t.Fatalf("children's CPU per call = %v, want 20 ms", r.ChildrenCPUMsPerCall)
+	if r := newRound(1, modeMethod, 5, time.Second, before, usage{processes: 3}); r.ProcessStarts != 2 {
+		t.Fatalf("a round whose job gained 2 processes reports %d", r.ProcessStarts)
 	}
-
-	t.Run("a job that accounts no CPU reports none, not zero", func(t *testing.T) {
-		r := newRound(1, modeWorker, 20, time.Second, before, usage{self: 150 * time.Millisecond, processes: 3}, false)
-		if r.ChildrenCPUMsPerCall != nil {
-			t.Fatalf("children's CPU per call = %v, want null", *r.ChildrenCPUMsPerCall)
-		}
-	})
-	t.Run("the job's clock behind GetProcessTimes' gives 0, never less", func(t *testing.T) {
-		r := newRound(1, modeWorker, 10, time.Second, usage{self: 0, job: 0}, usage{self: 30 * time.Millisecond, job: 20 * time.Millisecond}, true)
-		if r.ChildrenCPUMsPerCall == nil || *r.ChildrenCPUMsPerCall != 0 {
-			t.Fatalf("children's CPU per call = %v, want 0", r.ChildrenCPUMsPerCall)
-		}
-	})
 	t.Run("a round of no measurable time is 0 calls/s, not infinite", func(t *testing.T) {
-		r := newRound(1, modeWorker, 10, 0, usage{}, usage{}, false)
+		r := newRound(1, modeMethod, 10, 0, usage{}, usage{})
 		if r.CallsPerSecond != 0 || math.IsInf(r.CallsPerSecond, 0) {
 			t.Fatalf("calls/s = %v, want 0", r.CallsPerSecond)
 		}
 	})
 }
 
-func cps(mode string, perRound ...float64) []round {
+func rounds(mode string, perRound ...float64) []round {
 	var rs []round
 	for i, c := range perRound {
-		ms := float64(i)
-		rs = append(rs, round{Round: i + 1, Mode: mode, CallsPerSecond: c, SelfCPUMsPerCall: ms, ChildrenCPUMsPerCall: &ms})
+		rs = append(rs, round{Round: i + 1, Mode: mode, CallsPerSecond: c, CPUMsPerCall: float64(i)})
 	}
 	return rs
 }
 
-func TestSummarizePairsTheRoundsByNumber(t *testing.T) {
-	process := cps(modeProcess, 10, 20, 0)  // round 3 measured nothing
-	worker := cps(modeWorker, 100, 1000, 5) // ratios 10, 50, and none
-	worker = append(worker, round{Round: 9, Mode: modeWorker, CallsPerSecond: 1e6})
-	p, w, ratio := summarize(process, worker)
-	if ratio != 30 {
-		t.Fatalf("median ratio = %v, want 30: the median of 10 and 50, from the rounds both modes ran", ratio)
+func TestSummarize(t *testing.T) {
+	o := options{rounds: 3, calls: 10}
+	q := &mode{name: modeQuery, calls: 31, rounds: rounds(modeQuery, 300, 100, 200), warmup: time.Second}
+	m := &mode{name: modeMethod, calls: 31, rounds: rounds(modeMethod, 50, 70, 60)}
+	s := summarize(o, []*mode{q, m}, 0, "8.0")
+	if s.Kind != "summary" || s.Query.MedianCallsPerSecond != 200 || s.Method.MedianCallsPerSecond != 60 || s.Query.MedianCPUMsPerCall != 1 {
+		t.Fatalf("summary %+v: want medians of 200 and 60 calls/s, 1 ms of CPU per call", s)
 	}
-	if p.MedianCallsPerSecond != 10 || p.MedianChildrenCPUMsPerCall == nil || *p.MedianChildrenCPUMsPerCall != 1 {
-		t.Fatalf("process summary %+v: want a median of 10 calls/s and 1 ms of children's CPU per call", p)
+	if !s.Verified || s.Query.WarmupSeconds != 1 || s.Wine != "8.0" {
+		t.Fatalf("summary %+v: want verified, a warm-up of 1 s, Wine 8.0", s)
 	}
-	if w.MedianChildrenCPUMsPerCall != nil {
-		t.Fatalf("worker children's CPU = %v, want null: a round did not measure it", *w.MedianChildrenCPUMsPerCall)
+	if !strings.Contains(s.PreviousWorker.WorkerCallsPerSecond, "1,300") || !strings.Contains(s.Note, "not Windows' WMI provider host") {
+		t.Fatalf("summary %+v: want the worker's previous figure and the note on Wine's WMI", s)
 	}
 }
 
 func good() summary {
-	return summary{
-		Process:              modeSummary{Calls: 201, ProcessStarts: 201},
-		Worker:               modeSummary{Calls: 201, ProcessStarts: 1},
-		WorkerStartsReported: 1,
-		StandinLog:           &standinCount{Dir: `C:\log`, Processes: 201, WorkerStarts: 1, WorkerRuns: 201},
-	}
+	return summary{Rounds: 10, CallsPerRound: 20,
+		Query:  modeSummary{Calls: 201, MedianCallsPerSecond: 900},
+		Method: modeSummary{Calls: 201, MedianCallsPerSecond: 400}}
 }
 
 func TestVerify(t *testing.T) {
@@ -108,21 +90,28 @@ func TestVerify(t *testing.T) {
 		want   string
 	}{
 		"all counts match": {func(*summary) {}, ""},
-		"no stand-in log":  {func(s *summary) { s.StandinLog = nil }, ""},
-		"a process call started no process": {func(s *summary) { s.Process.ProcessStarts = 200 },
-			"the 201 calls through runner.Exec started 200 processes (counted by the job), want one per call"},
-		"the worker restarted": {func(s *summary) { s.Worker.ProcessStarts = 2 },
-			"the 201 calls through one PowerShell worker started 2 processes (counted by the job), want 1"},
-		"the pool counted another start": {func(s *summary) { s.WorkerStartsReported = 2 },
-			"the worker pool reports 2 worker starts (pipeguard_agent_powershell_worker_starts_total), want 1"},
-		"a process started between rounds": {func(s *summary) { s.UnattributedProcessStarts = 1 },
-			"1 processes started outside the measured calls (counted by the job), want 0"},
-		"the stand-in saw fewer one-off runs": {func(s *summary) { s.StandinLog.Processes = 3 },
-			`the stand-in logged 3 one-off PowerShell runs in C:\log, want 201 (one per call through runner.Exec)`},
-		"the stand-in saw two workers": {func(s *summary) { s.StandinLog.WorkerStarts = 2 },
-			`the stand-in logged 2 worker starts in C:\log, want 1`},
-		"the stand-in saw fewer requests": {func(s *summary) { s.StandinLog.WorkerRuns = 0 },
-			`the stand-in logged 0 worker requests in C:\log, want 201 (one per call through the worker)`},
+		"a query started a process": {func(s *summary) { s.Query.ProcessStarts, s.ProcessStarts = 1, 1 },
+			"the 201 calls of the query mode started 1 processes (counted by the job), want none"},
+		"a method call started a process": {func(s *summary) { s.Method.ProcessStarts, s.ProcessStarts = 3, 3 },
+			"the 201 calls of the method mode started 3 processes (counted by the job), want none"},
+		"a process started between rounds": {func(s *summary) { s.ProcessStarts = 1 },
+			"1 processes started outside the calls (counted by the job), want none"},
+		"Wine's desktop in a warm-up": {func(s *summary) {
+			s.Wine, s.ProcessStarts, s.Query.WarmupProcessStarts, s.Query.WarmupProcesses = "8.0", 1, 1, []string{`C:\windows\system32\explorer.exe`}
+		}, ""},
+		"the desktop off Wine": {func(s *summary) {
+			s.ProcessStarts, s.Query.WarmupProcessStarts, s.Query.WarmupProcesses = 1, 1, []string{`C:\windows\system32\explorer.exe`}
+		}, `the warm-up of the query mode started 1 processes (running: [C:\windows\system32\explorer.exe]), want none but, under Wine, Wine's desktop process C:\windows\system32\explorer.exe`},
+		"another program in a warm-up": {func(s *summary) {
+			s.Wine, s.ProcessStarts, s.Method.WarmupProcessStarts, s.Method.WarmupProcesses = "8.0", 1, 1, []string{`C:\windows\system32\cmd.exe`}
+		}, `the warm-up of the method mode started 1 processes (running: [C:\windows\system32\cmd.exe]), want none but, under Wine, Wine's desktop process C:\windows\system32\explorer.exe`},
+		"a process that ended in a warm-up": {func(s *summary) {
+			s.Wine, s.ProcessStarts, s.Query.WarmupProcessStarts = "8.0", 1, 1
+		}, `the warm-up of the query mode started 1 processes (running: []), want none but, under Wine, Wine's desktop process C:\windows\system32\explorer.exe`},
+		"calls missing": {func(s *summary) { s.Method.Calls = 200 },
+			"the method mode made 200 calls, want 201 (10 rounds of 20 and the warm-up)"},
+		"no rate": {func(s *summary) { s.Query.MedianCallsPerSecond = 0 },
+			"the query mode measured a median of 0 calls/s, want a positive rate"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := good()
