@@ -123,14 +123,14 @@ func (w WMI) FormatVolume(ctx context.Context, volumeID string) error {
 	return w.run(ctx, OpFormat, func(ctx context.Context) error {
 		v, err := w.volume(ctx, volumeID)
 		if err != nil {
-			return fmt.Errorf("formatting volume %q: %w", volumeID, err)
+			return fmt.Errorf("formatting volume %s: %w", volumeID, err)
 		}
 		if _, err := w.call(ctx, v.Path, OpFormat, formatCodes,
 			wmi.Param{Name: "FileSystem", Value: "NTFS"},
 			wmi.Param{Name: "FileSystemLabel", Value: ""},
 			wmi.Param{Name: "Full", Value: false},
 			wmi.Param{Name: "Force", Value: false}); err != nil {
-			return fmt.Errorf("formatting volume %q: %w", volumeID, err)
+			return fmt.Errorf("formatting volume %s: %w", volumeID, err)
 		}
 		return nil
 	})
@@ -145,7 +145,7 @@ func (w WMI) ResizeVolume(ctx context.Context, volumeID string, sizeBytes int64)
 	return w.run(ctx, OpResize, func(ctx context.Context) error {
 		err := w.resize(ctx, volumeID, sizeBytes)
 		if err != nil {
-			return fmt.Errorf("resizing volume %q: %w", volumeID, err)
+			return fmt.Errorf("resizing volume %s: %w", volumeID, err)
 		}
 		return nil
 	})

@@ -122,7 +122,7 @@ func TestWMIResizeVolumeToANearMaximum(t *testing.T) {
 func TestWMIMissingVolume(t *testing.T) {
 	f := newWMIFixture(t)
 	other := `\\?\Volume{00000000-0000-0000-0000-000000000009}\`
-	if err := f.w.FormatVolume(context.Background(), other); err == nil || err.Error() != `formatting volume "`+strings.ReplaceAll(other, `\`, `\\`)+`": the host has no such volume` {
+	if err := f.w.FormatVolume(context.Background(), other); err == nil || err.Error() != `formatting volume `+other+`: the host has no such volume` {
 		t.Errorf("format: got %v", err)
 	}
 	if err := f.w.ResizeVolume(context.Background(), other, 0); err == nil || !strings.HasSuffix(err.Error(), ": the host has no such volume") {
@@ -151,13 +151,13 @@ func TestWMIFailureCodesReadAsTheirMeaning(t *testing.T) {
 		codes          map[uint32]string
 		run            func(WMI) error
 	}{
-		{"MSFT_Volume.Format", `formatting volume "` + strings.ReplaceAll(vol, `\`, `\\`) + `": `, formatCodes,
+		{"MSFT_Volume.Format", `formatting volume ` + vol + `: `, formatCodes,
 			func(w WMI) error { return w.FormatVolume(context.Background(), vol) }},
-		{"MSFT_Partition.GetSupportedSize", `resizing volume "` + strings.ReplaceAll(vol, `\`, `\\`) + `": `, resizeCodes,
+		{"MSFT_Partition.GetSupportedSize", `resizing volume ` + vol + `: `, resizeCodes,
 			func(w WMI) error { return w.ResizeVolume(context.Background(), vol, 0) }},
-		{"MSFT_Partition.Resize", `resizing volume "` + strings.ReplaceAll(vol, `\`, `\\`) + `": `, resizeCodes,
+		{"MSFT_Partition.Resize", `resizing volume ` + vol + `: `, resizeCodes,
 			func(w WMI) error { return w.ResizeVolume(context.Background(), vol, 0) }},
-		{"MSFT_Disk.Refresh", `resizing volume "` + strings.ReplaceAll(vol, `\`, `\\`) + `": refreshing its disk 1: `, refreshCodes,
+		{"MSFT_Disk.Refresh", `resizing volume ` + vol + `: refreshing its disk 1: `, refreshCodes,
 			func(w WMI) error { return w.ResizeVolume(context.Background(), vol, 0) }},
 	} {
 		codes := map[uint32]string{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -425,7 +424,7 @@ func TestHostFailureIsUnknown(t *testing.T) {
 	w.addVolume(2, volumeID, "")
 	w.storage.Fail("MSFT_Volume.Format", 40001, "the caller may not format this volume")
 	_, err := volv1.NewVolumeClient(r.dial(t, "volume", "v1")).FormatVolume(context.Background(), &volv1.FormatVolumeRequest{VolumeId: volumeID})
-	want := "formatting volume " + strconv.Quote(volumeID) + ": MSFT_Volume.Format returned 40001 (Access denied): the caller may not format this volume"
+	want := "formatting volume " + volumeID + ": MSFT_Volume.Format returned 40001 (Access denied): the caller may not format this volume"
 	wantStatus(t, err, codes.Unknown, want)
 	if msg := status.Convert(err).Message(); msg != want {
 		t.Fatalf("message %q, want %q", msg, want)
