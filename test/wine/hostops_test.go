@@ -217,9 +217,7 @@ func TestHostOperationsStartNoProcess(t *testing.T) {
 			}
 		}
 	}
-	if starts := a.processStarts(); len(starts) != 0 {
-		t.Errorf("the agent created %d processes, want none:\n%s", len(starts), strings.Join(starts, "\n"))
-	}
+	a.checkNoProcess(t)
 	t.Logf("%d host operations, %d WMI queries and %d WMI method calls in the agent's process, %d processes created",
 		len(cs), len(calls)-len(got), len(got), len(a.processStarts()))
 }

@@ -194,9 +194,7 @@ func replayLifecycle(t *testing.T, p *prefix, lc lifecycle) []phaseStats {
 	if bytes.Contains(a.wmiLog(t), []byte(lcSMBPassword)) || strings.Contains(a.log.String()+a.trace.String(), lcSMBPassword) {
 		t.Errorf("%s: the SMB password appears in the WMI call log or the agent's output", lc.driver)
 	}
-	if starts := a.processStarts(); len(starts) != 0 {
-		t.Errorf("%s: the agent created %d processes over the lifecycle and its shutdown, want none:\n%s", lc.driver, len(starts), strings.Join(starts, "\n"))
-	}
+	a.checkNoProcess(t) // over the lifecycle and its shutdown
 	return stats
 }
 
