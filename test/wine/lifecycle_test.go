@@ -348,8 +348,8 @@ func quote(s string) string {
 // The WMI methods of PartitionDisk on a new disk, as CSI Proxy calls them.
 var partitionMethods = []string{"MSFT_Disk.Initialize", "MSFT_Disk.CreatePartition", "MSFT_Disk.Refresh", "MSFT_Partition.Online"}
 
-// lifecycleWants are, per driver and phase, the answers and worker
-// requests of the recorded path, call for call with lifecycles.
+// lifecycleWants are, per driver and phase, the answers and WMI methods
+// of the recorded path, call for call with lifecycles.
 var lifecycleWants = map[string]map[string]phaseWant{
 	"azuredisk": {
 		"stage": {
