@@ -170,6 +170,20 @@ func (s *traceSplitter) Write(p []byte) (int, error) {
 // created so far.
 func (a *agent) processStarts() []string { return processStarts(a.trace.String()) }
 
+// checkNoProcess fails the test if the agent created a process, or if
+// Wine traced none of its process calls at all (the agent's own
+// NtQueryInformationProcess calls among them), which would make a count
+// of 0 say nothing.
+func (a *agent) checkNoProcess(t *testing.T) {
+	t.Helper()
+	if !strings.Contains(a.trace.String(), ":trace:process:") {
+		t.Errorf("Wine traced none of the agent's process calls: %s did not take effect, so no process creation could be counted", processTrace)
+	}
+	if starts := a.processStarts(); len(starts) != 0 {
+		t.Errorf("the agent created %d processes, want none:\n%s", len(starts), strings.Join(starts, "\n"))
+	}
+}
+
 // processStarts returns the process creations in a trace.
 func processStarts(trace string) []string {
 	var out []string

@@ -68,7 +68,5 @@ func TestHeldFormatIsCutAtItsDeadline(t *testing.T) {
 	case formats[1].Held || formats[1].On != "volume "+otherVolume || formats[1].ReturnValue == nil || *formats[1].ReturnValue != 0:
 		t.Errorf("the second Format: %+v, want %s formatted, returning 0", formats[1], otherVolume)
 	}
-	if starts := a.processStarts(); len(starts) != 0 {
-		t.Errorf("the agent created %d processes, want none:\n%s", len(starts), strings.Join(starts, "\n"))
-	}
+	a.checkNoProcess(t)
 }

@@ -200,6 +200,13 @@ func TestHostOperationsStartNoProcess(t *testing.T) {
 			t.Errorf("no query looked %q up", m)
 		}
 	}
+	// The disk operations look the disk up by its number, and
+	// GetTargetDisks follows the target's connection to its disks.
+	for _, q := range []string{"SELECT * FROM MSFT_Disk WHERE Number = 4242", "WHERE AssocClass = MSFT_iSCSIConnectionToDisk ResultClass = MSFT_Disk"} {
+		if !slices.ContainsFunc(calls, func(c wmiCall) bool { return c.Kind == "query" && strings.Contains(c.WQL, q) }) {
+			t.Errorf("no query holds %q", q)
+		}
+	}
 
 	// Shut down, so that every line is written, then look for the secrets.
 	if err := a.stop(t); err != nil {
@@ -217,9 +224,7 @@ func TestHostOperationsStartNoProcess(t *testing.T) {
 			}
 		}
 	}
-	if starts := a.processStarts(); len(starts) != 0 {
-		t.Errorf("the agent created %d processes, want none:\n%s", len(starts), strings.Join(starts, "\n"))
-	}
+	a.checkNoProcess(t)
 	t.Logf("%d host operations, %d WMI queries and %d WMI method calls in the agent's process, %d processes created",
 		len(cs), len(calls)-len(got), len(got), len(a.processStarts()))
 }

@@ -194,9 +194,7 @@ func replayLifecycle(t *testing.T, p *prefix, lc lifecycle) []phaseStats {
 	if bytes.Contains(a.wmiLog(t), []byte(lcSMBPassword)) || strings.Contains(a.log.String()+a.trace.String(), lcSMBPassword) {
 		t.Errorf("%s: the SMB password appears in the WMI call log or the agent's output", lc.driver)
 	}
-	if starts := a.processStarts(); len(starts) != 0 {
-		t.Errorf("%s: the agent created %d processes over the lifecycle and its shutdown, want none:\n%s", lc.driver, len(starts), strings.Join(starts, "\n"))
-	}
+	a.checkNoProcess(t) // over the lifecycle and its shutdown
 	return stats
 }
 
@@ -350,8 +348,8 @@ func quote(s string) string {
 // The WMI methods of PartitionDisk on a new disk, as CSI Proxy calls them.
 var partitionMethods = []string{"MSFT_Disk.Initialize", "MSFT_Disk.CreatePartition", "MSFT_Disk.Refresh", "MSFT_Partition.Online"}
 
-// lifecycleWants are, per driver and phase, the answers and worker
-// requests of the recorded path, call for call with lifecycles.
+// lifecycleWants are, per driver and phase, the answers and WMI methods
+// of the recorded path, call for call with lifecycles.
 var lifecycleWants = map[string]map[string]phaseWant{
 	"azuredisk": {
 		"stage": {

@@ -37,9 +37,8 @@ type usage struct {
 
 // accountingJob is a Job object holding this program, so that every process
 // it starts (and those they start) is in the job from its creation: the job
-// counts them, and on Windows accounts their CPU time even after they end.
-// The PowerShell worker is moved from it into a job of its own (nested),
-// whose processes a parent job still counts.
+// counts them, and on Windows accounts their CPU time even after they end;
+// a job nested in it is counted too.
 type accountingJob struct{ h windows.Handle }
 
 // newAccountingJob puts this process in a new Job object. It sets no limit:
