@@ -22,6 +22,14 @@ func TestShippedBuildHasNoWin32Fixture(t *testing.T) {
 	}
 }
 
+// TestShippedBuildHasNoWMIFixture: likewise, nothing but the test build for
+// Wine (wmifixture_wine.go) can answer the agent's WMI calls from a fixture.
+func TestShippedBuildHasNoWMIFixture(t *testing.T) {
+	if wmiFixture != nil {
+		t.Fatal("wmiFixture is set in a build without the tags wine and windows: the shipped agent would answer its WMI calls from a fixture")
+	}
+}
+
 // TestFailingWin32FixtureExitsWithTwo checks that a test build whose
 // fixture cannot be loaded refuses to start, saying why, rather than
 // falling back to the machine's Win32 calls.
