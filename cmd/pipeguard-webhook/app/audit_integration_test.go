@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	kptr "k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -162,13 +163,17 @@ func TestAuditFindsWhatRuns(t *testing.T) {
 		t.Errorf("pipeguard_audit_violations{policy=csi,action=deny} = %v, want 2", g)
 	}
 
-	// A policy change triggers a pass.
-	var p v1alpha1.PipeAccessPolicy
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "csi"}, &p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.EnforcementAction = v1alpha1.Warn
-	if err := c.Update(context.Background(), &p); err != nil {
+	// A policy change triggers a pass. The controller writes the policy's
+	// status meanwhile, so the change is retried on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var p v1alpha1.PipeAccessPolicy
+		if err := c.Get(context.Background(), client.ObjectKey{Name: "csi"}, &p); err != nil {
+			return err
+		}
+		p.Spec.EnforcementAction = v1alpha1.Warn
+		return c.Update(context.Background(), &p)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	auditStatus(t, c, "csi", "after the policy turned to warn", func(s v1alpha1.PipeAccessPolicyStatus) bool {
