@@ -47,18 +47,18 @@ func TestConnectionModes(t *testing.T) {
 // TestCallsWaitForAWorkerUntilTheirContextEnds: with every worker busy, a
 // call waits for one and returns its context's error when that ends; a
 // call whose work outlasts its context returns at its end, its worker
-// still busy; once the workers are free, calls run again.
+// still busy; once the Workers are free, calls run again.
 func TestCallsWaitForAWorkerUntilTheirContextEnds(t *testing.T) {
 	if err := do(context.Background(), func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err) // the workers are started
+		t.Fatal(err) // the Workers are started
 	}
 	busy := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(busy) }) }
 	defer free()
-	started := make(chan struct{}, workers)
+	started := make(chan struct{}, Workers)
 	var wg sync.WaitGroup
-	for range workers {
+	for range Workers {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
@@ -73,11 +73,11 @@ func TestCallsWaitForAWorkerUntilTheirContextEnds(t *testing.T) {
 			}
 		})
 	}
-	for range workers {
+	for range Workers {
 		select {
 		case <-started:
 		case <-time.After(10 * time.Second):
-			t.Fatal("the workers did not all take a call")
+			t.Fatal("the Workers did not all take a call")
 		}
 	}
 	wg.Wait() // every caller has returned; every worker is still busy
@@ -93,7 +93,7 @@ func TestCallsWaitForAWorkerUntilTheirContextEnds(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel2()
 	if _, err := c.Query(ctx2, NamespaceCIMv2, "SELECT * FROM Win32_OperatingSystem"); err != nil {
-		t.Errorf("once the workers are free: %v", err)
+		t.Errorf("once the Workers are free: %v", err)
 	}
 }
 
@@ -103,7 +103,7 @@ func TestNoGoroutineGrowth(t *testing.T) {
 	c, _ := New()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_BIOS"); err != nil { // starts the workers
+	if _, err := c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_BIOS"); err != nil { // starts the Workers
 		t.Fatal(err)
 	}
 	before := runtime.NumGoroutine()

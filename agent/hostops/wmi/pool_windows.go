@@ -12,10 +12,6 @@ import (
 	ole "github.com/go-ole/go-ole"
 )
 
-// workers is how many OS threads run the process's WMI calls: a call
-// takes one for its length, and waits for one while all are busy.
-const workers = 8
-
 // job is one call run on a worker.
 type job struct {
 	ctx  context.Context
@@ -39,7 +35,7 @@ var security struct {
 
 func startPool() {
 	pool.jobs = make(chan job)
-	for range workers {
+	for range Workers {
 		go worker()
 	}
 }

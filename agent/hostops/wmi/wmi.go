@@ -31,6 +31,14 @@ const (
 	MaxValueBytes = 64 << 10
 )
 
+// Workers is how many OS threads run the process's WMI calls on Windows: a
+// call takes one for its length, and waits for one, within its deadline,
+// while all are busy. It is as many as the host-call slots of the groups
+// that call WMI (disk, volume, smb and iscsi, 8 each), so that the groups'
+// slots, which one caller holds only its share of, are the one queue: hung
+// calls of one group or caller never leave the others without a thread.
+const Workers = 32
+
 // Object is a WMI object: an instance or class a query or Get returns, or
 // the out-parameters of a method call.
 type Object struct {

@@ -50,6 +50,7 @@ func fixedBounds() map[string]string {
 		"a Linux path":                         strconv.Itoa(confine.MaxPathLinux) + " bytes",
 		"host operations of one group at once": strconv.Itoa(limits.DefaultConcurrency),
 		"objects one WMI query returns":        strconv.Itoa(wmi.MaxObjects),
+		"WMI calls running at once (threads)":  strconv.Itoa(wmi.Workers),
 		"one string value of a WMI answer (a string array's strings together)":                                                                kib(wmi.MaxValueBytes),
 		"the settle check of a storage operation past its deadline (see [One storage operation at a time](#one-storage-operation-at-a-time))": inflight.SettleCheckTimeout.String(),
 		"a volume, disk, share or iSCSI target held after the deadline of an operation with no settle check":                                  inflight.SettleTime.String(),
