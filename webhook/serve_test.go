@@ -213,7 +213,9 @@ func TestWaitPastTheReadTimeout(t *testing.T) {
 	go func() { held <- post(t, srv.URL+"?timeout=30s", body) }()
 	<-b.started
 	// The second review sends half its body and waits for the slot past
-	// the read timeout; the rest follows once the slot frees.
+	// the read timeout. The rest is held back until its answer came: the
+	// server answers without reading it, and a rest written meanwhile would
+	// meet a connection the server has closed.
 	waiting := make(chan *admissionv1.AdmissionResponse, 1)
 	half, rest := io.Pipe()
 	go func() {
@@ -239,9 +241,8 @@ func TestWaitPastTheReadTimeout(t *testing.T) {
 	time.Sleep(3 * read)
 	close(b.release)
 	checkResponse(t, <-held, "uid-1", http.StatusForbidden, "held")
-	_, _ = rest.Write(body[len(body)/2:])
-	_ = rest.Close()
 	r := <-waiting
+	_ = rest.Close()
 	if r == nil {
 		t.Fatal("the review that waited got no answer")
 	}
