@@ -37,6 +37,19 @@ const (
 	DefaultAnchorNamespace = "pipeguard-agent"
 )
 
+// Keys of the agent's options that make it publish its anchor, the
+// cluster it reaches and its node's name, which become the publisher's
+// anchor.Options.Client and Node: messages that tell how to get an anchor
+// name them (see package option).
+const (
+	OptionAnchorCluster = "audit.anchor.cluster"
+	OptionAnchorNode    = "audit.anchor.node"
+)
+
+// OptionWebhookBatchMaxBytes is the key of WebhookOptions.BatchMaxBytes,
+// which the readers of the webhook's lists name (see package option).
+const OptionWebhookBatchMaxBytes = "audit.webhook-batch-max-bytes"
+
 // Anchor is a chain head published outside the node.
 type Anchor struct {
 	Node string

@@ -110,7 +110,7 @@ func (o *verifyOptions) run(ctx context.Context, s streams) error {
 	var opts review.VerifyOptions
 	if o.node != "" {
 		if opts.Anchor, err = review.ReadAnchorKubeconfig(ctx, o.kubeconfig, o.anchorNS, o.node); err != nil {
-			return inputFailure(err)
+			return inputFailure(agentFlagError{err})
 		}
 	}
 	rep, err := review.VerifyWith(src, opts)

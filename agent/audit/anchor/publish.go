@@ -23,7 +23,9 @@ import (
 // guards them names the ServiceAccount of the namespace they are in.
 const DefaultNamespace = audit.DefaultAnchorNamespace
 
-// Keys of the options New's message names (see package option).
+// Keys of the options New's message names (see package option); it names
+// them again as the agent sets them, by audit.OptionAnchorCluster and
+// audit.OptionAnchorNode.
 const (
 	OptionClient = "anchor.client"
 	OptionNode   = "anchor.node"
@@ -64,8 +66,9 @@ type Publisher struct {
 // New returns a publisher; Start starts it.
 func New(o Options) (*Publisher, error) {
 	if o.Client == nil || o.Node == "" || o.Head == nil {
-		return nil, option.Errorf("audit anchor publisher: %s, %s and %s are required (the agent needs --kubeconfig and --node-name)",
-			option.Name{Key: OptionClient, Field: "Options.Client"}, option.Name{Key: OptionNode, Field: "Options.Node"}, option.Name{Key: OptionHead, Field: "Options.Head"})
+		return nil, option.Errorf("audit anchor publisher: %s, %s and %s are required (the agent needs %s and %s)",
+			option.Name{Key: OptionClient, Field: "Options.Client"}, option.Name{Key: OptionNode, Field: "Options.Node"}, option.Name{Key: OptionHead, Field: "Options.Head"},
+			option.Name{Key: audit.OptionAnchorCluster, Field: "Options.Client"}, option.Name{Key: audit.OptionAnchorNode, Field: "Options.Node"})
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // ReadAnchor returns the anchor of node from its Lease in namespace
@@ -27,7 +28,8 @@ func ReadAnchor(ctx context.Context, c kubernetes.Interface, namespace, node str
 	where := "Lease " + namespace + "/" + name
 	l, err := c.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("no audit anchor for node %q: %s does not exist; the agent on that node publishes it when it runs with --kubeconfig and --node-name", node, where)
+		return nil, option.Errorf("no audit anchor for node %q: %s does not exist; the agent on that node publishes it when it runs with %s and %s", node, where,
+			option.Name{Key: audit.OptionAnchorCluster, Field: "anchor.Options.Client"}, option.Name{Key: audit.OptionAnchorNode, Field: "anchor.Options.Node"})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the audit anchor of node %q (%s): %w", node, where, err)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // eventListStart recognises a stream of audit.k8s.io/v1 EventLists (what
@@ -85,7 +86,8 @@ type listCap struct {
 
 func (c *listCap) Read(p []byte) (int, error) {
 	if c.read-c.dec.InputOffset() > MaxEventListBytes {
-		return 0, fmt.Errorf("an EventList longer than %d bytes (MaxEventListBytes), more than review holds of one list; the agent sends lists of at most --audit-webhook-batch-max-bytes", MaxEventListBytes)
+		return 0, option.Errorf("an EventList longer than %d bytes (MaxEventListBytes), more than review holds of one list; the agent sends lists of at most %s", MaxEventListBytes,
+			option.Name{Key: audit.OptionWebhookBatchMaxBytes, Field: "WebhookOptions.BatchMaxBytes"})
 	}
 	n, err := c.r.Read(p)
 	c.read += int64(n)

@@ -12,6 +12,10 @@ const maxProblems = 50
 // name it.
 var maxBackupsOption = option.Name{Key: audit.OptionMaxBackups, Field: "Options.MaxBackups"}
 
+// maxUnsentOption is the agent's audit.Options.MaxUnsentBytes as findings
+// name it.
+var maxUnsentOption = option.Name{Key: audit.OptionMaxUnsentBytes, Field: "Options.MaxUnsentBytes"}
+
 // Finding is a problem or a notice at a place in the log.
 type Finding struct {
 	Where string

@@ -97,7 +97,7 @@ func VerifyWith(src Source, o VerifyOptions) (*Report, error) {
 		cur.Last, cur.lastHash, cur.lastWhere = r.Seq, h, r.Where()
 		rep.Records++
 		if unsent := r.Event.Annotation(audit.AnnotationPrunedUnsent); unsent != "" {
-			rep.notice(r.Where(), "records %s were removed from the node before the audit webhook receiver acknowledged them: no copy of them is kept anywhere (raise --audit-webhook-unsent-max-bytes, or fix the receiver)", unsent)
+			rep.notice(r.Where(), "records %s were removed from the node before the audit webhook receiver acknowledged them: no copy of them is kept anywhere (raise %s, or fix the receiver)", unsent, maxUnsentOption)
 		}
 		if seq := r.Event.Annotation(audit.AnnotationWebhookRejectedSeq); seq != "" {
 			rep.notice(r.Where(), "the audit webhook receiver refused record seq %s on its own (%s): only the files on the node hold it", seq, r.Event.Annotation(audit.AnnotationWebhookRejectedReason))

@@ -23,16 +23,20 @@ var flags = map[string]string{
 	"Guard.CRITimeout":    "--cri-timeout",
 
 	// Options of the agent's packages, as their messages name them.
-	"audit.path":               "--audit-log-path",
-	"audit.max-backups":        "--audit-log-maxbackup",
-	"audit.max-unsent-bytes":   "--audit-webhook-unsent-max-bytes",
-	"server.socket-dir":        "--socket-dir",
-	"gate.policy-dir":          "--policy-dir",
-	"identity.token.reviewer":  "--kubeconfig",
-	"identity.token.audience":  "--token-audience",
-	"identity.token.node-name": "--node-name",
-	// The anchor publisher's options (anchor.OptionNode and the like) are
-	// left out: its message names the flags behind them itself.
+	"audit.path":                    "--audit-log-path",
+	"audit.max-backups":             "--audit-log-maxbackup",
+	"audit.max-unsent-bytes":        "--audit-webhook-unsent-max-bytes",
+	"server.socket-dir":             "--socket-dir",
+	"gate.policy-dir":               "--policy-dir",
+	"identity.token.reviewer":       "--kubeconfig",
+	"identity.token.audience":       "--token-audience",
+	"identity.token.node-name":      "--node-name",
+	"audit.anchor.cluster":          "--kubeconfig",
+	"audit.anchor.node":             "--node-name",
+	"audit.webhook-batch-max-bytes": "--audit-webhook-batch-max-bytes",
+	// The anchor publisher's own options (anchor.OptionNode and the like)
+	// are left out: its message names them by their Go names, and the
+	// flags behind them by audit.OptionAnchorCluster and OptionAnchorNode.
 }
 
 // Of returns the flag that sets the option key; false when no single flag
