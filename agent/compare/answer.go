@@ -137,7 +137,8 @@ func askList[R any](ctx context.Context, timeout time.Duration, call func(contex
 		s := status.Convert(err)
 		switch {
 		case (s.Code() == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) && cctx.Err() != nil && ctx.Err() == nil:
-			return answer{err: fmt.Sprintf("no answer within %s (--timeout)", timeout), timedOut: true}
+			// The run words the error: it names Options.Timeout.
+			return answer{timedOut: true}
 		case s.Code() == codes.ResourceExhausted && strings.Contains(s.Message(), "larger than max"):
 			return answer{err: fmt.Sprintf("the answer is larger than the %d bytes compare reads", MaxMessage)}
 		}

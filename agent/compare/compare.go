@@ -13,6 +13,8 @@ import (
 	sysapi "github.com/kubernetes-csi/csi-proxy/client/api/system/v1alpha1"
 	volapi "github.com/kubernetes-csi/csi-proxy/client/api/volume/v1"
 	"google.golang.org/grpc"
+
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // DefaultTimeout is the deadline of each call when Options.Timeout is 0.
@@ -36,7 +38,16 @@ type Options struct {
 	// Services are asked about with GetService; empty means
 	// DefaultServices.
 	Services []string
+	// Namer names the options the report names (Options.Timeout) as the
+	// command does (its flags); nil keeps their Go names.
+	Namer option.Namer
 }
+
+// OptionTimeout is the key of Options.Timeout, which the report names
+// (see package option).
+const OptionTimeout = "compare.timeout"
+
+var timeoutOption = option.Name{Key: OptionTimeout, Field: "Options.Timeout"}
 
 // Row is one call, made on both sides with the same request.
 type Row struct {
@@ -73,6 +84,8 @@ type run struct {
 	report  Report
 	// timeouts counts CSI Proxy's unanswered calls in a row.
 	timeouts int
+	// noAnswer is the error of a call not answered within timeout.
+	noAnswer string
 }
 
 // Compare asks csi (CSI Proxy) and pg (pipeguard) the same read-only
@@ -82,6 +95,7 @@ func Compare(ctx context.Context, csi, pg Conns, o Options) Report {
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
+	r.noAnswer = option.Sprintf("no answer within %s (%s)", r.timeout, timeoutOption).Render(o.Namer)
 	disks := r.disks()
 	volumes := r.volumesOn(disks)
 	r.volumes(volumes)
@@ -113,6 +127,11 @@ func (r *run) both(rpc, request string, ask func(c Conns) answer, tolerate near)
 		r.timeouts = 0
 	}
 	pg = ask(r.pg)
+	for _, a := range []*answer{&csi, &pg} {
+		if a.timedOut {
+			a.err = r.noAnswer
+		}
+	}
 	row := Row{RPC: rpc, Request: clean(request), CSIProxy: csi.String(), Pipeguard: pg.String(), Differences: diff(csi, pg, tolerate)}
 	row.Same = len(row.Differences) == 0
 	if !row.Same {

@@ -171,7 +171,7 @@ func TestHungCSIProxy(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %s", took)
 	}
-	if got := differences(r, "disk.ListDiskIDs"); !contains(got, "fails on CSI Proxy only: no answer within 100ms (--timeout)") {
+	if got := differences(r, "disk.ListDiskIDs"); !contains(got, "fails on CSI Proxy only: no answer within 100ms (Options.Timeout)") {
 		t.Errorf("ListDiskIDs differences %q\n%s", got, out)
 	}
 	if got := differences(r, "system.GetService"); len(got) != 3 {
@@ -179,6 +179,20 @@ func TestHungCSIProxy(t *testing.T) {
 	}
 	if r.Calls != 18 {
 		t.Errorf("%d calls, want every call still made:\n%s", r.Calls, out)
+	}
+}
+
+// TestHungCallNamesTheFlag: with the command's Namer, the call that did
+// not answer names the flag that sets its deadline.
+func TestHungCallNamesTheFlag(t *testing.T) {
+	csi, pg := comparetest.Node(), comparetest.Node()
+	csi.Hang = map[string]bool{"ListDiskIDs": true}
+	o := options()
+	o.Timeout = 100 * time.Millisecond
+	o.Namer = func(key string) (string, bool) { return "--timeout", key == compare.OptionTimeout }
+	r, out := run(t, csi, pg, o)
+	if got := differences(r, "disk.ListDiskIDs"); !contains(got, "fails on CSI Proxy only: no answer within 100ms (--timeout)") {
+		t.Errorf("ListDiskIDs differences %q\n%s", got, out)
 	}
 }
 

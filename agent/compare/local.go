@@ -106,7 +106,7 @@ func Local(o LocalOptions) (Conns, error) {
 	sysHost := o.System
 	if sysHost == nil {
 		never := func(string) bool { return false }
-		sysHost = hostsys.Native{Limits: limits.Bound("system", hostsys.Limits), MayStop: never, MayStart: never, AllowSetting: "--allowed-service"}
+		sysHost = hostsys.Native{Limits: limits.Bound("system", hostsys.Limits), MayStop: never, MayStart: never}
 	}
 	sys, err := sysgroup.New(readOnlySystem{sysHost}, nil)
 	if err != nil {

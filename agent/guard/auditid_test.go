@@ -143,7 +143,7 @@ func TestAuditIDOnRefusedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn, _ := serveGuarded(t, g)
-	const msg = "the audit log cannot be written (audit log is closed); the request was not run because pipeguard-agent runs with --audit-failure=deny; free space or fix permissions on the audit log directory (rule audit-unavailable)"
+	const msg = "the audit log cannot be written (audit log is closed); the request was not run because pipeguard-agent runs with Options.Failure=deny; free space or fix permissions on the audit log directory (rule audit-unavailable)"
 	for _, tc := range []guardedCall{guardedCalls[0], guardedCalls[2], guardedCalls[4]} {
 		var header, trailers metadata.MD
 		err := tc.call(asking(context.Background()), conn, grpc.Header(&header), grpc.Trailer(&trailers))

@@ -22,6 +22,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/methods"
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // FailureMode says what happens to a request whose audit record cannot be
@@ -33,6 +34,17 @@ const (
 	FailDeny FailureMode = "deny"
 	// FailAllow lets it through, logging loudly and counting it.
 	FailAllow FailureMode = "allow"
+)
+
+// Keys of the options the guard's messages name (see package option).
+const (
+	OptionFailure = "guard.failure"
+	OptionTokens  = "guard.tokens"
+)
+
+var (
+	failureOption = option.Name{Key: OptionFailure, Field: "Options.Failure"}
+	tokensOption  = option.Name{Key: OptionTokens, Field: "Options.Tokens"}
 )
 
 // Rules that deny outside rego. Refusals decided by the handlers carry their
@@ -67,11 +79,16 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Namer names the options that the guard's statuses, audit notes, log
+	// lines and metric help name, as the command's readers know them (its
+	// flags); nil keeps their Go names (Options.Failure).
+	Namer option.Namer
 }
 
 // Guard is the per-request gate and audit.
 type Guard struct {
 	o             Options
+	text          texts
 	auditFailures *prometheus.CounterVec
 	decisions     *prometheus.CounterVec
 	allowed       sync.Map // API group → its allow counter
@@ -109,10 +126,10 @@ func New(o Options) (*Guard, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	g := &Guard{o: o, users: newUserCache(), calls: sync.Pool{New: func() any { return new(call) }},
+	g := &Guard{o: o, text: newTexts(o.Namer), users: newUserCache(), calls: sync.Pool{New: func() any { return new(call) }},
 		auditFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "pipeguard", Subsystem: "agent", Name: "audit_write_failures_total",
-			Help: "Audit records that could not be written, by what happened to the request: denied, allowed (under --audit-failure=allow), or completed (a completion record lost after the host operation ran).",
+			Help: option.Sprintf("Audit records that could not be written, by what happened to the request: denied, allowed (under %s=allow), or completed (a completion record lost after the host operation ran).", failureOption).Render(o.Namer),
 		}, []string{"request"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "pipeguard", Subsystem: "agent", Name: "gate_decisions_total",
@@ -297,12 +314,26 @@ func (g *Guard) write(ctx context.Context, ev *audit.Event, durable bool) error 
 	}
 	if g.o.Failure == FailAllow {
 		g.auditFailures.WithLabelValues("allowed").Inc()
-		log.Error(err, "AUDIT RECORD LOST: request let through without a record (--audit-failure=allow)", "auditID", ev.AuditID, "stage", ev.Stage)
+		log.Error(err, g.text.lost, "auditID", ev.AuditID, "stage", ev.Stage)
 		return nil
 	}
 	g.auditFailures.WithLabelValues("denied").Inc()
-	log.Error(err, "audit record not written: request denied (--audit-failure=deny)", "auditID", ev.AuditID, "stage", ev.Stage)
-	return status.Error(codes.Unavailable, fmt.Sprintf("the audit log cannot be written (%v); the request was not run because pipeguard-agent runs with --audit-failure=deny; free space or fix permissions on the audit log directory (rule %s)", err, RuleAudit))
+	log.Error(err, g.text.notWritten, "auditID", ev.AuditID, "stage", ev.Stage)
+	return status.Error(codes.Unavailable, option.Sprintf("the audit log cannot be written (%s); the request was not run because pipeguard-agent runs with %s=deny; free space or fix permissions on the audit log directory (rule %s)", err.Error(), failureOption, RuleAudit).Render(g.o.Namer))
+}
+
+// texts are the guard's fixed messages that name options, as its Namer
+// names them, rendered once.
+type texts struct {
+	lost, notWritten, unverifiedToken string
+}
+
+func newTexts(n option.Namer) texts {
+	return texts{
+		lost:            option.Sprintf("AUDIT RECORD LOST: request let through without a record (%s=allow)", failureOption).Render(n),
+		notWritten:      option.Sprintf("audit record not written: request denied (%s=deny)", failureOption).Render(n),
+		unverifiedToken: option.Sprintf("sent but not verified: the agent has no %s; identity is the peer's", tokensOption).Render(n),
+	}
 }
 
 // event builds the record of a call at a stage, in c.ev.

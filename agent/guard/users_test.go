@@ -163,7 +163,7 @@ func TestUserBlockFollowsCaller(t *testing.T) {
 		}
 		wantToken := ""
 		if i == 5 {
-			wantToken = "sent but not verified: the agent has no --kubeconfig; identity is the peer's"
+			wantToken = "sent but not verified: the agent has no Options.Tokens; identity is the peer's"
 		}
 		if tok := recs[i].Annotation(audit.AnnotationToken); tok != wantToken {
 			t.Errorf("record %d: token annotation %q, want %q", i, tok, wantToken)

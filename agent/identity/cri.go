@@ -37,10 +37,6 @@ const (
 	labelContainerName = "io.kubernetes.container.name"
 )
 
-// NoteNoCRI is the note of a Windows caller when no CRI endpoint is
-// configured.
-const NoteNoCRI = "no CRI endpoint is configured (--cri-endpoint), so Windows processes are not mapped to containers and pods: pod fields stay empty"
-
 // ProcessTable reads the parent and start time of a process.
 type ProcessTable interface {
 	Process(pid int) (ppid int, start time.Time, err error)
@@ -151,7 +147,7 @@ func WithCRI(peer PeerFunc, r *CRIResolver) PeerFunc {
 func (r *CRIResolver) Attribute(ctx context.Context, c *Caller) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
-	c.Notes = slices.DeleteFunc(c.Notes, func(n string) bool { return n == NoteNoCRI })
+	c.Notes = slices.DeleteFunc(c.Notes, func(n string) bool { return n == noteNoCRI })
 	ct, note := r.resolve(ctx, c)
 	if note != "" {
 		c.Notes = append(c.Notes, "CRI: "+note+": pod fields stay empty")

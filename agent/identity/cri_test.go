@@ -147,7 +147,7 @@ func TestCRIAttribute(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, ep := startCRI(t, tc.state)
 			r := newResolver(t, ep, procs, nil, 200*time.Millisecond)
-			c := &Caller{Source: SourcePeer, PID: tc.pid, ProcessStart: tc.start, UID: -1, GID: -1, Notes: []string{NoteNoCRI}}
+			c := &Caller{Source: SourcePeer, PID: tc.pid, ProcessStart: tc.start, UID: -1, GID: -1, Notes: []string{noteNoCRI}}
 			r.Attribute(context.Background(), c)
 			if c.PodUID != tc.wantPod || c.ContainerID != tc.wantContainer {
 				t.Errorf("pod %q container %q, want pod %q container %q (notes %q)", c.PodUID, c.ContainerID, tc.wantPod, tc.wantContainer, c.Notes)
@@ -159,7 +159,7 @@ func TestCRIAttribute(t *testing.T) {
 				t.Errorf("unresolved caller got pod %s/%s mapped=%v", c.Namespace, c.PodName, c.PodMapped)
 			}
 			notes := strings.Join(c.Notes, "\n")
-			if strings.Contains(notes, NoteNoCRI) {
+			if strings.Contains(notes, noteNoCRI) {
 				t.Errorf("notes still say no CRI is configured: %q", c.Notes)
 			}
 			if tc.wantNote != "" && !strings.Contains(notes, tc.wantNote) {

@@ -64,6 +64,6 @@ func windowsCaller(api WinAPI, pipe uintptr) (*Caller, func(), error) {
 		}
 	}
 	// WithCRI replaces this note with the CRI mapping or why it failed.
-	c.Notes = append(c.Notes, NoteNoCRI)
+	c.Notes = append(c.Notes, noteNoCRI)
 	return c, release, nil
 }

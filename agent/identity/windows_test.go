@@ -41,7 +41,7 @@ func TestWindowsCaller(t *testing.T) {
 	}{
 		"identification level client": {
 			api: &fakeWin{}, wantSID: "S-1-5-93-2-1", wantSource: "client-token", wantUser: "pipeguard:peer:sid:S-1-5-93-2-1",
-			wantNote: "no CRI endpoint is configured (--cri-endpoint), so Windows processes are not mapped to containers and pods",
+			wantNote: "no CRI endpoint is configured (CRIOptions.Endpoint), so Windows processes are not mapped to containers and pods",
 		},
 		"anonymous client falls back to the process token, and says so": {
 			api: &fakeWin{clientErr: ErrAnonymous}, wantSID: "S-1-5-18", wantSource: "process-token", wantUser: "pipeguard:peer:sid:S-1-5-18",

@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"github.com/pipeguard/pipeguard/agent/compare"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
 )
 
 // The seams of pipeguard-agent compare: where CSI Proxy's answers and
@@ -95,7 +96,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	paths, notes := compare.FindMountPoints(*kubelet)
-	report := compare.Compare(ctx, csi, pg, compare.Options{Timeout: *timeout, KubeletPath: *kubelet, TargetPaths: paths, Services: services})
+	report := compare.Compare(ctx, csi, pg, compare.Options{Timeout: *timeout, KubeletPath: *kubelet, TargetPaths: paths, Services: services, Namer: flagname.Of})
 	report.Notes = append(notes, report.Notes...)
 	write := compare.WriteTable
 	if *output == "json" {

@@ -3,7 +3,6 @@ package system
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/groups/validate"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // Group is the API group name.
@@ -23,10 +23,18 @@ const Group = "system"
 // RuleAllowedServices names the rule that refuses services not allowed.
 const RuleAllowedServices = hostsys.RuleAllowedServices
 
+// OptionAllowedServices is the key of New's allowed services, which the
+// refusals name (see package option).
+const OptionAllowedServices = hostsys.OptionAllowedServices
+
+// allowedServicesOption is the allowed services as refusals name them.
+var allowedServicesOption = option.Name{Key: OptionAllowedServices, Field: "AllowedServices"}
+
 // Server is the system server.
 type Server struct {
 	host    hostsys.API
 	allowed []string
+	namer   option.Namer
 }
 
 // New returns a Server that lets StartService and StopService touch only the
@@ -41,6 +49,14 @@ func New(host hostsys.API, allowed []string) (*Server, error) {
 		}
 	}
 	return &Server{host: host, allowed: append([]string(nil), allowed...)}, nil
+}
+
+// NameOptions makes the refusals name the allowed services as n names
+// them (the agent names its flag); without it they name them by their Go
+// name, AllowedServices.
+func (s *Server) NameOptions(n option.Namer) *Server {
+	s.namer = n
+	return s
 }
 
 // Endpoints returns the served system API version.
@@ -67,9 +83,9 @@ func (s *Server) checkAllowed(method, name string) error {
 	if len(s.allowed) > 0 {
 		allowed = "allowed: [" + strings.Join(s.allowed, " ") + "]"
 	}
-	return &apierr.Denied{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
-		"%s of service %s refused: it is not an allowed service (%s); to allow it, start the agent with --allowed-service=%s",
-		method, confine.Quote(name), allowed, name)}
+	return &apierr.Denied{Rule: RuleAllowedServices, Msg: option.Sprintf(
+		"%s of service %s refused: it is not an allowed service (%s); to allow it, start the agent with %s=%s",
+		method, confine.Quote(name), allowed, allowedServicesOption, name).Render(s.namer)}
 }
 
 // hostError answers a host refusal of a service that is not allowed

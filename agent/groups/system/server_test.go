@@ -38,3 +38,33 @@ func TestHostRefusalIsADenial(t *testing.T) {
 		t.Errorf("hostError(other) = %v, want it as it is", got)
 	}
 }
+
+// TestRefusalNamesTheAllowedServices: the refusal of a service that is not
+// allowed names the allowed services by their Go name, and by the
+// command's flag once the command names the options.
+func TestRefusalNamesTheAllowedServices(t *testing.T) {
+	flags := func(key string) (string, bool) {
+		f, ok := map[string]string{OptionAllowedServices: "--allowed-service"}[key]
+		return f, ok
+	}
+	cases := map[string]struct {
+		namer func(string) (string, bool)
+		want  string
+	}{
+		"the library's own words": {want: `StopService of service "WinDefend" refused: it is not an allowed service (allowed: [csiproxy-helper]); to allow it, start the agent with AllowedServices=WinDefend`},
+		"named by the command":    {namer: flags, want: `StopService of service "WinDefend" refused: it is not an allowed service (allowed: [csiproxy-helper]); to allow it, start the agent with --allowed-service=WinDefend`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := New(hostsys.Native{}, []string{"csiproxy-helper"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.NameOptions(tc.namer).checkAllowed("StopService", "WinDefend")
+			var d *apierr.Denied
+			if !errors.As(err, &d) || d.Rule != RuleAllowedServices || d.Msg != tc.want {
+				t.Fatalf("refusal %#v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // DefaultPoll is how often Native looks at a service it started or stopped,
@@ -47,11 +48,11 @@ type Native struct {
 	// with it (the service control manager starts those first); nil means
 	// any. The agent allows only its --allowed-service list.
 	MayStart func(name string) bool
-	// AllowSetting names what allows a service, for the refusals of MayStop
-	// and MayStart, e.g. "--allowed-service": a refusal names
-	// AllowSetting=<name> for each service refused; empty names the
-	// services alone.
-	AllowSetting string
+	// Namer names the option that allows a service (OptionAllowedServices)
+	// in the refusals of MayStop and MayStart as the command does: a
+	// refusal then names <option>=<name> for each service refused. nil, or
+	// a Namer that does not name it, names the services alone.
+	Namer option.Namer
 	// Firmware reads the raw SMBIOS data; nil means the host's
 	// (win32.NewFirmware).
 	Firmware win32.Firmware
@@ -122,7 +123,7 @@ func (n Native) StartService(ctx context.Context, name string) error {
 	w := &watch{}
 	return n.withService(ctx, opStartService, name, win32.ServiceAccessStart, w, func(ctx context.Context, m win32.Services, h win32.Service) error {
 		if n.MayStart != nil {
-			if err := checkStartDependencies(m, name, h, n.MayStart, n.AllowSetting); err != nil {
+			if err := checkStartDependencies(m, name, h, n.MayStart, n.Namer); err != nil {
 				return err
 			}
 		}
@@ -147,7 +148,7 @@ func (n Native) waiter(w *watch) *waiter {
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	return &waiter{poll: poll, watch: w, allowSetting: n.AllowSetting}
+	return &waiter{poll: poll, watch: w, namer: n.Namer}
 }
 
 // withService runs fn, named op, under the limits, with the service name

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // groupPrefix marks a load-order group among a service's dependencies
@@ -24,7 +25,7 @@ const groupPrefix = "+"
 // mayStart refuses, directly or through another dependency, or when it
 // depends on a load-order group, whose members cannot be known ahead.
 // Nothing is started before it returns.
-func checkStartDependencies(m win32.Services, name string, h win32.Service, mayStart func(string) bool, allowSetting string) error {
+func checkStartDependencies(m win32.Services, name string, h win32.Service, mayStart func(string) bool, namer option.Namer) error {
 	var refused []string
 	var walk func(path []string, h win32.Service) error
 	walk = func(path []string, h win32.Service) error {
@@ -78,7 +79,7 @@ func checkStartDependencies(m win32.Services, name string, h win32.Service, mayS
 	if len(refused) > 0 {
 		return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 			"StartService of service %q refused: it would also start services it depends on that are not running and are not allowed services: %s; start them on the node first, or allow them too (%s)",
-			name, quoteAll(refused), allowFlags(allowSetting, refused))}
+			name, quoteAll(refused), allowFlags(namer, refused))}
 	}
 	return nil
 }
@@ -86,22 +87,32 @@ func checkStartDependencies(m win32.Services, name string, h win32.Service, mayS
 // refuseDependentStop refuses to stop dep, a dependent of the service a
 // stop with force was asked for, when mayStop does not allow it: one that
 // started after the dependents were checked.
-func refuseDependentStop(name, dep string, mayStop func(string) bool, allowSetting string) error {
+func refuseDependentStop(name, dep string, mayStop func(string) bool, namer option.Namer) error {
 	if mayStop == nil || mayStop(dep) {
 		return nil
 	}
 	return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 		"StopService of service %q with force refused: service %q, which depends on it, started while it was being stopped and is not an allowed service; the services stopped so far stay stopped; stop it on the node first, or allow it too (%s)",
-		name, dep, allowFlags(allowSetting, []string{dep}))}
+		name, dep, allowFlags(namer, []string{dep}))}
 }
 
-// allowFlags are the settings that would allow names: setting=name for
-// each, or the names alone when setting is empty.
-func allowFlags(setting string, names []string) string {
+// OptionAllowedServices is the key of the option that allows services
+// (see package option): the agent's allowed services, which MayStop and
+// MayStart check.
+const OptionAllowedServices = "system.allowed-services"
+
+// allowFlags are the settings that would allow names: option=name for each,
+// with the option that allows services as n names it, or the names alone
+// when n does not name it.
+func allowFlags(n option.Namer, names []string) string {
+	setting, ok := "", false
+	if n != nil {
+		setting, ok = n(OptionAllowedServices)
+	}
 	flags := make([]string, len(names))
 	for i, r := range names {
 		flags[i] = r
-		if setting != "" {
+		if ok {
 			flags[i] = setting + "=" + r
 		}
 	}

@@ -106,3 +106,37 @@ func TestForceStopChecksDependentsAgainAtTheStop(t *testing.T) {
 		}
 	}
 }
+
+// agentFlags is a command's table of the flag behind the option that
+// allows services, as pipeguard-agent's (cmd/pipeguard-agent/flagname).
+func agentFlags(key string) (string, bool) {
+	f, ok := map[string]string{OptionAllowedServices: "--allowed-service"}[key]
+	return f, ok
+}
+
+// TestRefusalsNameTheAllowingOption: a refusal names the services to
+// allow, alone without a Namer that names the option, and as the
+// command's flag with one.
+func TestRefusalsNameTheAllowingOption(t *testing.T) {
+	cases := map[string]struct {
+		namer func(string) (string, bool)
+		want  string
+	}{
+		"the library's own words": {want: "(B C)"},
+		"named by the command":    {namer: agentFlags, want: "(--allowed-service=B --allowed-service=C)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeSCM(stopped("csi", "B"), stopped("B", "C"), stopped("C"))
+			n := native(f)
+			n.Namer = tc.namer
+			n.MayStart = onlyAllowed("csi")
+			err := n.StartService(context.Background(), "csi")
+			want := `StartService of service "csi" refused: it would also start services it depends on that are not running and are not allowed services: "B", "C"; ` +
+				`start them on the node first, or allow them too ` + tc.want + ` (rule allowed-services)`
+			if err == nil || err.Error() != want {
+				t.Fatalf("err = %v\nwant  %q", err, want)
+			}
+		})
+	}
+}

@@ -21,7 +21,7 @@ const slack = 10 * time.Second
 // native returns a Native over f that polls every millisecond, naming
 // --allowed-service in its refusals as the agent does.
 func native(f *fakeSCM) Native {
-	return Native{Poll: time.Millisecond, connect: f.connect, AllowSetting: "--allowed-service"}
+	return Native{Poll: time.Millisecond, connect: f.connect, Namer: agentFlags}
 }
 
 // bound is the system group's limits with a short deadline.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
+	"github.com/pipeguard/pipeguard/internal/option"
 )
 
 // RuleAllowedServices names the rule that refuses services the agent was
@@ -32,8 +33,8 @@ type waiter struct {
 	// for and what may be stopped with it (nil: any).
 	stopping string
 	mayStop  func(string) bool
-	// allowSetting is Native.AllowSetting, for the refusals.
-	allowSetting string
+	// namer is Native.Namer, for the refusals.
+	namer option.Namer
 }
 
 // sleep waits one poll interval, or until ctx ends.
@@ -103,7 +104,7 @@ func (w *waiter) stopTree(ctx context.Context, m win32.Services, name string, h 
 		if len(refused) > 0 {
 			return &NotAllowedError{Rule: RuleAllowedServices, Msg: fmt.Sprintf(
 				"StopService of service %q with force refused: it would also stop services that depend on it and are not allowed services: %s; stop them on the node first, or allow them too (%s)",
-				name, quoteAll(refused), allowFlags(w.allowSetting, refused))}
+				name, quoteAll(refused), allowFlags(w.namer, refused))}
 		}
 	}
 	// The dependents are read again for the stop: each is checked again
@@ -183,7 +184,7 @@ func (w *waiter) stopDependent(ctx context.Context, m win32.Services, dep string
 	if err := checkDependency(path, dep); err != nil {
 		return err
 	}
-	if err := refuseDependentStop(w.stopping, dep, w.mayStop, w.allowSetting); err != nil {
+	if err := refuseDependentStop(w.stopping, dep, w.mayStop, w.namer); err != nil {
 		return err
 	}
 	h, err := m.Open(dep, win32.ServiceAccessStop)

@@ -32,6 +32,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
 )
 
 // Options configures the agent. The command line maps onto it one to one.
@@ -198,11 +199,14 @@ func New(o Options) (*Agent, error) {
 		if gopts.Registerer == nil {
 			gopts.Registerer = reg
 		}
+		if gopts.Namer == nil {
+			gopts.Namer = flagname.Of
+		}
 		g, err := guard.New(gopts)
 		if err != nil {
 			return nil, err
 		}
-		so.Credentials = identity.NewCredentials(o.Log, o.Peer)
+		so.Credentials = identity.NewCredentials(o.Log, identity.WithNamer(o.Peer, flagname.Of))
 		so.HandshakeTimeout = server.HandshakeTimeout + o.PeerTimeout
 		so.UnaryInterceptors = append([]grpc.UnaryServerInterceptor{g.Unary}, o.UnaryInterceptors...)
 		so.StreamInterceptors = append([]grpc.StreamServerInterceptor{g.Stream}, o.StreamInterceptors...)
@@ -286,6 +290,7 @@ func buildEndpoints(o Options, conn wmi.Conn, conf *confine.Confiner, held *infl
 	if err != nil {
 		return nil, fmt.Errorf("allowed services: %w", err)
 	}
+	sys.NameOptions(flagname.Of)
 	iscsi, err := iscsigroup.New(hostiscsi.WMI{Conn: conn, Limits: bound(o, "iscsi")})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
 )
 
 // DefaultLimits are the default limits of the host calls of each Windows
@@ -85,7 +86,7 @@ func systemHost(o Options) hostsys.API {
 		return o.System
 	}
 	return hostsys.Native{Limits: bound(o, "system"), MayStop: allowedService(o.AllowedServices), MayStart: allowedService(o.AllowedServices),
-		AllowSetting: "--allowed-service"}
+		Namer: flagname.Of}
 }
 
 // allowedService is sysgroup.Allowed over allowed: StopService with force

@@ -31,12 +31,19 @@ var flags = map[string]string{
 	"identity.token.reviewer":       "--kubeconfig",
 	"identity.token.audience":       "--token-audience",
 	"identity.token.node-name":      "--node-name",
+	"identity.cri.endpoint":         "--cri-endpoint",
+	"guard.failure":                 "--audit-failure",
+	"guard.tokens":                  "--kubeconfig",
+	"system.allowed-services":       "--allowed-service",
 	"audit.anchor.cluster":          "--kubeconfig",
 	"audit.anchor.node":             "--node-name",
 	"audit.webhook-batch-max-bytes": "--audit-webhook-batch-max-bytes",
 	// The anchor publisher's own options (anchor.OptionNode and the like)
 	// are left out: its message names them by their Go names, and the
 	// flags behind them by audit.OptionAnchorCluster and OptionAnchorNode.
+
+	// pipeguard-agent compare's.
+	"compare.timeout": "--timeout",
 }
 
 // Of returns the flag that sets the option key; false when no single flag

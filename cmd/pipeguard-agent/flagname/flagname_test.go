@@ -9,7 +9,10 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/audit/review"
+	"github.com/pipeguard/pipeguard/agent/compare"
 	"github.com/pipeguard/pipeguard/agent/gate"
+	"github.com/pipeguard/pipeguard/agent/guard"
+	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
 	"github.com/pipeguard/pipeguard/internal/option"
@@ -27,9 +30,14 @@ func TestFlagsOfThePackagesOptions(t *testing.T) {
 		identity.OptionTokenReviewer:     "--kubeconfig",
 		identity.OptionTokenAudience:     "--token-audience",
 		identity.OptionTokenNodeName:     "--node-name",
+		identity.OptionCRIEndpoint:       "--cri-endpoint",
+		guard.OptionFailure:              "--audit-failure",
+		guard.OptionTokens:               "--kubeconfig",
+		hostsys.OptionAllowedServices:    "--allowed-service",
 		audit.OptionAnchorCluster:        "--kubeconfig",
 		audit.OptionAnchorNode:           "--node-name",
 		audit.OptionWebhookBatchMaxBytes: "--audit-webhook-batch-max-bytes",
+		compare.OptionTimeout:            "--timeout",
 		"Guard.Audit.Path":               "--audit-log-path",
 		"Guard.PolicyDir":                "--policy-dir",
 	} {
@@ -51,6 +59,10 @@ func TestMessagesNameTheFlags(t *testing.T) {
 	_, anchorErr := anchor.New(anchor.Options{})
 	_, readErr := review.ReadAnchor(context.Background(), fake.NewClientset(), "", "node-a")
 	cases := map[string]struct{ got, want string }{
+		"the note of a Windows caller without a CRI endpoint": {
+			got:  identity.NoteNoCRI.Render(flagname.Of),
+			want: "no CRI endpoint is configured (--cri-endpoint), so Windows processes are not mapped to containers and pods: pod fields stay empty",
+		},
 		"the anchor publisher without a client": {
 			got:  option.Message(anchorErr, flagname.Of),
 			want: "audit anchor publisher: Options.Client, Options.Node and Options.Head are required (the agent needs --kubeconfig and --node-name)",
