@@ -92,6 +92,12 @@ type Outcome struct {
 	// user reads them; Warnings those of a warn.
 	Denials  []string
 	Warnings []string
+	// Input is the facts the policies were asked about; nil when no rule
+	// could see the object: a kind or operation that is not reviewed, an
+	// object without a host path volume, HostProcess container or claim,
+	// an object over the review bounds, a Namespace. Show it as the rules
+	// read it with policy.Generation.Document.
+	Input *policy.Input
 }
 
 var allowed = Outcome{Verdict: policy.Allow}
@@ -137,7 +143,9 @@ func (h *Handler) Decide(ctx context.Context, req Request) (out Outcome, err err
 		log.get().Error(err, "policy evaluation failed")
 		return Outcome{}, fmt.Errorf("internal error: evaluating pipe access policies for %s %q: %w; the request is rejected until evaluation succeeds", req.Kind.Kind, objectName(in), err)
 	}
-	return outcome(log, d), nil
+	out = outcome(log, d)
+	out.Input = in
+	return out, nil
 }
 
 // outcome turns rego's decision into an Outcome: deny rejects, warn admits

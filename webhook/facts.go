@@ -15,17 +15,6 @@ import (
 	"github.com/pipeguard/pipeguard/webhook/decode"
 )
 
-// Input returns the facts the handler would give the policy engine for a
-// request, or nil when it reviews no such request. Policies are not filled
-// in: see policy.Generation.Document.
-func (h *Handler) Input(ctx context.Context, req Request) (*policy.Input, error) {
-	gk := req.Kind.GroupKind()
-	if !Supported(gk) || len(req.Object) == 0 {
-		return nil, nil
-	}
-	return h.input(ctx, gk, req)
-}
-
 // input builds the rego input for a supported kind.
 func (h *Handler) input(ctx context.Context, gk schema.GroupKind, req Request) (*policy.Input, error) {
 	subj, err := extract(gk, req.Object)

@@ -26,20 +26,28 @@ const (
 	decisionSkip  = "SKIP" // not reviewed: the reason says why
 )
 
-// notReviewedVerdict is the decision on an object admission does not
-// review, as -o json and -o yaml spell it beside the policy.Verdict values.
-const notReviewedVerdict policy.Verdict = "skip"
+// evalDecision is an object's decision as -o json and -o yaml spell it:
+// the policy.Verdict of a reviewed object, or skip for one admission does
+// not review.
+type evalDecision string
 
-// cliDecision is how the policy eval table prints a verdict: a dryrun
-// admits the object, so it prints as ALLOW, with its violations marked
+// notReviewedDecision is the decision on an object admission does not
+// review.
+const notReviewedDecision evalDecision = "skip"
+
+// decided is the decision on a reviewed object.
+func decided(v policy.Verdict) evalDecision { return evalDecision(v) }
+
+// word is how the policy eval table prints a decision: a dryrun admits
+// the object, so it prints as ALLOW, with its violations marked
 // "dryrun:"; an object that is not reviewed prints as SKIP.
-func cliDecision(v policy.Verdict) string {
-	switch v {
-	case policy.Deny:
+func (d evalDecision) word() string {
+	switch d {
+	case decided(policy.Deny):
 		return decisionDeny
-	case policy.Warn:
+	case decided(policy.Warn):
 		return decisionWarn
-	case notReviewedVerdict:
+	case notReviewedDecision:
 		return decisionSkip
 	}
 	return decisionAllow
@@ -54,16 +62,19 @@ type evalResult struct {
 	Name       string `json:"name,omitempty"`
 	// Decision is the policy.Verdict (allow, warn, dryrun or deny), or
 	// skip for an object that is not reviewed.
-	Decision   policy.Verdict     `json:"decision"`
+	Decision   evalDecision       `json:"decision"`
 	Reason     string             `json:"reason,omitempty"`
 	Deny       []policy.Violation `json:"deny,omitempty"`
 	Warn       []policy.Violation `json:"warn,omitempty"`
 	DryRun     []policy.Violation `json:"dryrun,omitempty"`
 	Generation int64              `json:"policyGeneration,omitempty"`
+	// input is the facts the rules were asked about (webhook.Outcome's
+	// Input), for -o input.
+	input *policy.Input
 }
 
 // word is the decision as the table prints it.
-func (r evalResult) word() string { return cliDecision(r.Decision) }
+func (r evalResult) word() string { return r.Decision.word() }
 
 // reviewedKinds are the kinds admission reviews for pipe mounts, as the
 // skip reason names them: the table of package kinds, which
@@ -218,7 +229,7 @@ func (e *evaluator) evaluateAll(ctx context.Context, docs []document) ([]evalRes
 func (e *evaluator) evaluate(ctx context.Context, d document, i int) (evalResult, error) {
 	r := evalResult{Source: d.source, APIVersion: d.meta.APIVersion, Kind: d.meta.Kind, Name: d.meta.Metadata.Name}
 	if reason := skipReason(d); reason != "" {
-		r.Decision, r.Reason = notReviewedVerdict, reason
+		r.Decision, r.Reason = notReviewedDecision, reason
 		if d.skip == "" {
 			r.Namespace = e.namespaceOf(d)
 		}
@@ -233,7 +244,7 @@ func (e *evaluator) evaluate(ctx context.Context, d document, i int) (evalResult
 	if err != nil {
 		return r, badInput("%s: %s %q: %v", d.source, d.meta.Kind, d.meta.Metadata.Name, err)
 	}
-	r.Decision = out.Verdict
+	r.Decision, r.input = decided(out.Verdict), out.Input
 	if dec := out.Decision; dec != nil {
 		r.Deny, r.Warn, r.DryRun, r.Generation = dec.Deny, dec.Warn, dec.DryRun, dec.Generation
 	}
@@ -279,23 +290,17 @@ func (e *evaluator) request(d document, i int) (webhook.Request, error) {
 	}, nil
 }
 
-// inputs returns the rego input of every reviewed object.
+// inputs returns the rego input of every object the rules are asked
+// about, as Decide gave it to them.
 func (e *evaluator) inputs(ctx context.Context, docs []document) ([]*policy.Input, error) {
 	inputs := []*policy.Input{}
 	for i, d := range docs {
-		if skipReason(d) != "" {
-			continue
-		}
-		req, err := e.request(d, i)
+		r, err := e.evaluate(ctx, d, i)
 		if err != nil {
 			return nil, err
 		}
-		in, err := e.handler.Input(ctx, req)
-		if err != nil {
-			return nil, badInput("%s: %v", d.source, err)
-		}
-		if in != nil {
-			inputs = append(inputs, e.engine.Current().Document(in))
+		if r.input != nil {
+			inputs = append(inputs, e.engine.Current().Document(r.input))
 		}
 	}
 	return inputs, nil

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/pipeguard/pipeguard/policy"
 )
 
 // The CLI's exit codes, output lines and messages are a contract with
@@ -353,4 +355,34 @@ func TestPolicyEvalDuplicateKeys(t *testing.T) {
 			t.Errorf("stderr:\n%s\nwant it to contain %q", errOut, want)
 		}
 	})
+}
+
+// TestInputIsWhatTheRulesSee: -o input prints the input of each object
+// the rules are asked about, as the review gives it to them, and nothing
+// for an object no rule can see (no host path, HostProcess container or
+// claim), whose review never reaches rego.
+func TestInputIsWhatTheRulesSee(t *testing.T) {
+	manifests := pipePod + `---
+apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: team-a}
+spec:
+  containers: [{name: app, image: app, volumeMounts: [{name: scratch, mountPath: /scratch}]}]
+  volumes: [{name: scratch, emptyDir: {}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team-a}
+`
+	code, out, errOut := runCLI(t, manifests, "policy", "eval", "-f", "-", "-o", "input")
+	if code != 0 {
+		t.Fatalf("exit code %d: %s", code, errOut)
+	}
+	var inputs []policy.Input
+	if err := json.Unmarshal([]byte(out), &inputs); err != nil {
+		t.Fatalf("-o input is not a JSON list of inputs: %v\n%s", err, out)
+	}
+	if len(inputs) != 1 || inputs[0].Object.Name != "sneaky" || len(inputs[0].Mounts) == 0 {
+		t.Fatalf("-o input gave %d inputs, want the pipe pod's alone, with its mounts:\n%s", len(inputs), out)
+	}
 }

@@ -119,7 +119,7 @@ func (o *evalOptions) runCluster(ctx context.Context, s streams) error {
 	results := make([]evalResult, 0, len(found))
 	for _, r := range found {
 		results = append(results, evalResult{Source: "cluster", APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
-			Decision: r.Verdict, Deny: r.Deny, Warn: r.Warn, DryRun: r.DryRun, Generation: r.Generation})
+			Decision: decided(r.Verdict), Deny: r.Deny, Warn: r.Warn, DryRun: r.DryRun, Generation: r.Generation})
 	}
 	return o.print(s, results, nil)
 }

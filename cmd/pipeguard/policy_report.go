@@ -50,7 +50,7 @@ func policyReports(results []evalResult, inForce []string, now time.Time) []repo
 	var passes []pass
 	for _, r := range results {
 		ref := policyreport.ObjectReference{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-		if r.Decision == notReviewedVerdict {
+		if r.Decision == notReviewedDecision {
 			continue
 		}
 		all := append(append(append([]policy.Violation{}, r.Deny...), r.Warn...), r.DryRun...)

@@ -44,9 +44,9 @@ Rego files are loaded together with the shipped rules, so tests (rules
 named test_*) can exercise whole decisions through data.pipeguard.admission.
 
 A PolicyTestSuite names manifests, namespace labels and policies, and the
-decision expected on each object (allow, warn, deny or skip, and optionally
-a regular expression its message must match); every expectation is listed
-PASS or FAIL with the reason. See docs/cli.md for the format.
+decision expected on each object (allow, warn, dryrun, deny or skip, and
+optionally a regular expression its message must match); every expectation is
+listed PASS or FAIL with the reason. See docs/cli.md for the format.
 
 --run REGEX runs only the rego tests whose full name (data.PACKAGE.test_NAME)
 matches the regular expression, and the suite tests whose name, or

@@ -72,8 +72,10 @@ type expectation struct {
 	re   *regexp.Regexp
 }
 
-// expectedDecisions are the values of expect[].decision.
-var expectedDecisions = []string{"allow", "warn", "deny", "skip"}
+// expectedDecisions are the values of expect[].decision: the decisions of
+// -o json. allow also holds for a dryrun, which admission admits too;
+// dryrun holds for a dryrun alone.
+var expectedDecisions = []string{"allow", "warn", "dryrun", "deny", "skip"}
 
 // suiteRe finds PolicyTestSuite documents among the YAML files of a
 // directory, parsed or not, so that a broken suite is reported rather than

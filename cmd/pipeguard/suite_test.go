@@ -115,7 +115,7 @@ func TestSuiteErrors(t *testing.T) {
 		},
 		"a misspelt decision": {
 			suite: oneTest("", "  - {kind: Pod, namespace: team-a, name: sneaky, decision: denied}\n"),
-			want:  `:9: decision "denied": want allow, warn, deny or skip`,
+			want:  `:9: decision "denied": want allow, warn, dryrun, deny or skip`,
 		},
 		"a message that is no regular expression": {
 			suite: oneTest("", "  - {kind: Pod, namespace: team-a, name: sneaky, decision: deny, message: 'csi-proxy-(disk'}\n"),
@@ -283,5 +283,42 @@ func TestSuiteKustomizedPolicies(t *testing.T) {
 	want := suite + ": PolicyTestSuite samples\n  the samples\n    PASS  DaemonSet csi-smb/csi-smb-node-win: allow as expected\n" + strings.Repeat("-", 80) + "\nPASS: 1/1\n"
 	if code != exitOK || out != want || errOut != "" {
 		t.Fatalf("exit %d, stderr %q\n%s\nwant:\n%s", code, errOut, out, want)
+	}
+}
+
+// TestSuiteDryRun: a suite can expect dryrun, the decision of a policy
+// that only records what it would deny; allow holds for it too, since
+// admission admits it, and deny does not.
+func TestSuiteDryRun(t *testing.T) {
+	suite := suiteHead + `tests:
+- name: rollout
+  policies:
+  - inline:
+      apiVersion: pipeguard.io/v1alpha1
+      kind: PipeAccessPolicy
+      metadata: {name: rollout}
+      spec: {pipes: ["csi-proxy-*"], enforcementAction: dryrun}
+  manifests: [{file: pod.yaml}]
+  expect:
+  - {kind: Pod, name: sneaky, decision: dryrun, message: '^dryrun: \[protected-pipe-mount\]'}
+  - {kind: Pod, name: sneaky, decision: allow}
+  - {kind: Pod, name: sneaky, decision: deny}
+  - {kind: Pod, name: sneaky, decision: warn}
+`
+	dir := writeSuite(t, map[string]string{"suite.yaml": suite, "pod.yaml": pipePod})
+	code, out, _ := runCLI(t, "", "policy", "test", dir)
+	for _, want := range []string{
+		"    PASS  Pod team-a/sneaky: dryrun as expected, message matches /^dryrun: \\[protected-pipe-mount\\]/\n",
+		"    PASS  Pod team-a/sneaky: allow as expected\n",
+		"    FAIL  Pod team-a/sneaky: want deny, got dryrun\n",
+		"    FAIL  Pod team-a/sneaky: want warn, got dryrun\n",
+		"PASS: 2/4\nFAIL: 2/4\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout:\n%s\nwant it to contain:\n%s", out, want)
+		}
+	}
+	if code != exitDenied {
+		t.Errorf("exit %d, want 1", code)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
@@ -106,14 +107,9 @@ const (
 	codeAccessPathInUse    uint32 = 42002
 )
 
-var errNoConn = errors.New("the disk operations have no WMI connection (WMI.Conn is nil)")
-
 // run runs fn, the operation op, under the limits, on a connection.
 func (w WMI) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	if w.Conn == nil {
-		return fmt.Errorf("%s: %w", op, errNoConn)
-	}
-	return limits.Call(ctx, w.Limits, op, fn)
+	return wmi.Run(ctx, w.Conn, w.Limits, op, fn)
 }
 
 // disk returns MSFT_Disk number n.
@@ -134,22 +130,10 @@ func (w WMI) disk(ctx context.Context, n uint32) (wmi.Object, error) {
 // call runs method on the object at path and reads its ReturnValue with
 // the method's codes; ok are codes that count as success.
 func (w WMI) call(ctx context.Context, path, op string, codes map[uint32]string, ok []uint32, in ...wmi.Param) (wmi.Object, error) {
-	class, method, _ := strings.Cut(op, ".")
-	if path == "" {
-		path = class
-	}
-	out, err := w.Conn.Call(ctx, wmi.NamespaceStorage, path, method, in...)
-	if err != nil {
-		return out, err
-	}
-	err = wmi.Result(op, out, codes)
+	out, err := wmi.Invoke(ctx, w.Conn, wmi.NamespaceStorage, path, op, wmi.Codes{Text: codes}, in...)
 	var me *wmi.MethodError
-	if errors.As(err, &me) {
-		for _, c := range ok {
-			if me.Code == c {
-				return out, nil
-			}
-		}
+	if errors.As(err, &me) && slices.Contains(ok, me.Code) {
+		return out, nil
 	}
 	return out, err
 }

@@ -40,21 +40,13 @@ var _ API = WMI{}
 
 const ns = wmi.NamespaceStorage
 
-var errNoConn = errors.New("iscsi: no WMI connection (WMI.Conn is nil), so no portal, target or session is read or changed")
-
 func (w WMI) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	if w.Conn == nil {
-		return errNoConn
-	}
-	return limits.Call(ctx, w.Limits, op, fn)
+	return wmi.Run(ctx, w.Conn, w.Limits, op, fn)
 }
 
 func (w WMI) call(ctx context.Context, path, class, method string, in ...wmi.Param) error {
-	out, err := w.Conn.Call(ctx, ns, path, method, in...)
-	if err != nil {
-		return err
-	}
-	return result(class+"."+method, out)
+	_, err := wmi.Invoke(ctx, w.Conn, ns, path, class+"."+method, iscsiCodes, in...)
+	return err
 }
 
 // findPortal returns the portal at pt, found=false when there is none.

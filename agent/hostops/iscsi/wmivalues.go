@@ -14,8 +14,9 @@ import (
 
 // iscsiCodes are the codes of iscsierr.h the initiator's methods answer
 // with, as Microsoft lists them (ISCSI_STATUS_QUALIFIERS); another
-// non-zero code is reported by number.
-var iscsiCodes = map[uint32]string{
+// non-zero code is reported by number: the storage management codes
+// wmi.Result falls back to mean other things here.
+var iscsiCodes = wmi.Codes{NoCommon: true, Text: map[uint32]string{
 	0xEFFF0001: "A non-specific error occurred",
 	0xEFFF0002: "The login failed",
 	0xEFFF0003: "The connection failed",
@@ -30,21 +31,7 @@ var iscsiCodes = map[uint32]string{
 	0xEFFF0013: "Service unavailable",
 	0xEFFF0014: "Out of resources",
 	0xEFFF0016: "The session already exists",
-}
-
-// result reads a method's ReturnValue, naming only the codes above: the
-// storage management codes wmi.Result falls back to mean other things
-// here.
-func result(op string, out wmi.Object) error {
-	err := wmi.Result(op, out, iscsiCodes)
-	var me *wmi.MethodError
-	if errors.As(err, &me) {
-		if _, ok := iscsiCodes[me.Code]; !ok {
-			me.Text = ""
-		}
-	}
-	return err
-}
+}}
 
 // checkPortal refuses what is not a portal the methods can take: a port
 // past uint16 (their TargetPortalPortNumber) or an address with other

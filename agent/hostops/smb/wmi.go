@@ -39,8 +39,10 @@ const statusOK = 0
 // names. Microsoft documents no return values for these methods; the SMB
 // client answers with the Win32 error code of what failed (the cmdlets
 // show it as "Windows System Error N"), whose meaning is from Microsoft's
-// System Error Codes. A code not listed is reported by number.
-var smbCodes = map[uint32]string{
+// System Error Codes. A code not listed is reported by number: the
+// storage management codes wmi.Result falls back to mean other things
+// here.
+var smbCodes = wmi.Codes{NoCommon: true, Text: map[uint32]string{
 	5:    "Access is denied",
 	53:   "The network path was not found",
 	64:   "The specified network name is no longer available",
@@ -49,30 +51,10 @@ var smbCodes = map[uint32]string{
 	87:   "The parameter is incorrect",
 	1219: "Multiple connections to a server or shared resource by the same user, using more than one user name, are not allowed",
 	1326: "The user name or password is incorrect",
-}
-
-// errNoConn is the error of a WMI with no Conn: it fails closed.
-var errNoConn = errors.New("smb global mappings: no WMI connection (WMI.Conn is nil), so no mapping is read or changed")
+}}
 
 func (w WMI) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	if w.Conn == nil {
-		return errNoConn
-	}
-	return limits.Call(ctx, w.Limits, op, fn)
-}
-
-// result reads a method's ReturnValue, naming only the codes above: the
-// storage management codes wmi.Result falls back to mean other things
-// here.
-func result(op string, out wmi.Object) error {
-	err := wmi.Result(op, out, smbCodes)
-	var me *wmi.MethodError
-	if errors.As(err, &me) {
-		if _, ok := smbCodes[me.Code]; !ok {
-			me.Text = ""
-		}
-	}
-	return err
+	return wmi.Run(ctx, w.Conn, w.Limits, op, fn)
 }
 
 // mapping returns the global mapping of remotePath, if there is one.
@@ -134,11 +116,8 @@ func (w WMI) NewGlobalMapping(ctx context.Context, remotePath, username, passwor
 	}
 	const op = "MSFT_SmbGlobalMapping.Create"
 	err := w.do(ctx, op, func(ctx context.Context) error {
-		out, err := w.Conn.Call(ctx, wmi.NamespaceSMB, "MSFT_SmbGlobalMapping", "Create", in...)
-		if err != nil {
-			return err
-		}
-		return result(op, out)
+		_, err := wmi.Invoke(ctx, w.Conn, wmi.NamespaceSMB, "", op, smbCodes, in...)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("mapping %s: %w", remotePath, err)
@@ -167,11 +146,8 @@ func (w WMI) RemoveGlobalMapping(ctx context.Context, remotePath string) error {
 		if !found {
 			return errors.New("there is no global mapping of it")
 		}
-		out, err := w.Conn.Call(ctx, wmi.NamespaceSMB, m.Path, "Remove", wmi.Param{Name: "Force", Value: true})
-		if err != nil {
-			return err
-		}
-		return result(op, out)
+		_, err = wmi.Invoke(ctx, w.Conn, wmi.NamespaceSMB, m.Path, op, smbCodes, wmi.Param{Name: "Force", Value: true})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("removing the global mapping of %s: %w", remotePath, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
@@ -67,13 +66,8 @@ var (
 	}
 )
 
-var errNoConn = errors.New("the volume operations have no WMI connection (WMI.Conn is nil)")
-
 func (w WMI) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	if w.Conn == nil {
-		return fmt.Errorf("%s: %w", op, errNoConn)
-	}
-	return limits.Call(ctx, w.Limits, op, fn)
+	return wmi.Run(ctx, w.Conn, w.Limits, op, fn)
 }
 
 // volume returns the MSFT_Volume whose UniqueId is id. WQL compares
@@ -107,12 +101,7 @@ func (w WMI) volume(ctx context.Context, id string) (wmi.Object, error) {
 }
 
 func (w WMI) call(ctx context.Context, path, op string, codes map[uint32]string, in ...wmi.Param) (wmi.Object, error) {
-	_, method, _ := strings.Cut(op, ".")
-	out, err := w.Conn.Call(ctx, wmi.NamespaceStorage, path, method, in...)
-	if err != nil {
-		return out, err
-	}
-	return out, wmi.Result(op, out, codes)
+	return wmi.Invoke(ctx, w.Conn, wmi.NamespaceStorage, path, op, wmi.Codes{Text: codes}, in...)
 }
 
 // FormatVolume quick-formats the volume as NTFS with an empty label

@@ -133,7 +133,7 @@ func TestCallStaticMethod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wmi.Result("StdRegProv.GetStringValue", out, nil); err != nil {
+	if err := wmi.Result("StdRegProv.GetStringValue", out, wmi.Codes{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, ok := out.Props["sValue"].(string); !ok || s == "" {
@@ -153,7 +153,7 @@ func TestCallStringArrayOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wmi.Result("StdRegProv.EnumKey", out, nil); err != nil {
+	if err := wmi.Result("StdRegProv.EnumKey", out, wmi.Codes{}); err != nil {
 		t.Fatal(err)
 	}
 	names, ok := out.Props["sNames"].([]string)
@@ -173,7 +173,7 @@ func TestCallWritesAndReadsBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := wmi.Result("StdRegProv."+method, out, nil); err != nil {
+		if err := wmi.Result("StdRegProv."+method, out, wmi.Codes{}); err != nil {
 			t.Fatal(err)
 		}
 		return out

@@ -179,7 +179,7 @@ func (e *MethodError) Error() string {
 // CommonReturnCodes are the return values the storage management
 // methods share (MSFT_Disk, MSFT_Partition, MSFT_Volume and others, in
 // Microsoft's documentation of each method); a method's own codes are
-// passed to Result beside them.
+// passed to Result beside them (Codes).
 var CommonReturnCodes = map[uint32]string{
 	1:     "Not Supported",
 	2:     "Unspecified Error",
@@ -191,12 +191,23 @@ var CommonReturnCodes = map[uint32]string{
 	40003: "Cache out of date",
 }
 
+// Codes are a method's documented ReturnValue codes and what each means.
+type Codes struct {
+	// Text gives the meaning of each code.
+	Text map[uint32]string
+	// NoCommon says the method's class does not share the storage
+	// management codes (CommonReturnCodes), whose numbers mean other
+	// things there (SMB, iSCSI): a code Text leaves out is reported by
+	// its number alone.
+	NoCommon bool
+}
+
 // Result reads a method's ReturnValue from out: nil for 0, else a
-// *MethodError naming op, the code and its documented meaning, from codes
-// (the method's own) or else CommonReturnCodes. A missing or mistyped
+// *MethodError naming op, the code and its documented meaning, from
+// codes.Text or else CommonReturnCodes. A missing or mistyped
 // ReturnValue is an error too: an answer never reads as success by
 // default.
-func Result(op string, out Object, codes map[uint32]string) error {
+func Result(op string, out Object, codes Codes) error {
 	v, ok := out.Props["ReturnValue"]
 	if !ok {
 		return fmt.Errorf("%s returned no ReturnValue", op)
@@ -208,8 +219,8 @@ func Result(op string, out Object, codes map[uint32]string) error {
 	if code == 0 {
 		return nil
 	}
-	e := &MethodError{Op: op, Code: code, Text: codes[code]}
-	if e.Text == "" {
+	e := &MethodError{Op: op, Code: code, Text: codes.Text[code]}
+	if e.Text == "" && !codes.NoCommon {
 		e.Text = CommonReturnCodes[code]
 	}
 	// ExtendedStatus is documented as a string holding an embedded

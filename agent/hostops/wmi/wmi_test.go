@@ -62,7 +62,7 @@ func TestResultNamesTheMethodAndCode(t *testing.T) {
 		"negative return value": {out: wmi.Object{Props: map[string]any{"ReturnValue": int32(-1)}}, want: "MSFT_Disk.Online returned ReturnValue -1 (int32), want an unsigned integer"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := wmi.Result("MSFT_Disk.Online", tc.out, map[uint32]string{41001: "The disk has already been initialized"})
+			err := wmi.Result("MSFT_Disk.Online", tc.out, wmi.Codes{Text: map[uint32]string{41001: "The disk has already been initialized"}})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("got %v, want success", err)

@@ -54,7 +54,7 @@ func TestStorageDisk(t *testing.T) {
 	if c := code(t, out, err); c != 41001 {
 		t.Fatalf("Initialize of an initialized disk: %d, want 41001", c)
 	}
-	if err := wmi.Result("MSFT_Disk.Initialize", out, nil); err == nil || !strings.Contains(err.Error(), "the disk has already been initialized") {
+	if err := wmi.Result("MSFT_Disk.Initialize", out, wmi.Codes{}); err == nil || !strings.Contains(err.Error(), "the disk has already been initialized") {
 		t.Fatalf("ExtendedStatus not read: %v", err)
 	}
 	// A parameter of the wrong type is refused as WMI refuses it.

@@ -120,7 +120,7 @@ var modes = []struct {
 		if err != nil {
 			return err
 		}
-		if err := wmi.Result("StdRegProv.GetStringValue", out, nil); err != nil {
+		if err := wmi.Result("StdRegProv.GetStringValue", out, wmi.Codes{}); err != nil {
 			return err
 		}
 		if s, _ := out.Props["sValue"].(string); s == "" {
