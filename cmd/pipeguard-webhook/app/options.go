@@ -13,9 +13,10 @@ import (
 // CommandOptions are pipeguard-webhook's command line: what its flags set,
 // before the command turns them into the Options of an App.
 type CommandOptions struct {
-	// App holds the Options the flags set one to one. Its Config, Logger,
-	// CertRotation and WebhookConfigName are left to Options, which
-	// derives them.
+	// App holds the Options the flags set one to one. No flag sets its
+	// CertRotation, WebhookConfigName and DecisionCacheBytes, which
+	// Options derives, nor its Config and Logger, which the command sets
+	// when it starts; its Registry stays controller-runtime's.
 	App Options
 	// DecisionCacheBytes is --decision-cache-bytes: 0 turns the decision
 	// cache off, whatever App.DecisionCacheSize says.
