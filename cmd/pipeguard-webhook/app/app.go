@@ -1,7 +1,8 @@
 // Package app assembles pipeguard-webhook: a controller-runtime manager that
 // serves the admission webhook over TLS, runs the policy controller on every
 // replica, and exposes metrics and health probes. Every dependency is built
-// in New, in one place.
+// in New, in one place. NewCommand is its command line: the flags, their
+// checks and the exit codes.
 package app
 
 import (
