@@ -48,18 +48,37 @@ func (s *service) exclusive(ctx context.Context) (func(), error) {
 	}
 }
 
-// open connects to namespace and takes the right to call it; the caller
-// is a worker and calls the release when done.
-func open(ctx context.Context, namespace string) (*service, func(), error) {
-	s, err := connect(ctx, namespace)
-	if err != nil {
-		return nil, nil, err
+// onService runs f on a worker (do) with namespace's connection and the
+// right to call it, under ctx.
+func onService(ctx context.Context, namespace string, f func(ctx context.Context, s *service) error) error {
+	return do(ctx, func(ctx context.Context) error {
+		s, err := connect(ctx, namespace)
+		if err != nil {
+			return err
+		}
+		release, err := s.exclusive(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+		return f(ctx, s)
+	})
+}
+
+// callError is the error of op's call that named what and answered hr and
+// err: the context's end as it is, a value WMI cannot be given (err,
+// such as a string too long for a BSTR), or the call's HRESULT; nil when
+// the call succeeded.
+func callError(ctx context.Context, op, what string, hr uint32, err error) error {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return err
+	case err != nil:
+		return fmt.Errorf("WMI %s: the %s %w", op, what, err)
+	case hr != 0:
+		return &Error{Op: op, HRESULT: hr}
 	}
-	release, err := s.exclusive(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, release, nil
+	return nil
 }
 
 var services struct {
@@ -126,12 +145,7 @@ func (comConn) Query(ctx context.Context, namespace, wql string) ([]Object, erro
 		op = "query of " + c
 	}
 	var out []Object
-	err := do(ctx, func(ctx context.Context) error {
-		s, release, err := open(ctx, namespace)
-		if err != nil {
-			return err
-		}
-		defer release()
+	err := onService(ctx, namespace, func(ctx context.Context, s *service) error {
 		enum, hr, err := s.execQuery(wql)
 		if err != nil {
 			return fmt.Errorf("WMI %s: the query %w", op, err)
@@ -181,21 +195,10 @@ func (comConn) Query(ctx context.Context, namespace, wql string) ([]Object, erro
 func (comConn) Get(ctx context.Context, namespace, path string) (Object, error) {
 	op := "Get of " + path
 	var out Object
-	err := do(ctx, func(ctx context.Context) error {
-		s, release, err := open(ctx, namespace)
-		if err != nil {
-			return err
-		}
-		defer release()
+	err := onService(ctx, namespace, func(ctx context.Context, s *service) error {
 		o, hr, err := s.getObject(ctx, path)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return fmt.Errorf("WMI %s: the path %w", op, err)
-		}
-		if hr != 0 {
-			return &Error{Op: op, HRESULT: hr}
+		if err := callError(ctx, op, "path", hr, err); err != nil {
+			return err
 		}
 		defer o.release()
 		if out, err = readObject(o, 0); err != nil {
@@ -221,21 +224,10 @@ func (comConn) Call(ctx context.Context, namespace, path, method string, in ...P
 	class := className(path)
 	op := class + "." + method
 	var out Object
-	err := do(ctx, func(ctx context.Context) error {
-		s, release, err := open(ctx, namespace)
-		if err != nil {
-			return err
-		}
-		defer release()
+	err := onService(ctx, namespace, func(ctx context.Context, s *service) error {
 		cls, hr, err := s.getObject(ctx, class)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return fmt.Errorf("WMI %s: the class name %w", op, err)
-		}
-		if hr != 0 {
-			return &Error{Op: op, HRESULT: hr}
+		if err := callError(ctx, op, "class name", hr, err); err != nil {
+			return err
 		}
 		defer cls.release()
 		sig, hr, err := getMethod(cls, method)
@@ -267,14 +259,8 @@ func (comConn) Call(ctx context.Context, namespace, path, method string, in ...P
 			return err
 		}
 		res, hr, err := s.execMethod(ctx, path, method, inst)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return fmt.Errorf("WMI %s: the path %w", op, err)
-		}
-		if hr != 0 {
-			return &Error{Op: op, HRESULT: hr}
+		if err := callError(ctx, op, "path", hr, err); err != nil {
+			return err
 		}
 		if res == nil {
 			out = Object{Props: map[string]any{}}

@@ -132,12 +132,7 @@ func TestNoGoroutineGrowth(t *testing.T) {
 func TestEmbeddedObject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := do(ctx, func(ctx context.Context) error {
-		s, release, err := open(ctx, NamespaceCIMv2)
-		if err != nil {
-			return err
-		}
-		defer release()
+	err := onService(ctx, NamespaceCIMv2, func(ctx context.Context, s *service) error {
 		o, hr, err := s.getObject(ctx, "Win32_OperatingSystem")
 		if err != nil {
 			return err
