@@ -87,113 +87,112 @@ func defaultOptions() CommandOptions {
 // as -flag, and the settings the command derives.
 func TestCommandFlags(t *testing.T) {
 	t.Setenv("NODE_NAME", "node-env")
-	cases := []struct {
-		name   string
+	cases := map[string]struct {
 		args   []string
 		want   func(o *CommandOptions)
 		stderr string // besides nothing
 	}{
-		{name: "defaults", want: func(*CommandOptions) {}},
+		"defaults": {want: func(*CommandOptions) {}},
 
 		// Flags shared with CSI Proxy.
-		{name: "kubelet path and working dirs", args: []string{"--kubelet-path", "/k", "--working-dir", "/w1", "-working-dir=/w2"}, want: func(o *CommandOptions) {
+		"kubelet path and working dirs": {args: []string{"--kubelet-path", "/k", "--working-dir", "/w1", "-working-dir=/w2"}, want: func(o *CommandOptions) {
 			o.Agent.KubeletPath, o.Agent.WorkingDirs = "/k", []string{"/w1", "/w2"}
 		}},
-		{name: "metrics elsewhere", args: []string{"--metrics-bind-address=:9000"}, want: func(o *CommandOptions) { o.Agent.MetricsBindAddress = ":9000" }},
-		{name: "metrics off", args: []string{"-metrics-bind-address", "0"}, want: func(o *CommandOptions) { o.Agent.MetricsBindAddress = "0" }},
-		{name: "metrics secure in the cluster by default", args: []string{"--kubeconfig=in-cluster"}, want: func(o *CommandOptions) {
+		"metrics elsewhere": {args: []string{"--metrics-bind-address=:9000"}, want: func(o *CommandOptions) { o.Agent.MetricsBindAddress = ":9000" }},
+		"metrics off":       {args: []string{"-metrics-bind-address", "0"}, want: func(o *CommandOptions) { o.Agent.MetricsBindAddress = "0" }},
+		"metrics secure in the cluster by default": {args: []string{"--kubeconfig=in-cluster"}, want: func(o *CommandOptions) {
 			o.Guard.Kubeconfig, o.Agent.MetricsSecure = "in-cluster", true
 		}},
-		{name: "the DaemonSet's metrics flags", args: []string{"--kubeconfig=in-cluster", "--metrics-bind-address=:8888", "--metrics-secure=true"}, want: func(o *CommandOptions) {
+		"the DaemonSet's metrics flags": {args: []string{"--kubeconfig=in-cluster", "--metrics-bind-address=:8888", "--metrics-secure=true"}, want: func(o *CommandOptions) {
 			o.Guard.Kubeconfig, o.Agent.MetricsSecure, o.Agent.MetricsBindAddress = "in-cluster", true, ":8888"
 		}},
-		{name: "metrics secure turned off in the cluster", args: []string{"--kubeconfig=in-cluster", "--metrics-secure=false"}, want: func(o *CommandOptions) {
+		"metrics secure turned off in the cluster": {args: []string{"--kubeconfig=in-cluster", "--metrics-secure=false"}, want: func(o *CommandOptions) {
 			o.Guard.Kubeconfig = "in-cluster"
 		}},
-		{name: "a kubeconfig file: metrics plain by default", args: []string{"--kubeconfig=/etc/agent.kubeconfig"}, want: func(o *CommandOptions) {
+		"a kubeconfig file: metrics plain by default": {args: []string{"--kubeconfig=/etc/agent.kubeconfig"}, want: func(o *CommandOptions) {
 			o.Guard.Kubeconfig = "/etc/agent.kubeconfig"
 		}},
-		{name: "a kubeconfig file: metrics secure on request", args: []string{"--kubeconfig=/etc/agent.kubeconfig", "-metrics-secure"}, want: func(o *CommandOptions) {
+		"a kubeconfig file: metrics secure on request": {args: []string{"--kubeconfig=/etc/agent.kubeconfig", "-metrics-secure"}, want: func(o *CommandOptions) {
 			o.Guard.Kubeconfig, o.Agent.MetricsSecure = "/etc/agent.kubeconfig", true
 		}},
-		{name: "metrics with a certificate directory", args: []string{"--kubeconfig=in-cluster", "--metrics-cert-dir=/etc/metrics-cert"}, want: func(o *CommandOptions) {
+		"metrics with a certificate directory": {args: []string{"--kubeconfig=in-cluster", "--metrics-cert-dir=/etc/metrics-cert"}, want: func(o *CommandOptions) {
 			o.Guard.Kubeconfig, o.Agent.MetricsSecure, o.Agent.MetricsCertDir = "in-cluster", true, "/etc/metrics-cert"
 		}},
-		{name: "metrics off need no kubeconfig", args: []string{"--metrics-secure", "--metrics-bind-address=0"}, want: func(o *CommandOptions) {
+		"metrics off need no kubeconfig": {args: []string{"--metrics-secure", "--metrics-bind-address=0"}, want: func(o *CommandOptions) {
 			o.Agent.MetricsSecure, o.Agent.MetricsBindAddress = true, "0"
 		}},
-		{name: "the DaemonSet's probe address", args: []string{"--health-probe-bind-address=127.0.0.1:8889"}, want: func(*CommandOptions) {}},
-		{name: "probes on every interface", args: []string{"--health-probe-bind-address", ":8889"}, want: func(o *CommandOptions) { o.Agent.HealthProbeAddr = ":8889" }},
-		{name: "probes off", args: []string{"-health-probe-bind-address=0"}, want: func(o *CommandOptions) { o.Agent.HealthProbeAddr = "0" }},
-		{name: "Windows service", args: []string{"--windows-service", "--service-name", "pg"}, want: func(o *CommandOptions) {
+		"the DaemonSet's probe address": {args: []string{"--health-probe-bind-address=127.0.0.1:8889"}, want: func(*CommandOptions) {}},
+		"probes on every interface":     {args: []string{"--health-probe-bind-address", ":8889"}, want: func(o *CommandOptions) { o.Agent.HealthProbeAddr = ":8889" }},
+		"probes off":                    {args: []string{"-health-probe-bind-address=0"}, want: func(o *CommandOptions) { o.Agent.HealthProbeAddr = "0" }},
+		"Windows service": {args: []string{"--windows-service", "--service-name", "pg"}, want: func(o *CommandOptions) {
 			o.WindowsService, o.ServiceName = true, "pg"
 		}},
-		{name: "SMB privacy off", args: []string{"--require-privacy=false"}, want: func(o *CommandOptions) { o.Agent.RequirePrivacy = false }},
+		"SMB privacy off": {args: []string{"--require-privacy=false"}, want: func(o *CommandOptions) { o.Agent.RequirePrivacy = false }},
 
 		// pipeguard's own.
-		{name: "sockets, services, pipes and shutdown", args: []string{"--socket-dir", "/s", "--allowed-service", "csiproxy", "-allowed-service=smb", "--pipe-sddl", "D:P(A;;GA;;;SY)", "--shutdown-timeout", "5s"},
+		"sockets, services, pipes and shutdown": {args: []string{"--socket-dir", "/s", "--allowed-service", "csiproxy", "-allowed-service=smb", "--pipe-sddl", "D:P(A;;GA;;;SY)", "--shutdown-timeout", "5s"},
 			want: func(o *CommandOptions) {
 				o.Agent.SocketDir, o.Agent.AllowedServices, o.Agent.PipeSDDL, o.Agent.ShutdownTimeout = "/s", []string{"csiproxy", "smb"}, "D:P(A;;GA;;;SY)", 5*time.Second
 			}},
-		{name: "log file and verbosity", args: []string{"--log-file", "/l/agent.log", "-v", "2"}, want: func(o *CommandOptions) {
+		"log file and verbosity": {args: []string{"--log-file", "/l/agent.log", "-v", "2"}, want: func(o *CommandOptions) {
 			o.LogFile, o.Verbosity = "/l/agent.log", 2
 		}},
-		{name: "host call limits", args: []string{"--host-call-timeout-disk=1m", "--host-call-timeout-volume", "80s", "--host-call-timeout-smb", "45s", "-host-call-timeout-iscsi=70s", "--host-call-timeout-system=10s", "--format-concurrency", "4"},
+		"host call limits": {args: []string{"--host-call-timeout-disk=1m", "--host-call-timeout-volume", "80s", "--host-call-timeout-smb", "45s", "-host-call-timeout-iscsi=70s", "--host-call-timeout-system=10s", "--format-concurrency", "4"},
 			want: func(o *CommandOptions) {
 				o.Agent.HostCallTimeouts = map[string]time.Duration{"disk": time.Minute, "volume": 80 * time.Second, "smb": 45 * time.Second, "iscsi": 70 * time.Second, "system": 10 * time.Second}
 				o.Agent.FormatConcurrency = 4
 			}},
-		{name: "deprecated PowerShell workers", args: []string{"--powershell-workers", "2"}, want: func(*CommandOptions) {},
+		"deprecated PowerShell workers": {args: []string{"--powershell-workers", "2"}, want: func(*CommandOptions) {},
 			stderr: "warning: --powershell-workers is deprecated and has no effect: the agent starts no PowerShell; remove the flag\n"},
-		{name: "deprecated PowerShell workers, zero", args: []string{"-powershell-workers=0"}, want: func(*CommandOptions) {},
+		"deprecated PowerShell workers, zero": {args: []string{"-powershell-workers=0"}, want: func(*CommandOptions) {},
 			stderr: "warning: --powershell-workers is deprecated and has no effect: the agent starts no PowerShell; remove the flag\n"},
-		{name: "deprecated PowerShell workers, negative", args: []string{"--powershell-workers=-1"}, want: func(*CommandOptions) {},
+		"deprecated PowerShell workers, negative": {args: []string{"--powershell-workers=-1"}, want: func(*CommandOptions) {},
 			stderr: "warning: --powershell-workers is deprecated and has no effect: the agent starts no PowerShell; remove the flag\n"},
 
 		// Gate and identity.
-		{name: "gate and identity", args: []string{"--policy-dir", "/p", "--node-name", "n1", "--token-audience", "aud", "--cri-timeout", "2s"}, want: func(o *CommandOptions) {
+		"gate and identity": {args: []string{"--policy-dir", "/p", "--node-name", "n1", "--token-audience", "aud", "--cri-timeout", "2s"}, want: func(o *CommandOptions) {
 			o.Guard.PolicyDir, o.Guard.NodeName, o.Guard.TokenAudience, o.Guard.CRITimeout = "/p", "n1", "aud", 2*time.Second
 		}},
-		{name: "no CRI mapping", args: []string{"--cri-endpoint=none"}, want: func(o *CommandOptions) { o.Guard.CRIEndpoint = "none" }},
-		{name: "no CRI mapping, empty", args: []string{"--cri-endpoint="}, want: func(o *CommandOptions) { o.Guard.CRIEndpoint = "" }},
-		{name: "another CRI socket", args: []string{"--cri-endpoint", "unix:///run/crio/crio.sock"}, want: func(o *CommandOptions) { o.Guard.CRIEndpoint = "unix:///run/crio/crio.sock" }},
+		"no CRI mapping":        {args: []string{"--cri-endpoint=none"}, want: func(o *CommandOptions) { o.Guard.CRIEndpoint = "none" }},
+		"no CRI mapping, empty": {args: []string{"--cri-endpoint="}, want: func(o *CommandOptions) { o.Guard.CRIEndpoint = "" }},
+		"another CRI socket":    {args: []string{"--cri-endpoint", "unix:///run/crio/crio.sock"}, want: func(o *CommandOptions) { o.Guard.CRIEndpoint = "unix:///run/crio/crio.sock" }},
 
 		// Audit.
-		{name: "audit log", args: []string{"--audit-log-path", "/a/audit.log", "--audit-log-maxsize", "5", "--audit-log-maxbackup", "3", "--audit-level", "Request", "--audit-failure", "allow"},
+		"audit log": {args: []string{"--audit-log-path", "/a/audit.log", "--audit-log-maxsize", "5", "--audit-log-maxbackup", "3", "--audit-level", "Request", "--audit-failure", "allow"},
 			want: func(o *CommandOptions) {
 				o.Guard.Audit.Path, o.Guard.Audit.MaxSize, o.Guard.Audit.MaxBackups = "/a/audit.log", 5<<20, 3
 				o.Guard.AuditLevel, o.Guard.AuditFailure = audit.LevelRequest, "allow"
 			}},
-		{name: "audit log never rotated, every file kept", args: []string{"--audit-log-maxsize=0", "--audit-log-maxbackup", "0"}, want: func(o *CommandOptions) {
+		"audit log never rotated, every file kept": {args: []string{"--audit-log-maxsize=0", "--audit-log-maxbackup", "0"}, want: func(o *CommandOptions) {
 			o.Guard.Audit.MaxSize, o.Guard.Audit.MaxBackups = 0, 0
 		}},
-		{name: "audit to standard output keeps no backups", args: []string{"--audit-log-path", "-"}, want: func(o *CommandOptions) {
+		"audit to standard output keeps no backups": {args: []string{"--audit-log-path", "-"}, want: func(o *CommandOptions) {
 			o.Guard.Audit.Path, o.Guard.Audit.MaxSize, o.Guard.Audit.MaxBackups = "-", 0, 0
 		}},
-		{name: "audit anchor", args: []string{"--audit-anchor-namespace", "pg-system", "--audit-anchor-interval=1m"}, want: func(o *CommandOptions) {
+		"audit anchor": {args: []string{"--audit-anchor-namespace", "pg-system", "--audit-anchor-interval=1m"}, want: func(o *CommandOptions) {
 			o.Guard.AuditAnchor = AnchorConfig{Namespace: "pg-system", Interval: time.Minute}
 		}},
-		{name: "audit webhook", args: []string{"--audit-webhook-config-file", "/w.kubeconfig", "--audit-webhook-mode", "batch", "--audit-webhook-batch-max-size", "10", "--audit-webhook-batch-max-wait=2s",
+		"audit webhook": {args: []string{"--audit-webhook-config-file", "/w.kubeconfig", "--audit-webhook-mode", "batch", "--audit-webhook-batch-max-size", "10", "--audit-webhook-batch-max-wait=2s",
 			"--audit-webhook-batch-buffer-size", "20", "--audit-webhook-initial-backoff", "3s"},
 			want: func(o *CommandOptions) {
 				w := &o.Guard.AuditWebhook
 				w.ConfigFile, w.BatchMaxSize, w.BatchMaxWait, w.BufferSize, w.InitialBackoff = "/w.kubeconfig", 10, 2*time.Second, 20, 3*time.Second
 			}},
-		{name: "audit webhook in blocking mode", args: []string{"--audit-webhook-mode", "blocking"}, want: func(o *CommandOptions) { o.Guard.AuditWebhook.Block = true }},
-		{name: "audit webhook byte bounds", args: []string{"--audit-webhook-batch-max-bytes", "1024", "--audit-webhook-batch-buffer-bytes=4096", "-audit-webhook-unsent-max-bytes", "8192"},
+		"audit webhook in blocking mode": {args: []string{"--audit-webhook-mode", "blocking"}, want: func(o *CommandOptions) { o.Guard.AuditWebhook.Block = true }},
+		"audit webhook byte bounds": {args: []string{"--audit-webhook-batch-max-bytes", "1024", "--audit-webhook-batch-buffer-bytes=4096", "-audit-webhook-unsent-max-bytes", "8192"},
 			want: func(o *CommandOptions) {
 				o.Guard.AuditWebhook.BatchMaxBytes, o.Guard.AuditWebhook.BufferBytes, o.Guard.Audit.MaxUnsentBytes = 1024, 4096, 8192
 			}},
 	}
 	covered := map[string]bool{}
-	for _, tc := range cases {
+	for name, tc := range cases {
 		for _, a := range tc.args {
-			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			if strings.HasPrefix(a, "-") {
-				covered[name] = true
+				covered[flagName] = true
 			}
 		}
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			r := executeCommand(t, tc.args...)
 			if r.code != 0 || r.options == nil || r.stdout != "" || r.stderr != tc.stderr {
 				t.Fatalf("exit %d, run called: %v, stdout %q, stderr %q; want 0, called, no stdout, stderr %q", r.code, r.options != nil, r.stdout, r.stderr, tc.stderr)
