@@ -90,7 +90,7 @@ func TestCommandFlags(t *testing.T) {
 	cases := map[string]struct {
 		args   []string
 		want   func(o *CommandOptions)
-		stderr string // besides nothing
+		stderr string // all of stderr
 	}{
 		"defaults": {want: func(*CommandOptions) {}},
 
