@@ -52,14 +52,13 @@ fmt: ## Format the Go code.
 
 .PHONY: lint
 lint: ## Check formatting and vet for Linux and Windows.
-	@echo "lint 1/7: gofmt"
+	@echo "lint 1/6: gofmt"
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
-	@hack/progress.sh "lint 2/7: go vet, Linux" "it compiles every package, about 5-10 minutes on 2 CPUs" -- $(GO) vet ./...
-	@hack/progress.sh "lint 3/7: go build, Windows" "about 5 minutes on 2 CPUs" -- env GOOS=windows $(GO) build ./...
-	@hack/progress.sh "lint 4/7: go vet, Windows" "about 2-5 minutes on 2 CPUs" -- env GOOS=windows $(GO) vet ./...
-	@hack/progress.sh "lint 5/7: go vet of the Wine tests" "about a minute" -- $(GO) vet -tags wine ./test/wine
-	@hack/progress.sh "lint 6/7: go vet of the agent's Wine test build, Windows" "about a minute" -- env GOOS=windows $(GO) vet -tags wine ./cmd/pipeguard-agent
-	@hack/progress.sh "lint 7/7: go vet of the load generator" "about a minute" -- $(GO) vet -tags benchtools ./hack/bench/loadtest
+	@hack/progress.sh "lint 2/6: go vet, Linux" "it compiles every package, about 5-10 minutes on 2 CPUs" -- $(GO) vet ./...
+	@hack/progress.sh "lint 3/6: go build, Windows" "about 5 minutes on 2 CPUs" -- env GOOS=windows $(GO) build ./...
+	@hack/progress.sh "lint 4/6: go vet, Windows" "about 2-5 minutes on 2 CPUs" -- env GOOS=windows $(GO) vet ./...
+	@hack/progress.sh "lint 5/6: go vet of the Wine tests" "about a minute" -- $(GO) vet -tags wine ./test/wine
+	@hack/progress.sh "lint 6/6: go vet of the load generator" "about a minute" -- $(GO) vet -tags benchtools ./hack/bench/loadtest
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and the API group adapters.

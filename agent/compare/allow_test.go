@@ -132,7 +132,7 @@ func TestLocalRefusesTheRest(t *testing.T) {
 }
 
 // TestNoMutatingCallInSource: no code of the command, in this package or
-// in cmd/pipeguard-agent/compare.go, names a method of the CSI Proxy API
+// in cmd/pipeguard-agent/app/compare.go, names a method of the CSI Proxy API
 // that is not allowed, so none can be called by way of another type.
 func TestNoMutatingCallInSource(t *testing.T) {
 	forbidden := map[string]bool{}
@@ -145,7 +145,7 @@ func TestNoMutatingCallInSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "../../cmd/pipeguard-agent/compare.go")
+	files = append(files, "../../cmd/pipeguard-agent/app/compare.go")
 	fset := token.NewFileSet()
 	checked := 0
 	for _, name := range files {

@@ -20,8 +20,8 @@ import (
 	"github.com/pipeguard/pipeguard/agent/compare"
 )
 
-// pipeguard-agent compare under Wine: the fixture build of the agent
-// (-tags wine) compares its own answers over a Win32 fixture with those of
+// pipeguard-agent compare under Wine: the fixture agent (cmd/fixtureagent)
+// compares its own answers over a Win32 fixture with those of
 // csiproxy.exe (cmd/csiproxy), a stand-in CSI Proxy built from the client
 // library's server interfaces, serving CSI Proxy's pipe names and
 // answering as pipeguard does over the same fixture, changed by -diff.

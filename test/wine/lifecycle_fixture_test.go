@@ -16,17 +16,18 @@ import (
 	"time"
 )
 
-// The agent built with -tags wine (cmd/pipeguard-agent/win32fixture_wine.go),
-// whose Win32 calls go to a fixture described in a JSON file and on to Wine
-// for what the file does not cover, and the fixture's call log.
+// The fixture agent (cmd/fixtureagent: pipeguard-agent's command with a
+// fixture as its host), whose Win32 calls go to a fixture described in a
+// JSON file and on to Wine for what the file does not cover, and the
+// fixture's call logs.
 
 var (
 	fixtureAgentOnce sync.Once
 	fixtureAgentErr  error
 )
 
-// fixtureAgent builds pipeguard-agent-fixture.exe, the agent with the tag
-// wine, once per test run.
+// fixtureAgent builds pipeguard-agent-fixture.exe, the fixture agent
+// (cmd/fixtureagent), once per test run.
 func fixtureAgent(t *testing.T, p *prefix) string {
 	t.Helper()
 	exe := p.exe("pipeguard-agent-fixture")
@@ -36,11 +37,11 @@ func fixtureAgent(t *testing.T, p *prefix) string {
 			fixtureAgentErr = err
 			return
 		}
-		build := exec.Command("go", "build", "-trimpath", "-tags", "wine", "-o", exe, "./cmd/pipeguard-agent")
+		build := exec.Command("go", "build", "-trimpath", "-o", exe, "./test/wine/cmd/fixtureagent")
 		build.Dir = root
 		build.Env = p.goEnv
 		if out, err := build.CombinedOutput(); err != nil {
-			fixtureAgentErr = fmt.Errorf("building pipeguard-agent with -tags wine: %v\n%s", err, out)
+			fixtureAgentErr = fmt.Errorf("building the fixture agent: %v\n%s", err, out)
 		}
 	})
 	if fixtureAgentErr != nil {
@@ -103,7 +104,7 @@ func (a *agent) win32Calls(t *testing.T) []win32Call {
 }
 
 // wmiCall is a line of the WMI fixture's call log
-// (cmd/pipeguard-agent/wmifixture_wine.go): a query, a Get or a method
+// (cmd/fixtureagent/wmi.go): a query, a Get or a method
 // call, with the names of its in-parameters only.
 type wmiCall struct {
 	Kind        string   `json:"kind"`
@@ -172,7 +173,7 @@ func TestLifecycleFixtureRefusesBadFixtures(t *testing.T) {
 		file string // "" sets no PIPEGUARD_WIN32_FIXTURE
 		want string
 	}{
-		"no fixture":    {"", "this is a test build (-tags wine) whose Win32 calls go to a fixture, and PIPEGUARD_WIN32_FIXTURE is not set: set it to the fixture's JSON file, or run the shipped build"},
+		"no fixture":    {"", "this is a test build (test/wine/cmd/fixtureagent) whose Win32 calls go to a fixture, and PIPEGUARD_WIN32_FIXTURE is not set: set it to the fixture's JSON file, or run the shipped build"},
 		"missing file":  {"-", `PIPEGUARD_WIN32_FIXTURE=` + dir + `\missing.json: open ` + dir + `\missing.json: `},
 		"garbage":       {"\x00\xffnot json", "decoding the JSON: invalid character '\\x00' looking for beginning of value"},
 		"truncated":     {`{"disks":[{"number":3,`, "decoding the JSON: unexpected EOF"},

@@ -14,8 +14,8 @@ import (
 	"testing"
 )
 
-// The lifecycles of lifecycle_calls_test.go replayed against an agent built
-// with -tags wine, whose Win32 calls go to a fixture (the disks, volumes,
+// The lifecycles of lifecycle_calls_test.go replayed against the fixture
+// agent (cmd/fixtureagent), whose Win32 calls go to a fixture (the disks, volumes,
 // mount points and links Wine has none of) and on to Wine for the rest.
 // Their WMI calls go to the fixture's WMI provider (the storage and SMB
 // classes Wine's WMI service does not have). The filesystem group, the

@@ -15,7 +15,7 @@ import (
 )
 
 // fixture is the part of the agent's Win32 fixture file (PIPEGUARD_WIN32_FIXTURE,
-// cmd/pipeguard-agent/win32fixture_wine.go) the stand-in reads: disks with
+// test/wine/cmd/fixtureagent/win32.go) the stand-in reads: disks with
 // an ASCII page 83 identifier, volumes and mount points.
 type fixture struct {
 	Disks []struct {

@@ -1,7 +1,6 @@
-package main
+package app
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,16 +11,16 @@ import (
 
 // TestFlagBoundsDocumented checks every row of docs/agent.md's Bounds table
 // that a flag sets against that flag's default, as -help prints it. The
-// fixed rows are checked by package app's test.
+// fixed rows are checked by TestFixedBoundsDocumented.
 func TestFlagBoundsDocumented(t *testing.T) {
-	var help bytes.Buffer
-	if _, code, ok := parseFlags([]string{"-help"}, &help); ok || code != 0 {
-		t.Fatalf("-help: ok=%v code=%d", ok, code)
+	r := executeCommand(t, "-help")
+	if r.code != 0 || r.options != nil {
+		t.Fatalf("-help: exit %d, agent run: %v", r.code, r.options != nil)
 	}
 	defaults := map[string]string{}
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)(?: \w+)?\n\s+(.*)$`)
 	defaultOf := regexp.MustCompile(`\(default "?([^")]*)"?\)$`)
-	for _, m := range flagLine.FindAllStringSubmatch(help.String(), -1) {
+	for _, m := range flagLine.FindAllStringSubmatch(r.stderr, -1) {
 		if d := defaultOf.FindStringSubmatch(m[2]); d != nil {
 			defaults["--"+m[1]] = d[1]
 		} else {
@@ -30,7 +29,7 @@ func TestFlagBoundsDocumented(t *testing.T) {
 	}
 	flagName := regexp.MustCompile("`(--[a-z0-9-]+)`")
 	rows := 0
-	for _, row := range doctable.Rows(t, "../../docs/agent.md", "Bounds", 4) {
+	for _, row := range doctable.Rows(t, "../../../docs/agent.md", "Bounds", 4) {
 		input, value, setBy := row[0], row[1], row[2]
 		if setBy == "fixed" {
 			continue

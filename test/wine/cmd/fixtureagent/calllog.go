@@ -1,4 +1,4 @@
-//go:build wine && windows
+//go:build windows
 
 package main
 
@@ -12,7 +12,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
 )
 
-// The call log of the fixture build (fixtureLogEnv): which Win32 calls the
+// The call log of the fixture (fixtureLogEnv): which Win32 calls the
 // fixture answered from memory and which it passed on to Wine, so that a
 // test can tell what under Wine was real.
 

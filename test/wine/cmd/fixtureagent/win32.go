@@ -1,14 +1,12 @@
-//go:build wine && windows
+//go:build windows
 
 package main
 
-// This file is only in a build with the tags wine and windows, which
-// test/wine makes to replay CSI drivers' pod lifecycles under Wine. Wine
-// has no disks or volumes of a node to answer the disk and volume IOCTLs,
-// and does not make volume mount points or symbolic links, so this build
-// answers those from a JSON file describing the host, while every call the
-// file does not cover still goes to Wine. The shipped binary is built
-// without the tags and has no fixture (win32Fixture in serve.go is nil).
+// The Win32 half of the fixture: Wine has no disks or volumes of a node to
+// answer the disk and volume IOCTLs, and does not make volume mount points
+// or symbolic links, so the fixture agent answers those from a JSON file
+// describing the host, while every call the file does not cover still
+// goes to Wine.
 
 import (
 	"bytes"
@@ -26,7 +24,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 )
 
-// The environment of the fixture build.
+// The environment of the fixture agent.
 const (
 	// fixtureEnv names the JSON file describing the host (fixtureFile).
 	fixtureEnv = "PIPEGUARD_WIN32_FIXTURE"
@@ -37,8 +35,6 @@ const (
 	// maxFixtureSize bounds the fixture file.
 	maxFixtureSize = 1 << 20
 )
-
-func init() { win32Fixture = loadWin32Fixture }
 
 // fixtureFile is the host the fixture answers for. Paths are Windows
 // paths; a volume is its volume GUID path, \\?\Volume{GUID}\.
@@ -57,7 +53,7 @@ type fixtureFile struct {
 	Files []string `json:"files"`
 
 	// The fields below are read by the WMI fixture alone
-	// (wmifixture_wine.go), which also makes MSFT_Disk, MSFT_Partition
+	// (wmi.go), which also makes MSFT_Disk, MSFT_Partition
 	// and MSFT_Volume instances of Disks and Volumes.
 
 	// SMBMappings are the host's SMB global mappings at the start.
@@ -134,7 +130,7 @@ type fixtureExtent struct {
 func loadWin32Fixture() (win32.Sys, error) {
 	path := os.Getenv(fixtureEnv)
 	if path == "" {
-		return nil, fmt.Errorf("this is a test build (-tags wine) whose Win32 calls go to a fixture, and %s is not set: set it to the fixture's JSON file, or run the shipped build", fixtureEnv)
+		return nil, fmt.Errorf("this is a test build (test/wine/cmd/fixtureagent) whose Win32 calls go to a fixture, and %s is not set: set it to the fixture's JSON file, or run the shipped build", fixtureEnv)
 	}
 	f, err := readFixture(path)
 	if err != nil {

@@ -1,13 +1,13 @@
-//go:build wine && windows
+//go:build windows
 
 package main
 
-// The WMI half of the fixture build: the storage, SMB and iSCSI classes
+// The WMI half of the fixture: the storage, SMB and iSCSI classes
 // the disk, volume, smb and iscsi groups call (wmitest's in-memory
 // provider), made from the same JSON file as the Win32 fixture, so that
 // the volume GUID paths and disk numbers the Win32 calls answer are those
 // of MSFT_Volume.UniqueId and MSFT_Disk.Number. Every WMI call of this
-// build goes to the fixture: none reaches Wine's WMI service, which has
+// agent goes to the fixture: none reaches Wine's WMI service, which has
 // none of these classes.
 
 import (
@@ -28,8 +28,6 @@ import (
 // text or path, and each method call with its object and the names of
 // its in-parameters, never their values.
 const wmiFixtureLogEnv = "PIPEGUARD_WMI_FIXTURE_LOG"
-
-func init() { wmiFixture = loadWMIFixture }
 
 // fixtureSMBMapping is an SMB global mapping.
 type fixtureSMBMapping struct {
@@ -73,7 +71,7 @@ type fixtureHold struct {
 func loadWMIFixture() (wmi.Conn, error) {
 	path := os.Getenv(fixtureEnv)
 	if path == "" {
-		return nil, fmt.Errorf("this is a test build (-tags wine) whose WMI calls go to a fixture, and %s is not set: set it to the fixture's JSON file, or run the shipped build", fixtureEnv)
+		return nil, fmt.Errorf("this is a test build (test/wine/cmd/fixtureagent) whose WMI calls go to a fixture, and %s is not set: set it to the fixture's JSON file, or run the shipped build", fixtureEnv)
 	}
 	f, err := readFixture(path)
 	if err != nil {
