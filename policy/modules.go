@@ -73,6 +73,11 @@ func parseModules(p *v1alpha1.PipeAccessPolicy) ([]*ast.Module, error) {
 // shippedQuery is the decision query over the shipped rules alone. It is
 // the same for every generation, and prepared queries are safe for
 // concurrent use, so it is prepared once.
+//
+// It is a lazily built immutable value, not mutable state: its only input
+// is the rego embedded at build time, so every engine of the process
+// would prepare the same query (or meet the same error); nothing sets or
+// replaces it, and tests cannot vary it.
 var shippedQuery = sync.OnceValues(func() (rego.PreparedEvalQuery, error) {
 	return prepare(context.Background(), decisionQuery, nil)
 })

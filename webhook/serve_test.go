@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -205,6 +206,8 @@ func TestWaitPastTheReadTimeout(t *testing.T) {
 	const read = 300 * time.Millisecond
 	srv := httptest.NewUnstartedServer(webhook.Bound(b, webhook.ServeOptions{MaxInFlight: 1}))
 	srv.Config.ReadTimeout = read
+	deadlines := make(chan readDeadline, 16)
+	srv.Listener = deadlineListener{Listener: srv.Listener, set: deadlines}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	body := reviewBody(t, podRequest(t, pod(diskPipe)))
@@ -238,7 +241,27 @@ func TestWaitPastTheReadTimeout(t *testing.T) {
 		waiting <- review.Response
 	}()
 	_, _ = rest.Write(body[:len(body)/2])
-	time.Sleep(3 * read)
+	// The server sets a connection's read deadline when it starts reading
+	// a request: the held review's first, then the waiting one's.
+	next := func() readDeadline {
+		select {
+		case d := <-deadlines:
+			return d
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server set no read deadline on the waiting review's connection")
+			return readDeadline{}
+		}
+	}
+	first := next()
+	d := next()
+	for d.conn == first.conn {
+		d = next()
+	}
+	// A poll for the condition itself: the waiting review's read deadline,
+	// as the server set it, has passed.
+	for time.Now().Before(d.at) {
+		time.Sleep(time.Until(d.at)) // poll: until the server's deadline, not a guess
+	}
 	close(b.release)
 	checkResponse(t, <-held, "uid-1", http.StatusForbidden, "held")
 	r := <-waiting
@@ -271,4 +294,41 @@ func TestRefusalsAreLogged(t *testing.T) {
 		!strings.Contains(lines[0], `"code"=413`) || !strings.Contains(lines[0], `"uid"="uid-1"`) || !strings.Contains(lines[0], "above the 3145728 bytes pipeguard reads") {
 		t.Fatalf("logged %q, want one line naming the refusal, its peer, uid and reason", lines)
 	}
+}
+
+// readDeadline is a read deadline a server set on one of its connections.
+type readDeadline struct {
+	conn net.Conn
+	at   time.Time
+}
+
+// deadlineListener reports on set the read deadlines in the future that
+// the server sets on its connections.
+type deadlineListener struct {
+	net.Listener
+	set chan<- readDeadline
+}
+
+func (l deadlineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	d := &deadlineConn{Conn: c, set: l.set}
+	return d, nil
+}
+
+type deadlineConn struct {
+	net.Conn
+	set chan<- readDeadline
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	if t.After(time.Now()) {
+		select {
+		case c.set <- readDeadline{conn: c, at: t}:
+		default:
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
 }

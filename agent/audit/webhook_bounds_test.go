@@ -164,6 +164,7 @@ func TestWebhookRequestsTimeOut(t *testing.T) {
 		RequestTimeout: 100 * time.Millisecond, Log: logs.Logger()})
 	wh.Start()
 	wh.Record(1, []byte(`{"kind":"Event"}`+"\n"))
+	// Poll under a deadline for the give-up counter; the pause only spares the CPU.
 	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(wh.failed) == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the batch was not given up 10s after it was queued, with two requests of 100ms; log: %v", logs.Lines())

@@ -58,6 +58,7 @@ func bigRecord(i, n int) *Event {
 // waitFor polls cond until it holds, failing the test after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	// Poll under a deadline for the condition; the pause only spares the CPU.
 	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("still waiting after a minute for %s", what)

@@ -133,6 +133,7 @@ func TestReloadOnChange(t *testing.T) {
 	in := &Input{Group: "disk", Version: "v1", Method: "PartitionDisk", Mutating: true, Caller: debugPod}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
+		// Poll under a deadline for the condition; the pause only spares the CPU.
 		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("gave up waiting for %s", what)

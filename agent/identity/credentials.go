@@ -28,7 +28,7 @@ type Credentials struct {
 // credentials (Peer).
 func NewCredentials(log logr.Logger, peer PeerFunc) *Credentials {
 	if peer == nil {
-		peer = Peer
+		peer = hostPeer()
 	}
 	return &Credentials{peer: peer, log: log}
 }

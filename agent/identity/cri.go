@@ -127,7 +127,7 @@ func (r *CRIResolver) Close() error { return r.conn.Close() }
 // layout it does not know), maps it through r.
 func WithCRI(peer PeerFunc, r *CRIResolver) PeerFunc {
 	if peer == nil {
-		peer = Peer
+		peer = peerWith(r.o.Processes)
 	}
 	return func(conn net.Conn) (*Caller, func(), error) {
 		c, release, err := peer(conn)

@@ -2,4 +2,4 @@
 
 package identity
 
-func hostProcesses() ProcessTable { return Proc{Root: "/proc"} }
+func hostProcesses() ProcessTable { return &Proc{Root: "/proc"} }

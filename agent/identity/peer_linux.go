@@ -16,11 +16,34 @@ import (
 // the kernel offers SO_PEERPIDFD, the process is pinned while /proc is read
 // and must still be alive afterwards, so the details cannot come from a
 // process that reused its pid.
+//
+// Peer reads the boot time of /proc on each call; the agent's own
+// identification goes through one Proc (Proc.Peer), so that a process's
+// start time is the same on every connection.
 func Peer(conn net.Conn) (*Caller, func(), error) {
-	return linuxPeer(conn, Proc{Root: "/proc"})
+	return (&Proc{Root: "/proc"}).Peer(conn)
 }
 
-func linuxPeer(conn net.Conn, proc Proc) (*Caller, func(), error) {
+// Peer identifies the process at the other end of a unix socket, as the
+// function Peer does, with the details read from p.
+func (p *Proc) Peer(conn net.Conn) (*Caller, func(), error) {
+	return linuxPeer(conn, p)
+}
+
+// hostPeer is the PeerFunc of this OS, with the state it keeps: one Proc
+// for /proc.
+func hostPeer() PeerFunc { return (&Proc{Root: "/proc"}).Peer }
+
+// peerWith is the PeerFunc of this OS that reads processes from t, so that
+// its start times and t's agree; hostPeer when t is no Proc.
+func peerWith(t ProcessTable) PeerFunc {
+	if p, ok := t.(*Proc); ok {
+		return p.Peer
+	}
+	return hostPeer()
+}
+
+func linuxPeer(conn net.Conn, proc *Proc) (*Caller, func(), error) {
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return nil, nil, fmt.Errorf("connection %T is not a socket", conn)

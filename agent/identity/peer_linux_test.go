@@ -63,13 +63,13 @@ func TestProcDescribe(t *testing.T) {
 	write("77/stat", "77 (csi (node) x) S 1 77 77 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n")
 	write("77/cgroup", "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"+podSys+".slice/cri-containerd-"+cid+".scope\n")
 	c := &Caller{PID: 77}
-	if err := (Proc{Root: root}).Describe(c); err != nil {
+	if err := (&Proc{Root: root}).Describe(c); err != nil {
 		t.Fatal(err)
 	}
 	if c.ProcessStart != "2025-03-01T08:02:03.45Z" || c.ContainerID != cid || c.PodUID != podUID || c.Runtime != "containerd" {
 		t.Fatalf("described %+v", c)
 	}
-	err := (Proc{Root: root}).Describe(&Caller{PID: 78})
+	err := (&Proc{Root: root}).Describe(&Caller{PID: 78})
 	if err == nil || !strings.Contains(err.Error(), "process 78:") {
 		t.Fatalf("missing process: %v", err)
 	}

@@ -96,3 +96,9 @@ func (winAPI) ProcessSID(p uintptr) (string, error) {
 	}
 	return u.User.Sid.String(), nil
 }
+
+// hostPeer is the PeerFunc of this OS.
+func hostPeer() PeerFunc { return Peer }
+
+// peerWith is the PeerFunc of this OS; it keeps no process table.
+func peerWith(ProcessTable) PeerFunc { return Peer }

@@ -17,15 +17,21 @@ import (
 const userHZ = 100
 
 // Proc reads process details from a procfs mount, through
-// github.com/prometheus/procfs.
+// github.com/prometheus/procfs. It reads the mount's boot time once, so
+// share one Proc, by pointer, among the lookups on a mount.
 type Proc struct {
 	// Root is the procfs mount, "/proc" on a host.
 	Root string
+
+	// boot is the boot time read from Root, once (see bootTime); zero
+	// until then.
+	mu   sync.Mutex
+	boot time.Time
 }
 
 // open returns the procfs mount and its process pid. Its errors, like all
 // of Proc's, begin with "process PID: ".
-func (p Proc) open(pid int) (procfs.FS, procfs.Proc, error) {
+func (p *Proc) open(pid int) (procfs.FS, procfs.Proc, error) {
 	mount, err := procfs.NewFS(p.Root)
 	if err != nil {
 		return procfs.FS{}, procfs.Proc{}, fmt.Errorf("process %d: procfs at %s cannot be read; the agent needs the host's /proc there: %w", pid, p.Root, err)
@@ -46,14 +52,14 @@ func (p Proc) open(pid int) (procfs.FS, procfs.Proc, error) {
 // procfs.ProcStat.StartTime, whose float64 seconds can land a tick off:
 // the start time is recorded to the tick (Caller.ProcessStart) and told
 // apart from that of a process that reused the pid.
-func (p Proc) StartTime(pid int) (time.Time, error) {
+func (p *Proc) StartTime(pid int) (time.Time, error) {
 	_, start, err := p.Process(pid)
 	return start, err
 }
 
 // Process returns process pid's parent pid (field 4 of /proc/PID/stat) and
 // its start time, as StartTime does, from one read of its stat file.
-func (p Proc) Process(pid int) (int, time.Time, error) {
+func (p *Proc) Process(pid int) (int, time.Time, error) {
 	mount, proc, err := p.open(pid)
 	if err != nil {
 		return 0, time.Time{}, err
@@ -71,24 +77,24 @@ func (p Proc) Process(pid int) (int, time.Time, error) {
 	return stat.PPID, boot.Add(time.Duration(stat.Starttime) * (time.Second / userHZ)), nil
 }
 
-// bootTimes holds the boot time read from each procfs mount (by its root).
-// It is read once: /proc/stat is long (a line per CPU and per interrupt),
-// a caller's ancestors are looked up one by one, and start times compared
-// across lookups must share one boot time even if the clock is stepped.
-var bootTimes sync.Map // string → time.Time
-
-func (p Proc) bootTime(mount procfs.FS, pid int) (time.Time, error) {
-	if t, ok := bootTimes.Load(p.Root); ok {
-		return t.(time.Time), nil
+// bootTime is the boot time of p's mount, read once: /proc/stat is long
+// (a line per CPU and per interrupt), a caller's ancestors are looked up
+// one by one, and start times compared across lookups must share one boot
+// time even if the clock is stepped.
+func (p *Proc) bootTime(mount procfs.FS, pid int) (time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.boot.IsZero() {
+		return p.boot, nil
 	}
 	t, err := p.readBootTime(mount, pid)
 	if err == nil {
-		bootTimes.Store(p.Root, t)
+		p.boot = t
 	}
 	return t, err
 }
 
-func (p Proc) readBootTime(mount procfs.FS, pid int) (time.Time, error) {
+func (p *Proc) readBootTime(mount procfs.FS, pid int) (time.Time, error) {
 	stat, err := mount.Stat()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("process %d: reading the boot time from %s: %w", pid, filepath.Join(p.Root, "stat"), err)
@@ -102,7 +108,7 @@ func (p Proc) readBootTime(mount procfs.FS, pid int) (time.Time, error) {
 
 // CgroupPaths returns the paths of process pid's cgroups, one per
 // hierarchy (a single one under cgroup v2), from /proc/PID/cgroup.
-func (p Proc) CgroupPaths(pid int) ([]string, error) {
+func (p *Proc) CgroupPaths(pid int) ([]string, error) {
 	_, proc, err := p.open(pid)
 	if err != nil {
 		return nil, err
@@ -118,12 +124,12 @@ func (p Proc) CgroupPaths(pid int) ([]string, error) {
 	return paths, nil
 }
 
-func (p Proc) path(pid int, name string) string {
+func (p *Proc) path(pid int, name string) string {
 	return filepath.Join(p.Root, strconv.Itoa(pid), name)
 }
 
 // Describe fills in a caller's process start time and container from procfs.
-func (p Proc) Describe(c *Caller) error {
+func (p *Proc) Describe(c *Caller) error {
 	start, err := p.StartTime(c.PID)
 	if err != nil {
 		return err

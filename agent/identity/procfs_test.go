@@ -53,7 +53,7 @@ func TestProcStartTime(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := fakeProcfs(t, map[string]string{"stat": bootLine, "77/stat": procStat(77, tc.ticks)})
-			got, err := (Proc{Root: root}).StartTime(77)
+			got, err := (&Proc{Root: root}).StartTime(77)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestProcErrors(t *testing.T) {
 				root = fakeProcfs(t, tc.files)
 			}
 			c := &Caller{PID: 77}
-			err := (Proc{Root: root}).Describe(c)
+			err := (&Proc{Root: root}).Describe(c)
 			if err == nil {
 				t.Fatalf("Describe succeeded: %+v", c)
 			}
@@ -144,14 +144,14 @@ func TestProcDescribeCgroups(t *testing.T) {
 		"78/stat": procStat(78, 100), "78/cgroup": "0::/system.slice/kubelet.service\n",
 	})
 	c := &Caller{PID: 77}
-	if err := (Proc{Root: root}).Describe(c); err != nil {
+	if err := (&Proc{Root: root}).Describe(c); err != nil {
 		t.Fatal(err)
 	}
 	if c.ContainerID != cid || c.PodUID != podUID || c.Runtime != "" || !c.PodMapped || c.ProcessStart != "2025-03-01T08:00:01.00Z" {
 		t.Fatalf("described %+v", c)
 	}
 	host := &Caller{PID: 78}
-	if err := (Proc{Root: root}).Describe(host); err != nil {
+	if err := (&Proc{Root: root}).Describe(host); err != nil {
 		t.Fatal(err)
 	}
 	if !host.PodMapped || host.ContainerID != "" || host.PodUID != "" {
@@ -169,7 +169,7 @@ func TestProcDescribeOutsideNamespace(t *testing.T) {
 	})
 	// Fields of an earlier look at the pid do not survive this one.
 	c := &Caller{PID: 79, PodMapped: true, PodUID: podUID, ContainerID: cid}
-	if err := (Proc{Root: root}).Describe(c); err != nil {
+	if err := (&Proc{Root: root}).Describe(c); err != nil {
 		t.Fatal(err)
 	}
 	if c.Attribution() != Unattributed || c.PodMapped || c.PodUID != "" || c.ContainerID != "" || c.ProcessStart == "" {
@@ -206,7 +206,7 @@ func TestCallerAttribution(t *testing.T) {
 // /proc/stat's btime moves (the kernel moves it when the clock is stepped).
 func TestProcBootTimeReadOnce(t *testing.T) {
 	root := fakeProcfs(t, map[string]string{"stat": bootLine, "77/stat": procStat(77, 100)})
-	p := Proc{Root: root}
+	p := &Proc{Root: root}
 	first, err := p.StartTime(77)
 	if err != nil {
 		t.Fatal(err)

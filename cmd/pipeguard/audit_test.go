@@ -247,6 +247,7 @@ func TestAuditQueryFollow(t *testing.T) {
 	go func() { done <- follow(ctx, path, review.Filter{Decision: "deny"}, "table", &out, &bytes.Buffer{}) }()
 	waitFor := func(denials int) {
 		t.Helper()
+		// Poll under a deadline for the followed denials; the pause only spares the CPU.
 		for deadline := time.Now().Add(20 * time.Second); strings.Count(out.String(), "DENY") < denials; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("followed:\n%s", out.String())

@@ -29,6 +29,7 @@ import (
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 )
 
 // Defaults of Options.
@@ -67,6 +68,8 @@ type Options struct {
 	// AuthnTTL and RefusalTTL are how long an authenticated or a refused
 	// token is remembered.
 	AuthnTTL, RefusalTTL time.Duration
+	// Clock is the clock of those TTLs; nil means the real one.
+	Clock clock.PassiveClock
 }
 
 // Filter lets a scrape through when the API server authenticates its
@@ -118,11 +121,14 @@ func New(cfg *rest.Config, log logr.Logger, o Options) (*Filter, error) {
 	if o.RefusalTTL <= 0 {
 		o.RefusalTTL = DefaultRefusalTTL
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	return &Filter{
 		component: o.Component,
 		reviews:   authn.TokenReviews(),
 		access:    access,
-		tokens:    newTokenCache(o.CacheSize, o.AuthnTTL, o.RefusalTTL),
+		tokens:    newTokenCache(o.CacheSize, o.AuthnTTL, o.RefusalTTL, o.Clock),
 		log:       log,
 		logs:      sampled{limit: flowcontrol.NewTokenBucketRateLimiter(0.1, 5)},
 	}, nil
@@ -250,10 +256,13 @@ type tokenFlight struct {
 	done   chan struct{}
 	answer tokenAnswer
 	err    error
+	// waiters counts the reviews that joined this one, under the cache's
+	// mutex.
+	waiters int
 }
 
-func newTokenCache(size int, authnTTL, refusedTTL time.Duration) *tokenCache {
-	return &tokenCache{answers: cache.NewLRUExpireCache(size), authnTTL: authnTTL, refusedTTL: refusedTTL, inflight: map[tokenKey]*tokenFlight{}}
+func newTokenCache(size int, authnTTL, refusedTTL time.Duration, clk clock.PassiveClock) *tokenCache {
+	return &tokenCache{answers: cache.NewLRUExpireCacheWithClock(size, clk), authnTTL: authnTTL, refusedTTL: refusedTTL, inflight: map[tokenKey]*tokenFlight{}}
 }
 
 // review returns the remembered answer on token or asks for one; fresh
@@ -266,7 +275,9 @@ func (c *tokenCache) review(ctx context.Context, token string, ask func(context.
 		return v.(tokenAnswer), false, nil
 	}
 	f, joined := c.inflight[key]
-	if !joined {
+	if joined {
+		f.waiters++
+	} else {
 		f = &tokenFlight{done: make(chan struct{})}
 		c.inflight[key] = f
 	}

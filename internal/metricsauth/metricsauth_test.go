@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 )
 
@@ -32,7 +33,7 @@ func TestMetricsTokenCache(t *testing.T) {
 
 	t.Run("ten times its size in distinct tokens: it keeps its size", func(t *testing.T) {
 		const size = 16
-		c := newTokenCache(size, time.Minute, time.Minute)
+		c := newTokenCache(size, time.Minute, time.Minute, clock.RealClock{})
 		var asks atomic.Int64
 		for i := range 10 * size {
 			if a, _, err := c.review(ctx, fmt.Sprintf("junk-%d", i), refuse(&asks)); err != nil || a.user != nil {
@@ -59,7 +60,7 @@ func TestMetricsTokenCache(t *testing.T) {
 	})
 
 	t.Run("one token scraped 100 times: one review", func(t *testing.T) {
-		c := newTokenCache(16, time.Minute, time.Minute)
+		c := newTokenCache(16, time.Minute, time.Minute, clock.RealClock{})
 		var asks atomic.Int64
 		for range 100 {
 			c.review(ctx, "junk", refuse(&asks)) //nolint:errcheck // counted below
@@ -70,20 +71,40 @@ func TestMetricsTokenCache(t *testing.T) {
 	})
 
 	t.Run("one token scraped 50 times at once: one review", func(t *testing.T) {
-		c := newTokenCache(16, time.Minute, time.Minute)
+		c := newTokenCache(16, time.Minute, time.Minute, clock.RealClock{})
 		var asks atomic.Int64
-		slow := func(ctx context.Context, tok string) (tokenAnswer, error) {
-			time.Sleep(50 * time.Millisecond)
+		// The review is held until the other 49 scrapes have joined it.
+		release := make(chan struct{})
+		held := func(ctx context.Context, tok string) (tokenAnswer, error) {
+			<-release
 			return refuse(&asks)(ctx, tok)
 		}
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
-				if a, _, err := c.review(ctx, "junk", slow); err != nil || a.user != nil {
+				if a, _, err := c.review(ctx, "junk", held); err != nil || a.user != nil {
 					t.Errorf("review: %v, %v", a, err)
 				}
 			})
 		}
+		waiters := func() int {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, f := range c.inflight {
+				return f.waiters
+			}
+			return 0
+		}
+		// A poll under a deadline for the 49 joins; the pause only spares
+		// the CPU.
+		for deadline := time.Now().Add(10 * time.Second); waiters() < 49; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				close(release)
+				wg.Wait()
+				t.Fatalf("%d of 49 concurrent scrapes joined the review in flight; %d reviews", waiters(), asks.Load())
+			}
+		}
+		close(release)
 		wg.Wait()
 		if n := asks.Load(); n != 1 {
 			t.Fatalf("%d reviews", n)
@@ -91,7 +112,7 @@ func TestMetricsTokenCache(t *testing.T) {
 	})
 
 	t.Run("a failed review is not remembered", func(t *testing.T) {
-		c := newTokenCache(16, time.Minute, time.Minute)
+		c := newTokenCache(16, time.Minute, time.Minute, clock.RealClock{})
 		var asks atomic.Int64
 		fail := func(context.Context, string) (tokenAnswer, error) {
 			asks.Add(1)
@@ -108,10 +129,16 @@ func TestMetricsTokenCache(t *testing.T) {
 	})
 
 	t.Run("answers expire", func(t *testing.T) {
-		c := newTokenCache(16, time.Minute, time.Millisecond)
+		clk := testclock.NewFakeClock(time.Now())
+		c := newTokenCache(16, time.Minute, time.Second, clk)
 		var asks atomic.Int64
 		c.review(ctx, "junk", refuse(&asks)) //nolint:errcheck // counted below
-		time.Sleep(10 * time.Millisecond)
+		clk.Step(time.Second)
+		c.review(ctx, "junk", refuse(&asks)) //nolint:errcheck // counted below
+		if n := asks.Load(); n != 1 {
+			t.Fatalf("%d reviews, want 1: the refusal was forgotten within its TTL", n)
+		}
+		clk.Step(time.Millisecond)
 		c.review(ctx, "junk", refuse(&asks)) //nolint:errcheck // counted below
 		if n := asks.Load(); n != 2 {
 			t.Fatalf("%d reviews, want 2: the refusal outlived its TTL", n)
@@ -121,10 +148,15 @@ func TestMetricsTokenCache(t *testing.T) {
 			return tokenAnswer{user: &user.DefaultInfo{Name: "prometheus"}}, nil
 		}
 		c.review(ctx, "valid", authn) //nolint:errcheck // counted below
-		time.Sleep(10 * time.Millisecond)
+		clk.Step(2 * time.Second)
 		c.review(ctx, "valid", authn) //nolint:errcheck // counted below
 		if n := asks.Load(); n != 3 {
 			t.Fatalf("%d reviews, want 3: an authenticated token is remembered for its own TTL", n)
+		}
+		clk.Step(time.Minute)
+		c.review(ctx, "valid", authn) //nolint:errcheck // counted below
+		if n := asks.Load(); n != 4 {
+			t.Fatalf("%d reviews, want 4: the authenticated token outlived its TTL", n)
 		}
 	})
 }
@@ -132,8 +164,8 @@ func TestMetricsTokenCache(t *testing.T) {
 // TestMetricsRefusalLogSampling: a burst of lines, then one per 10
 // seconds that counts those held back.
 func TestMetricsRefusalLogSampling(t *testing.T) {
-	clock := testclock.NewFakeClock(time.Now())
-	s := sampled{limit: flowcontrol.NewTokenBucketRateLimiterWithClock(0.1, 5, clock)}
+	clk := testclock.NewFakeClock(time.Now())
+	s := sampled{limit: flowcontrol.NewTokenBucketRateLimiterWithClock(0.1, 5, clk)}
 	for i := range 5 {
 		if ok, dropped := s.allow(); !ok || dropped != 0 {
 			t.Fatalf("line %d: %v, %d", i, ok, dropped)
@@ -144,7 +176,7 @@ func TestMetricsRefusalLogSampling(t *testing.T) {
 			t.Fatalf("line %d of a flood logged", 5+i)
 		}
 	}
-	clock.Step(10 * time.Second)
+	clk.Step(10 * time.Second)
 	if ok, dropped := s.allow(); !ok || dropped != 1000 {
 		t.Fatalf("after 10 seconds: %v, %d lines not logged; want a line that counts 1000", ok, dropped)
 	}

@@ -113,6 +113,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 	// its finalizer has deleted the custom resources, so each object gets
 	// a while to go.
 	for _, o := range []string{"validatingwebhookconfiguration/pipeguard", "crd/pipeaccesspolicies.pipeguard.io", "clusterrole/pipeguard-webhook"} {
+		// Poll under a deadline for the object to go; the pause only spares the CPU.
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 			out, err := c.kubectlRun(t, "", "get", o)
 			if err != nil && strings.Contains(out, "NotFound") {

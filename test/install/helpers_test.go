@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -241,6 +242,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting until %s", timeout, what)
 		}
+		// Poll under the deadline above; the pause only spares the CPU.
 		time.Sleep(200 * time.Millisecond)
 	}
 }
@@ -311,4 +313,22 @@ func localCert(t *testing.T, dir string) []byte {
 	write("tls.crt", "CERTIFICATE", der)
 	write("tls.key", "EC PRIVATE KEY", keyDER)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}
+
+// syncBuffer is a bytes.Buffer that a command writes while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package install_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -240,35 +239,36 @@ Nothing was applied: pods that cannot pull their image never start, and a fail-c
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "make", deployArgs(t, "IMG=localhost:5000/pipeguard:v2", "ROLLOUT_TIMEOUT=3m")...)
-		var out bytes.Buffer
+		var out syncBuffer
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = repoRoot, env, &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-
-		eventually(t, 2*time.Minute, "make deploy updates the Deployment to localhost:5000/pipeguard:v2", func() bool {
+		running := func() {
+			t.Helper()
 			select {
 			case err := <-done:
 				t.Fatalf("make deploy ended (%v) before the Deployment rolled out:\n%s", err, out.String())
 			default:
 			}
+		}
+
+		eventually(t, 2*time.Minute, "make deploy updates the Deployment to localhost:5000/pipeguard:v2", func() bool {
+			running()
 			return image(t) == "localhost:5000/pipeguard:v2"
 		})
-		// make deploy now waits for the rollout, with the webhook
-		// configuration not applied.
-		for range 2 {
-			if exists(t, "validatingwebhookconfiguration", webhookConfig) {
-				t.Fatalf("the webhook configuration was applied before the Deployment rolled out:\n%s", out.String())
-			}
-			time.Sleep(time.Second)
+		// make deploy now waits for the rollout, as kubectl rollout status
+		// says, with the webhook configuration not applied.
+		eventually(t, 2*time.Minute, "kubectl rollout status waits for the Deployment", func() bool {
+			running()
+			return strings.Contains(out.String(), "Waiting for deployment ")
+		})
+		if exists(t, "validatingwebhookconfiguration", webhookConfig) {
+			t.Fatalf("the webhook configuration was applied before the Deployment rolled out:\n%s", out.String())
 		}
-		select {
-		case err := <-done:
-			t.Fatalf("make deploy ended (%v) before the Deployment rolled out:\n%s", err, out.String())
-		default:
-		}
+		running()
 
 		// The Deployment controller's part: every replica updated and
 		// available.

@@ -109,10 +109,13 @@ func TestCallerMappedToPodThroughCRI(t *testing.T) {
 
 	// The container's process. Identity is established per connection;
 	// under Wine the runtime's first answers can outlast the bound, and
-	// such a connection's records stay unmapped (and say why). A new
-	// connection asks again: the one that gets an answer names the pod.
+	// such a connection's records stay unmapped (and say why). The agent
+	// asks the runtime again on a miss, at most every DefaultCRIRefresh:
+	// a new connection after that asks again, and the one that gets an
+	// answer names the pod.
 	var x map[string][]string
-	for attempt := 0; attempt < 8 && x == nil; attempt++ {
+	deadline := time.Now().Add(2 * time.Minute)
+	for attempt := 1; x == nil; attempt++ {
 		io.WriteString(stdin, "reconnect\n"+pathExists.String()+"\n")
 		if r := next(); r.Code != "OK" {
 			t.Fatalf("PathExists from the container: %s %q", r.Code, r.Message)
@@ -126,8 +129,13 @@ func TestCallerMappedToPodThroughCRI(t *testing.T) {
 			x = last
 			break
 		}
-		unmapped(fmt.Sprintf("the container's process, attempt %d", attempt+1), last)
-		time.Sleep(2500 * time.Millisecond) // the agent asks the runtime at most every 2 s
+		unmapped(fmt.Sprintf("the container's process, attempt %d", attempt), last)
+		if time.Now().After(deadline) {
+			break
+		}
+		// Poll under the deadline for a connection made after the refresh
+		// window; the pause only spares the CPU.
+		time.Sleep(200 * time.Millisecond)
 	}
 	if x == nil {
 		t.Fatal("no connection of the container's process was mapped to its pod")

@@ -47,6 +47,7 @@ func TestServiceMode(t *testing.T) {
 		if r[0].Code != "Dial" || time.Now().After(deadline) {
 			break
 		}
+		// Poll under the deadline while the service's pipe does not exist yet; the pause only spares the CPU.
 		time.Sleep(200 * time.Millisecond)
 	}
 	if r[0].Code != "OK" || !strings.Contains(string(r[0].Response), "true") {
@@ -68,6 +69,7 @@ func TestServiceMode(t *testing.T) {
 		if done || time.Now().After(deadline) {
 			break
 		}
+		// Poll under the deadline for the service's own word; the pause only spares the CPU.
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, want := range []string{`"msg":"listening"`, `"msg":"shut down cleanly"`} {

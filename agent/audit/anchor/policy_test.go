@@ -150,6 +150,7 @@ func waitForAnchorPolicy(t *testing.T, admin, otherNodesAgent kubernetes.Interfa
 		if time.Now().After(deadline) {
 			t.Fatalf("the anchor policy never took effect; last write: %v", err)
 		}
+		// Poll under the deadline above for the policy to take effect; the pause only spares the CPU.
 		time.Sleep(200 * time.Millisecond)
 	}
 }

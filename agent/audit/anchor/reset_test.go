@@ -449,6 +449,7 @@ func findAuditEvent(t *testing.T, path, user, value string) map[string]any {
 		if time.Now().After(deadline) {
 			return nil
 		}
+		// Poll under the deadline above for the audit event; the pause only spares the CPU.
 		time.Sleep(200 * time.Millisecond)
 	}
 }

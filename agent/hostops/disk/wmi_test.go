@@ -40,6 +40,7 @@ func methods(p *wmitest.Provider) []string {
 
 func waitCall(t *testing.T, p *wmitest.Provider, method string) {
 	t.Helper()
+	// Poll under a deadline for the condition; the pause only spares the CPU.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		for _, c := range p.Calls() {
 			if c.Method == method {

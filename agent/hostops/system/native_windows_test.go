@@ -49,6 +49,7 @@ type testService struct{ startDelay time.Duration }
 
 func (s testService) Execute(_ []string, requests <-chan svc.ChangeRequest, changes chan<- svc.Status) (bool, uint32) {
 	changes <- svc.Status{State: svc.StartPending, WaitHint: uint32((s.startDelay + 10*time.Second) / time.Millisecond)}
+	// A stand-in that starts slowly on purpose, so that starts are waited for.
 	time.Sleep(s.startDelay)
 	changes <- svc.Status{State: svc.Running, Accepts: svc.AcceptStop | svc.AcceptShutdown}
 	for r := range requests {
@@ -57,6 +58,7 @@ func (s testService) Execute(_ []string, requests <-chan svc.ChangeRequest, chan
 			changes <- r.CurrentStatus
 		case svc.Stop, svc.Shutdown:
 			changes <- svc.Status{State: svc.StopPending, WaitHint: 10000}
+			// A stand-in that stops slowly on purpose, so that stops are waited for.
 			time.Sleep(300 * time.Millisecond)
 			return false, 0
 		}
@@ -121,6 +123,7 @@ func installTestService(t *testing.T, m *mgr.Mgr, name string, startDelay time.D
 		defer s.Close()
 		if st, err := s.Query(); err == nil && st.State != svc.Stopped {
 			_, _ = s.Control(svc.Stop)
+			// Poll under a deadline for the stop; the pause only spares the CPU.
 			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 				if st, err := s.Query(); err != nil || st.State == svc.Stopped {
 					break

@@ -50,7 +50,7 @@ func cgroupPeer(t testing.TB, cgroup string) identity.PeerFunc {
 			return nil, nil, err
 		}
 		c.Notes = nil
-		return c, release, (identity.Proc{Root: root}).Describe(c)
+		return c, release, (&identity.Proc{Root: root}).Describe(c)
 	}
 }
 

@@ -177,6 +177,8 @@ func TestConfineRemovalRacesMounts(t *testing.T) {
 			_ = os.MkdirAll(mp, 0o755)
 			if unix.Mount(outside, mp, "", unix.MS_BIND, "") == nil {
 				mounts.Add(1)
+				// The racer holds its mount a moment on purpose, so that calls
+				// meet it mounted as well as unmounted; no result waits on it.
 				time.Sleep(time.Millisecond)
 				_ = unix.Unmount(mp, unix.MNT_DETACH)
 			}

@@ -226,6 +226,7 @@ func waitProbe(t *testing.T, addr, path string, code int, body string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GET %s = %d %q (%v), want %d %q", path, c, b, err, code, body)
 		}
+		// Poll under the deadline above; the pause only spares the CPU.
 		time.Sleep(10 * time.Millisecond)
 	}
 }

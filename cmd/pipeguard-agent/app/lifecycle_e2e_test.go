@@ -115,6 +115,7 @@ func waitGone(t *testing.T, path string) {
 		if t.Context().Err() != nil {
 			t.Fatal("socket never went away")
 		}
+		// Poll under the test's deadline for the removal; the pause only spares the CPU.
 		time.Sleep(time.Millisecond)
 	}
 }

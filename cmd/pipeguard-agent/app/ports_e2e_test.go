@@ -114,6 +114,7 @@ func waitOpen(t *testing.T, l *countingListener, want string, ok func(open int) 
 		if time.Now().After(deadline) {
 			t.Fatalf("%d connections open after %s, want %s", open, floodDeadline, want)
 		}
+		// Poll under the deadline above; the pause only spares the CPU.
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -98,7 +98,7 @@ func TestWebhookPoisonedCallsLoseOnlyTheirRecords(t *testing.T) {
 		poisoned = append(poisoned, mkdir(strings.Repeat("p", 12<<10), fmt.Sprint("p", i)))
 	}
 	// Each poisoned call has two records: its write-ahead and its completion.
-	for deadline := time.Now().Add(time.Minute); a.counter(t, "pipeguard_agent_audit_webhook_rejected_total") < 6; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); a.counter(t, "pipeguard_agent_audit_webhook_rejected_total") < 6; time.Sleep(10 * time.Millisecond) { // a poll under a deadline; the pause only spares the CPU
 		if time.Now().After(deadline) {
 			t.Fatalf("%v records rejected a minute after the calls, want 6; log: %v", a.counter(t, "pipeguard_agent_audit_webhook_rejected_total"), a.log.Lines())
 		}

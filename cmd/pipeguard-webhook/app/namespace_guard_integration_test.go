@@ -324,6 +324,7 @@ func namespaceAllowanceGuard(t *testing.T, c *cluster) {
 		// The webhook reads labels from its watch of namespaces, which sees
 		// the change a moment later; until then the pod is denied.
 		var err error
+		// Poll under a deadline for the watch to see the label; the pause only spares the CPU.
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			if err = c.client.Create(ctx, pipePod("after", "granted"), client.DryRunAll); err == nil || !strings.Contains(err.Error(), `namespace "granted" is not allowed`) {
 				break

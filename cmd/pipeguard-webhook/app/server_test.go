@@ -143,18 +143,21 @@ func startServer(t *testing.T, opts ServerOptions) *testServer {
 			t.Errorf("server stopped with %v", err)
 		}
 	})
-	for srv.StartedChecker()(nil) != nil {
-		time.Sleep(10 * time.Millisecond)
-	}
-	// Listening once a TLS client gets through (or is refused by TLS).
-	for {
-		c, err := net.Dial("tcp", ts.addr)
-		if err == nil {
-			c.Close()
-			return ts
+	// The server reports started once it listens, so connections queue
+	// from then on.
+	for deadline := time.Now().Add(time.Minute); srv.StartedChecker()(nil) != nil; {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("the server stopped before it listened: %v", err)
+		default:
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not listen within a minute")
+		}
+		time.Sleep(10 * time.Millisecond) // a poll under the deadline above; the pause only spares the CPU
 	}
+	return ts
 }
 
 // client returns an HTTPS client that trusts the server and presents

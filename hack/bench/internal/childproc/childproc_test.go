@@ -14,6 +14,7 @@ import (
 // through this package.
 func TestMain(m *testing.M) {
 	if os.Getenv("CHILDPROC_TEST") == "silent" {
+		// A child that hangs on purpose: it never says it serves, and is killed.
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	}
