@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipeguard/pipeguard/agent/compare"
+	"github.com/pipeguard/pipeguard/cmd/pipeguard-agent/flagname"
 )
 
 // compareUsage is the first line of pipeguard-agent compare -h.
@@ -112,7 +113,7 @@ func (c *Command) runCompare(o CompareOptions) int {
 	ctx, stop := signal.NotifyContext(c.ctx, os.Interrupt)
 	defer stop()
 	paths, notes := compare.FindMountPoints(o.KubeletPath)
-	report := compare.Compare(ctx, csi, pg, compare.Options{Timeout: o.Timeout, KubeletPath: o.KubeletPath, TargetPaths: paths, Services: o.Services})
+	report := compare.Compare(ctx, csi, pg, compare.Options{Timeout: o.Timeout, KubeletPath: o.KubeletPath, TargetPaths: paths, Services: o.Services, Namer: flagname.Of})
 	report.Notes = append(notes, report.Notes...)
 	write := compare.WriteTable
 	if o.Output == "json" {
