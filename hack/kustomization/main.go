@@ -12,7 +12,7 @@
 // instead, so that kubectl never half-applies the overlay.
 //
 // With --render it also builds that kustomization, with kustomize's Go API
-// (internal/render), into manifests.yaml beside it: make render needs no
+// (hack/render), into manifests.yaml beside it: make render needs no
 // kubectl, and make deploy uses kubectl only to apply.
 //
 //	go run ./hack/kustomization --overlay default --out bin/deploy --render \
@@ -29,7 +29,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/render"
+	"github.com/pipeguard/pipeguard/hack/render"
 )
 
 func main() {

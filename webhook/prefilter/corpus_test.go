@@ -29,7 +29,7 @@ var goCorpora = []string{
 	"../../pipepath",
 	"../../webhook",
 	"../../webhook/decode",
-	"../../internal/samplepods",
+	"../../internal/testing/samplepods",
 	"../../cmd/pipeguard-webhook/app",
 	"../../cmd/pipeguard",
 	"../../test/install",
