@@ -15,7 +15,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
 )
 
 // appendAll appends n records from each of g goroutines and returns each

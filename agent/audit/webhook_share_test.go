@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
 	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 )
 

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/compare"
-	"github.com/pipeguard/pipeguard/agent/compare/comparetest"
+	"github.com/pipeguard/pipeguard/internal/testing/comparetest"
 )
 
 // withSides makes pipeguard-agent compare read csi and pg; a nil csi is a
