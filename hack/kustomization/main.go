@@ -1,7 +1,7 @@
 // Command kustomization writes the kustomization.yaml that `make render` and
 // `make deploy` build: one overlay of config/ with the images set from IMG
 // and AGENT_IMG. Each image reference is parsed as docker reads it
-// (internal/imageref), so a registry port is never taken for a tag, a
+// (hack/imageref), so a registry port is never taken for a tag, a
 // digest pins the image, and a malformed reference stops make with an error
 // that says what is wrong with which variable.
 //
