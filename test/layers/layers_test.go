@@ -66,6 +66,8 @@ func layerOf(pkg string) int {
 
 type pkg struct {
 	path    string
+	name    string   // the package clause of its non-test files; empty when it has none
+	goFiles []string // its non-test Go files for the GOOS
 	imports []string // of the package and of its tests
 	own     []string // of the package alone, not of its tests
 	deps    []string // everything the package (not its tests) depends on
@@ -84,7 +86,7 @@ func list(t *testing.T, goos string) []pkg {
 		return pkgs
 	}
 	cmd := exec.Command("go", "list", "-f",
-		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}|{{.Dir}}|{{join .Imports " "}}`, "./...")
+		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}|{{.Dir}}|{{join .Imports " "}}|{{if .GoFiles}}{{.Name}}{{end}}|{{join .GoFiles " "}}`, "./...")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "GOOS="+goos)
 	var stderr strings.Builder
@@ -96,10 +98,11 @@ func list(t *testing.T, goos string) []pkg {
 	var pkgs []pkg
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) != 5 {
+		if len(f) != 7 {
 			t.Fatalf("GOOS=%s go list: unexpected line %q", goos, line)
 		}
-		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2]), dir: f[3], own: strings.Fields(f[4])})
+		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2]), dir: f[3], own: strings.Fields(f[4]),
+			name: f[5], goFiles: strings.Fields(f[6])})
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
