@@ -117,7 +117,7 @@ test-windows: ## Run the Windows agent under Wine: named pipes, the CSI Proxy cl
 fuzz: ## Fuzz the pipe path normalizer, the object reader, the matchConditions prefilter and the decoders of Windows' answers (page 83, SMBIOS, IOCTL layouts, reparse points), each for FUZZTIME (default 3m).
 	$(GO) test ./pipepath -run '^$$' -fuzz FuzzClassify -fuzztime $${FUZZTIME:-3m}
 	$(GO) test ./webhook/decode -run '^$$' -fuzz FuzzDecodeMatchesJSON -fuzztime $${FUZZTIME:-3m}
-	$(GO) test ./webhook/prefilter -run '^$$' -fuzz FuzzPrefilterKeepsPipes -fuzztime $${FUZZTIME:-3m}
+	$(GO) test ./test/admission -run '^$$' -fuzz FuzzPrefilterKeepsPipes -fuzztime $${FUZZTIME:-3m}
 	$(GO) test ./agent/hostops/disk -run '^$$' -fuzz FuzzParsePage83 -fuzztime $${FUZZTIME:-3m}
 	$(GO) test ./agent/hostops/system -run '^$$' -fuzz FuzzSystemSerialNumber -fuzztime $${FUZZTIME:-3m}
 	for f in FuzzParseReparsePoint FuzzParseStorageDeviceDescriptor FuzzParseVolumeDiskExtents FuzzParseStorageDeviceNumber \

@@ -14,7 +14,7 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/controller/inventory"
-	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )

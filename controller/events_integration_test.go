@@ -22,7 +22,7 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/controller/limits"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // logLines collects what a logger writes, one line per call.

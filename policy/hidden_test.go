@@ -8,7 +8,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/internal/invisible"
-	"github.com/pipeguard/pipeguard/internal/invisible/invisibletest"
+	"github.com/pipeguard/pipeguard/internal/testing/invisibletest"
 	"github.com/pipeguard/pipeguard/pipepath"
 	"github.com/pipeguard/pipeguard/policy"
 )

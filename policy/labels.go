@@ -26,7 +26,7 @@ const NameLabel = "kubernetes.io/metadata.name"
 // prefix is pipeguard.io or a subdomain of it. The Namespace webhook's
 // matchCondition (config/webhook/manifests.yaml) spells the same test in
 // CEL, so that only changes of these keys wait for the webhook;
-// webhook/prefilter's tests hold the two to the same answers.
+// test/admission's tests hold the two to the same answers.
 func GuardedLabel(key string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
 	if !ok {

@@ -10,7 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/pipeguard/pipeguard/internal/invisible"
-	"github.com/pipeguard/pipeguard/internal/invisible/invisibletest"
+	"github.com/pipeguard/pipeguard/internal/testing/invisibletest"
 	shipped "github.com/pipeguard/pipeguard/rego"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
-	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
-	"github.com/pipeguard/pipeguard/internal/badreceiver"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 )
 
 // inRanges reports whether seq is in a list such as "3-7,9".

@@ -13,9 +13,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/pipeguard/pipeguard/internal/badreceiver"
+	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
 )
 
 // appendAll appends n records from each of g goroutines and returns each

@@ -15,8 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
-	"github.com/pipeguard/pipeguard/internal/badreceiver"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 )
 
 // limitedReceiver refuses, with 413, every body larger than limit bytes,

@@ -11,8 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
-	"github.com/pipeguard/pipeguard/internal/badreceiver"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 )
 
 // fromPod is request i made by a caller in the pod uid.

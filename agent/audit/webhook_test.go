@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
 )
 
 // receiver is an audit webhook receiver as a cluster would run one: it

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/compare"
-	"github.com/pipeguard/pipeguard/agent/compare/comparetest"
+	"github.com/pipeguard/pipeguard/internal/testing/comparetest"
 )
 
 const target = `C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd.csi.storage.gke.io\h\globalmount`

@@ -14,10 +14,10 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/pipeguard/pipeguard/agent/compare"
-	"github.com/pipeguard/pipeguard/agent/compare/comparetest"
 	hostsys "github.com/pipeguard/pipeguard/agent/hostops/system"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/comparetest"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // fakeSystem is a host with one service; starting or stopping fails the

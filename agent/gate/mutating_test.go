@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	_ "github.com/pipeguard/pipeguard/internal/csiapis"
+	_ "github.com/pipeguard/pipeguard/internal/testing/csiapis"
 )
 
 // readMethods lists, per API group, every method that only reads the host,

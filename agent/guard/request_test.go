@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/methods"
-	_ "github.com/pipeguard/pipeguard/internal/csiapis"
+	_ "github.com/pipeguard/pipeguard/internal/testing/csiapis"
 )
 
 // TestRequestFieldMatchesRedact reads every field of every CSI Proxy request

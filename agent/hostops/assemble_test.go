@@ -7,8 +7,8 @@ import (
 	"github.com/pipeguard/pipeguard/agent/hostops/smb"
 	"github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // Each group's New refuses, once, the native operations assembled without

@@ -24,9 +24,10 @@
 // in-parameters. The class of bug behind CVE-2023-3893 in CSI Proxy
 // (command injection) has no command to inject into. The Win32 answers are
 // read by decoders of Microsoft's documented layouts (win32), tested on
-// byte-level answers; win32test is an in-memory host built from the same
-// layouts, and wmitest an in-memory WMI provider with the classes' documented
-// method signatures and return codes, so both halves are tested on any OS.
+// byte-level answers; internal/testing/win32test is an in-memory host built
+// from the same layouts, and internal/testing/wmitest an in-memory WMI
+// provider with the classes' documented method signatures and return codes,
+// so both halves are tested on any OS.
 //
 // The host operations import only each other, agent/confine and the
 // module's internal helpers (test/layers checks it): request validation

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipeguard/pipeguard/internal/fakecri"
-	"github.com/pipeguard/pipeguard/internal/platform"
+	"github.com/pipeguard/pipeguard/internal/testing/fakecri"
+	"github.com/pipeguard/pipeguard/internal/testing/platform"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

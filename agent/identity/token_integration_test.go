@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipeguard/pipeguard/agent/identity"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestTokenReviewAgainstAPIServer verifies tokens the real kube-apiserver

@@ -7,7 +7,7 @@ import (
 
 	"github.com/Microsoft/go-winio"
 
-	"github.com/pipeguard/pipeguard/internal/platform"
+	"github.com/pipeguard/pipeguard/internal/testing/platform"
 	"google.golang.org/grpc"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/Microsoft/go-winio"
 	"golang.org/x/sys/windows"
 
-	"github.com/pipeguard/pipeguard/internal/platform"
+	"github.com/pipeguard/pipeguard/internal/testing/platform"
 )
 
 // listenTestPipe listens on a pipe of the test's own with sddl and accepts

@@ -16,7 +16,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/audit/review"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestKill9UnderLoadAnchored kills an agent that anchors its chain in a

@@ -20,7 +20,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/server"
-	"github.com/pipeguard/pipeguard/internal/badreceiver"
+	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 )
 
 // TestStuckWebhookReceiverAndSIGTERM runs the agent binary as the attack

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestAuditVerifyAgainstTheClusterAnchor runs `pipeguard audit verify PATH

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
-	"github.com/pipeguard/pipeguard/internal/samplepods"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestPolicyEvalCluster runs `pipeguard policy eval --cluster` against a

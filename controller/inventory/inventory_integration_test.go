@@ -16,7 +16,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller/inventory"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 func pipePod(ns, name string, privileged bool) *corev1.Pod {

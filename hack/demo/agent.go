@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/pipeguard/pipeguard/internal/fakecri"
+	"github.com/pipeguard/pipeguard/internal/testing/fakecri"
 )
 
 const (

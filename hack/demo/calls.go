@@ -30,7 +30,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
-	"github.com/pipeguard/pipeguard/internal/fakecri"
+	"github.com/pipeguard/pipeguard/internal/testing/fakecri"
 )
 
 // clientCommand runs the demo binary as a client process.

@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 
 	// Every served API version; each registers its descriptors.
-	_ "github.com/pipeguard/pipeguard/internal/csiapis"
+	_ "github.com/pipeguard/pipeguard/internal/testing/csiapis"
 )
 
 // fileName is the name of the generated file in each group's directory.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/internal/render"
+	"github.com/pipeguard/pipeguard/hack/render"
 )
 
 // chartFiles returns every file of the chart but its object templates.

@@ -1,7 +1,7 @@
 // Command helmgen writes the Helm chart charts/pipeguard from the
 // kustomize overlays of config/, so that config/ stays the one source of
 // the manifests: it renders every combination of the chart's toggles
-// (cert-manager, prometheus, policyReport, agent) with internal/render,
+// (cert-manager, prometheus, policyReport, agent) with hack/render,
 // replaces the fields values.yaml sets with template expressions, and
 // writes each distinct object once, under the condition that selects it.
 //

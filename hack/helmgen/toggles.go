@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pipeguard/pipeguard/internal/render"
+	"github.com/pipeguard/pipeguard/hack/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 

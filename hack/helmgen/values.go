@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/pipeguard/pipeguard/internal/render"
+	"github.com/pipeguard/pipeguard/hack/render"
 )
 
 // sentinel marks a field of a rendered object that the chart takes from

@@ -1,7 +1,7 @@
 // Command kustomization writes the kustomization.yaml that `make render` and
 // `make deploy` build: one overlay of config/ with the images set from IMG
 // and AGENT_IMG. Each image reference is parsed as docker reads it
-// (internal/imageref), so a registry port is never taken for a tag, a
+// (hack/imageref), so a registry port is never taken for a tag, a
 // digest pins the image, and a malformed reference stops make with an error
 // that says what is wrong with which variable.
 //
@@ -12,7 +12,7 @@
 // instead, so that kubectl never half-applies the overlay.
 //
 // With --render it also builds that kustomization, with kustomize's Go API
-// (internal/render), into manifests.yaml beside it: make render needs no
+// (hack/render), into manifests.yaml beside it: make render needs no
 // kubectl, and make deploy uses kubectl only to apply.
 //
 //	go run ./hack/kustomization --overlay default --out bin/deploy --render \
@@ -29,7 +29,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/render"
+	"github.com/pipeguard/pipeguard/hack/render"
 )
 
 func main() {

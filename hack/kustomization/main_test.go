@@ -10,8 +10,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/render"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/hack/render"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pipeguard/pipeguard/internal/invisible"
-	"github.com/pipeguard/pipeguard/internal/invisible/invisibletest"
+	"github.com/pipeguard/pipeguard/internal/testing/invisibletest"
 )
 
 func TestIs(t *testing.T) {

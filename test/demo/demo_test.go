@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestDemo runs the demo end to end: the webhook samples, the agent's

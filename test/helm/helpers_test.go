@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/render"
+	"github.com/pipeguard/pipeguard/hack/render"
 )
 
 // repoRoot is the module root, seen from this package.

@@ -14,8 +14,8 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/pipeguard/pipeguard/internal/render"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/hack/render"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // cluster is a running kube-apiserver with etcd, and the kubectl that

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestAgentKustomizationGuardsAnchorsInItsNamespaceOnly renders

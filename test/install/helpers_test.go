@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // repoRoot is the module root, seen from this package.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // placeholderDigest is the digest of the placeholder images config/ names:
@@ -324,7 +324,7 @@ func TestUndeployRemovesWebhookConfigurationFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The manifests are built without kubectl (internal/render).
+	// The manifests are built without kubectl (hack/render).
 	want := "delete --ignore-not-found -f " + deployDir + "/webhooks.yaml\n" +
 		"delete --ignore-not-found -f " + deployDir + "/undeploy.yaml\n"
 	if string(b) != want {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // config/networkpolicy admits the API servers to the webhook port and

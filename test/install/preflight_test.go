@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestDeployPreflight runs `make deploy` for the overlays that need other

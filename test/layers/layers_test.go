@@ -18,18 +18,28 @@ const module = "github.com/pipeguard/pipeguard"
 
 // layers from the top down: a package may import packages of its own layer
 // or of a layer further down the list. A layer is named by paths below the
-// module; a path names that package and every package under it.
+// module; a path names that package and every package under it, and a
+// package belongs to the first layer that names it.
+//
+// The test helpers stand above the product they fake and drive, and any
+// package's tests may import them: see testHelpers.
 var layers = []struct {
 	name  string
 	paths []string
 }{
 	{"binaries and tools", []string{"cmd", "hack", "test"}},
+	{testHelpers, []string{"internal/testing"}},
 	{"webhook and controller", []string{"webhook", "controller"}},
 	{"admission engine", []string{"policy"}},
 	{"node agent", []string{"agent"}},
 	{"foundations", []string{"api", "pipepath", "rego"}},
 	{"internal helpers", []string{"internal"}},
 }
+
+// testHelpers is the layer of the packages that exist for tests: the tests
+// of every layer may import them, the product never does
+// (TestProductImportsNoTestHelper).
+const testHelpers = "test helpers"
 
 // noControllerRuntime are the paths whose packages must not depend on
 // controller-runtime, directly or not.
@@ -56,6 +66,8 @@ func layerOf(pkg string) int {
 
 type pkg struct {
 	path    string
+	name    string   // the package clause of its non-test files; empty when it has none
+	goFiles []string // its non-test Go files for the GOOS
 	imports []string // of the package and of its tests
 	own     []string // of the package alone, not of its tests
 	deps    []string // everything the package (not its tests) depends on
@@ -74,7 +86,7 @@ func list(t *testing.T, goos string) []pkg {
 		return pkgs
 	}
 	cmd := exec.Command("go", "list", "-f",
-		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}|{{.Dir}}|{{join .Imports " "}}`, "./...")
+		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}|{{.Dir}}|{{join .Imports " "}}|{{if .GoFiles}}{{.Name}}{{end}}|{{join .GoFiles " "}}`, "./...")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "GOOS="+goos)
 	var stderr strings.Builder
@@ -86,10 +98,11 @@ func list(t *testing.T, goos string) []pkg {
 	var pkgs []pkg
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) != 5 {
+		if len(f) != 7 {
 			t.Fatalf("GOOS=%s go list: unexpected line %q", goos, line)
 		}
-		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2]), dir: f[3], own: strings.Fields(f[4])})
+		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2]), dir: f[3], own: strings.Fields(f[4]),
+			name: f[5], goFiles: strings.Fields(f[6])})
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -158,7 +171,11 @@ func TestImportsPointDown(t *testing.T) {
 					if !strings.HasPrefix(imp, module+"/") {
 						continue
 					}
-					if to := layerOf(imp); to >= 0 && to < from {
+					to := layerOf(imp)
+					if to >= 0 && layers[to].name == testHelpers && !slices.Contains(p.own, imp) {
+						continue // a test's import of a test helper
+					}
+					if to >= 0 && to < from {
 						wrong = append(wrong, p.path+" ("+layers[from].name+") imports "+imp+" ("+layers[to].name+")")
 					}
 				}

@@ -19,8 +19,9 @@ var startsProcess = regexp.MustCompile(`"os/exec"|"golang.org/x/sys/execabs"|\bo
 
 // mayStartProcesses are the folders, below the repository's root, whose
 // code may start processes: the tools and tests (hack, test), which build
-// and run the binaries, and nothing of the product.
-var mayStartProcesses = []string{"hack/", "test/"}
+// and run the binaries, their helpers (internal/testing), and nothing of
+// the product.
+var mayStartProcesses = []string{"hack/", "test/", "internal/testing/"}
 
 // processStarts returns the lines of src, a Go file, that start a process,
 // as "file:line: text". Comment lines are left out: a comment may name what

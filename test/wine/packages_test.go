@@ -16,7 +16,7 @@ import (
 // log, the gate and the host operations, with the agent's WMI calls against
 // Wine's own WMI service (agent/hostops/wmi).
 var windowsPackages = []string{
-	"internal/platform",
+	"internal/testing/platform",
 	"pipepath",
 	"agent/apierr",
 	"agent/audit",

@@ -143,7 +143,7 @@ func setup() (*prefix, string, error) {
 	p.goEnv = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0", "GOFLAGS=-overlay="+overlay)
 	bin := p.path(`C:\pipeguard\bin`)
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin+string(filepath.Separator),
-		"./cmd/pipeguard-agent", "./cmd/pipeguard", "./test/wine/cmd/csiclient", "./internal/fakecri/cmd/fakecri")
+		"./cmd/pipeguard-agent", "./cmd/pipeguard", "./test/wine/cmd/csiclient", "./internal/testing/fakecri/cmd/fakecri")
 	build.Dir = root
 	build.Env = p.goEnv
 	if out, err := build.CombinedOutput(); err != nil {

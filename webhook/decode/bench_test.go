@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
 )
 
 // apiServerPod is the CSI node pod as kube-apiserver sends it in a CREATE

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
 )
 
 // decoders pairs each object type with its decoding, so that every type is

@@ -21,7 +21,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/audit/review"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // installAgentConfig applies the agent's RBAC and anchor policy from

@@ -13,7 +13,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/audit/anchor"
 	"github.com/pipeguard/pipeguard/agent/audit/review"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestLookAlikeAnchorsElsewhereAreOrdinaryLeases plays a tenant who copies

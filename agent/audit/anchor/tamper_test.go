@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipeguard/pipeguard/agent/audit"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestTamperingIsDetectedAgainstTheAnchor tampers with a rotated log of an

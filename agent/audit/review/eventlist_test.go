@@ -15,7 +15,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/audit"
 
-	"github.com/pipeguard/pipeguard/agent/audit/audittest"
+	"github.com/pipeguard/pipeguard/internal/testing/audittest"
 )
 
 // saver is an audit webhook receiver that saves every batch as received,

@@ -10,9 +10,9 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	hostsmb "github.com/pipeguard/pipeguard/agent/hostops/smb"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 const (

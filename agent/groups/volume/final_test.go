@@ -10,8 +10,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/confine"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // Every path the volume group hands to a host command is refused when a

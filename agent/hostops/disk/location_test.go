@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // csiProxyParse is CSI Proxy 1.3's reading of an MSFT_Disk.Location in

@@ -9,8 +9,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
-	"github.com/pipeguard/pipeguard/internal/platform"
+	"github.com/pipeguard/pipeguard/internal/testing/platform"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // The native operations on the host's own Sys. Under Wine, whose

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 const gib = 1 << 30

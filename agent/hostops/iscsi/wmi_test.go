@@ -10,8 +10,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/internal/testing/hostile"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 const (

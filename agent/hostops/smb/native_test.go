@@ -10,9 +10,9 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 type fixture struct {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/hostops/limits"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 	"github.com/pipeguard/pipeguard/internal/testing/hostile"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // slack is what a slow, shared machine may add to a deadline.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // One volume of each unreadable kind is left out of ListVolumesOnDisk, told

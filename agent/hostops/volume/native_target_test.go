@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // GetVolumeIDFromTargetPath reads the reparse point at the path: a volume

@@ -16,7 +16,7 @@
 // there are, and answer a *LayoutError, never a panic, for a buffer that
 // does not hold the structure.
 //
-// Package win32test holds an in-memory Sys, a host of disks, volumes and
+// Package internal/testing/win32test holds an in-memory Sys, a host of disks, volumes and
 // mount points, for tests and for running the agent where Windows' storage
 // stack is absent (under Wine).
 package win32

@@ -9,7 +9,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // Every decoder answers any bytes with a value or a *LayoutError, never a

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/internal/platform"
+	"github.com/pipeguard/pipeguard/internal/testing/platform"
 )
 
 // These tests call Windows itself through win32.New(). Under Wine, what

@@ -8,9 +8,10 @@
 //
 // Conn is the seam. On Windows, New returns the COM implementation (COM on
 // locked OS threads in the multithreaded apartment, security at packet
-// privacy with impersonation); elsewhere New fails. wmitest is an
-// in-memory provider of the MSFT_* classes, with their documented method
-// signatures and return codes, for the tests of the groups on any OS.
+// privacy with impersonation); elsewhere New fails.
+// internal/testing/wmitest is an in-memory provider of the MSFT_* classes,
+// with their documented method signatures and return codes, for the tests
+// of the groups on any OS.
 //
 // Request values reach a WQL query only through Quote, and secrets only
 // as method in-parameters: never in a query string, an error or a log.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/internal/testing/hostile"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // TestQuoteKeepsHostileValuesData: every hostile string either is refused

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/compare"
-	"github.com/pipeguard/pipeguard/agent/compare/comparetest"
+	"github.com/pipeguard/pipeguard/internal/testing/comparetest"
 )
 
 // compareCommand is pipeguard-agent whose compare reads csi and pg; a nil

@@ -14,7 +14,7 @@ import (
 	fsv2alpha1 "github.com/kubernetes-csi/csi-proxy/client/api/filesystem/v2alpha1"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // fakeFS records the host calls that got past confinement. If block is set,

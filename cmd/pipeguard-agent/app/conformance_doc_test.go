@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	_ "github.com/pipeguard/pipeguard/internal/csiapis"
+	_ "github.com/pipeguard/pipeguard/internal/testing/csiapis"
 	"github.com/pipeguard/pipeguard/internal/testing/doctable"
 )
 

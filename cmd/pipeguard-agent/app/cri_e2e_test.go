@@ -24,7 +24,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
-	"github.com/pipeguard/pipeguard/internal/fakecri"
+	"github.com/pipeguard/pipeguard/internal/testing/fakecri"
 )
 
 // criClientEnv names the socket the client process calls.

@@ -34,10 +34,10 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/agent/identity"
 	"github.com/pipeguard/pipeguard/agent/server"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // guarded is an agent with gate and audit on, and its audit log path.

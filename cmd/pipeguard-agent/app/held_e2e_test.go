@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // TestFormatPastItsDeadlineHoldsTheVolume formats a volume whose

@@ -18,7 +18,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/guard"
 	hostvol "github.com/pipeguard/pipeguard/agent/hostops/volume"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // hangOn is a WMI connection whose method calls that hang reports run

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pipeguard/pipeguard/agent/confine"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
 	"github.com/pipeguard/pipeguard/agent/methods"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // TestEveryServedMethodIsInTheTable checks that the table of request fields

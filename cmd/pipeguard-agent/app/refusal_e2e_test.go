@@ -24,7 +24,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit/review"
 	"github.com/pipeguard/pipeguard/agent/gate"
 	"github.com/pipeguard/pipeguard/agent/guard"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // sentCall is one call the test sends and what it must leave behind.

@@ -23,7 +23,7 @@ import (
 	"github.com/pipeguard/pipeguard/agent/audit"
 	"github.com/pipeguard/pipeguard/agent/guard"
 	"github.com/pipeguard/pipeguard/agent/server"
-	"github.com/pipeguard/pipeguard/internal/badreceiver"
+	"github.com/pipeguard/pipeguard/internal/testing/badreceiver"
 )
 
 // webhookAgent is an agent assembled by Run, as the command line runs

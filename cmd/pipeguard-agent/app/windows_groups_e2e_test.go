@@ -30,9 +30,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // TestWindowsOnlyGroupsUnimplemented calls every Windows-only API group

@@ -21,7 +21,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // startAudited starts a control plane with no webhook registered, lets

@@ -16,7 +16,7 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/controller/limits"
-	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
 )
 
 // eventNote waits for the Events with reason about the object named name

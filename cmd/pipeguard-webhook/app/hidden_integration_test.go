@@ -15,7 +15,7 @@ import (
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/internal/invisible"
-	"github.com/pipeguard/pipeguard/internal/invisible/invisibletest"
+	"github.com/pipeguard/pipeguard/internal/testing/invisibletest"
 )
 
 // TestHiddenCharactersNeverReachTheCluster: a pod whose pipe path holds

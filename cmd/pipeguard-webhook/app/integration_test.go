@@ -31,7 +31,7 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
 	"github.com/pipeguard/pipeguard/controller"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 	"github.com/pipeguard/pipeguard/policy"
 )
 

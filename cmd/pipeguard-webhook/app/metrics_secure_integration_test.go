@@ -27,7 +27,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/internal/metricsauth"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // roleFromFile reads the ClusterRole name from a multi-document manifest

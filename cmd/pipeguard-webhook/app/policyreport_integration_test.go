@@ -35,7 +35,7 @@ import (
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
 	"github.com/pipeguard/pipeguard/controller"
 	"github.com/pipeguard/pipeguard/controller/policyreport"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 	"github.com/pipeguard/pipeguard/policy"
 )
 

@@ -20,8 +20,8 @@ import (
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
 	"github.com/pipeguard/pipeguard/controller"
-	"github.com/pipeguard/pipeguard/internal/testenv"
-	"github.com/pipeguard/pipeguard/webhook/prefilter"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/webhookconfig"
 )
 
 // Allowances are judged by what Windows does, on a real API server: the
@@ -201,7 +201,7 @@ func TestPrivilegedOptIn(t *testing.T) {
 // while the routing says the cluster needs their review.
 func TestHostProcessOutage(t *testing.T) {
 	for _, withheld := range []bool{false, true} {
-		cfg, err := prefilter.Load("../../../config/webhook/manifests.yaml")
+		cfg, err := webhookconfig.Load("../../../config/webhook/manifests.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,9 +22,9 @@ import (
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
-	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/webhookconfig"
 	"github.com/pipeguard/pipeguard/policy"
-	"github.com/pipeguard/pipeguard/webhook/prefilter"
 )
 
 // e2eCommand measures pod creation through kube-apiserver for e2eTargets,
@@ -229,7 +229,7 @@ func shippedPodConditions() ([]admissionregistrationv1.MatchCondition, error) {
 	if _, statErr := os.Stat(file); err != nil || statErr != nil {
 		return nil, fmt.Errorf("cannot find pipeguard's %s (%w); run from the pipeguard repository", rel, errors.Join(err, statErr))
 	}
-	cfg, err := prefilter.Load(file)
+	cfg, err := webhookconfig.Load(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading pipeguard's webhook configuration: %w", err)
 	}

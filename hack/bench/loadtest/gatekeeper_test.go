@@ -17,7 +17,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // violations evaluates the ConstraintTemplate's rego as Gatekeeper does

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/pipeguard/pipeguard/hack/bench/internal/results"
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestMain lets the test binary serve as the server process: Run re-runs

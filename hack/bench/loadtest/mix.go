@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/pipeguard/pipeguard/internal/samplepods"
+	"github.com/pipeguard/pipeguard/internal/testing/samplepods"
 )
 
 // Placeholders in a request template, each as wide as what overwrites it

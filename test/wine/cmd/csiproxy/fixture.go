@@ -11,7 +11,7 @@ import (
 
 	hostdisk "github.com/pipeguard/pipeguard/agent/hostops/disk"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // fixture is the part of the agent's Win32 fixture file (PIPEGUARD_WIN32_FIXTURE,

@@ -21,7 +21,7 @@ import (
 
 	"github.com/pipeguard/pipeguard/agent/hostops/disk"
 	"github.com/pipeguard/pipeguard/agent/hostops/win32"
-	"github.com/pipeguard/pipeguard/agent/hostops/win32/win32test"
+	"github.com/pipeguard/pipeguard/internal/testing/win32test"
 )
 
 // The environment of the fixture agent.

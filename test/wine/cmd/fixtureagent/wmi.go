@@ -20,7 +20,7 @@ import (
 	"sync"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 // wmiFixtureLogEnv, when set, names a file every WMI call of the agent is

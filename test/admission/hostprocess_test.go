@@ -1,4 +1,4 @@
-package prefilter_test
+package admission_test
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/controller"
+	"github.com/pipeguard/pipeguard/internal/testing/webhookconfig"
 	"github.com/pipeguard/pipeguard/policy"
 	"github.com/pipeguard/pipeguard/webhook"
-	"github.com/pipeguard/pipeguard/webhook/prefilter"
 )
 
 // routedFilter compiles the shipped configuration with the condition of a
 // routed webhook set as the leader sets it.
 func routedFilter(t *testing.T, webhook, condition string, on bool) *filter {
 	t.Helper()
-	cfg, err := prefilter.Load(manifests)
+	mustKinds(t)
+	cfg, err := webhookconfig.Load(manifests)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,11 @@
 // CSI Proxy API version pipeguard-agent serves, for code that walks them
 // through protoregistry: hack/groupgen, which writes the agent's adapters
 // from them, and tests that check every request type of every version.
-// Import it for its side effect:
+// It sits in internal/testing, not beside hack/groupgen, because the tests
+// of agent packages import it too, and a product package's tests may use a
+// test helper but no tool of hack/. Import it for its side effect:
 //
-//	import _ "github.com/pipeguard/pipeguard/internal/csiapis"
+//	import _ "github.com/pipeguard/pipeguard/internal/testing/csiapis"
 package csiapis
 
 import (

@@ -1,7 +1,9 @@
 // Package imageref parses container image references (registry/name:tag@digest)
 // the way docker, containerd and the kubelet read them, so that `make render`
 // and `make deploy` turn IMG and AGENT_IMG into kustomize images entries
-// without cutting a registry port for a tag.
+// without cutting a registry port for a tag. It serves those tools
+// (hack/render, hack/kustomization), no pipeguard binary, so it lives in
+// hack/ beside them.
 package imageref
 
 import (

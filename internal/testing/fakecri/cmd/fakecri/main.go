@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/pipeguard/pipeguard/internal/fakecri"
+	"github.com/pipeguard/pipeguard/internal/testing/fakecri"
 )
 
 func main() { os.Exit(run()) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pipeguard/pipeguard/agent/hostops/wmi"
-	"github.com/pipeguard/pipeguard/agent/hostops/wmi/wmitest"
+	"github.com/pipeguard/pipeguard/internal/testing/wmitest"
 )
 
 const storageNS = wmi.NamespaceStorage

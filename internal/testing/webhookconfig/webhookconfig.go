@@ -1,12 +1,8 @@
-// Package prefilter reads the CEL matchConditions with which the API server
-// decides, before calling pipeguard's webhook, whether a request could name
-// a protected named pipe at all. Its tests hold those expressions to
-// package pipepath: every object with a path pipepath protects must reach
-// the webhook, and ordinary host paths must not need it. They hold the
-// Namespace webhook's expression to the webhook's namespace guard: a
-// Namespace change reaches the webhook exactly when the guard would refuse
-// it to a user who may not grant.
-package prefilter
+// Package webhookconfig reads the ValidatingWebhookConfiguration pipeguard
+// ships (config/webhook/manifests.yaml) as the API server would receive it,
+// for the tests that evaluate its rules and matchConditions (test/admission,
+// the webhook's integration tests) and for the load tool (hack/bench).
+package webhookconfig
 
 import (
 	"fmt"

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipeguard/pipeguard/internal/imageref"
+	"github.com/pipeguard/pipeguard/hack/imageref"
 )
 
 // The image repositories the manifests in config/ name, and the
@@ -176,7 +176,7 @@ type Image struct {
 }
 
 // ImageEntry is the kustomize images entry that replaces the image name
-// with ref, parsed as docker reads it (internal/imageref). A reference with
+// with ref, parsed as docker reads it (hack/imageref). A reference with
 // neither tag nor digest means :latest, as for docker pull and the
 // kubelet; it is written out because kustomize would otherwise keep the
 // overlay's tag.

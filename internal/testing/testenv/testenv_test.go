@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pipeguard/pipeguard/internal/testenv"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
 
 // TestControlPlane proves that the binaries in KUBEBUILDER_ASSETS make a

@@ -1,4 +1,4 @@
-package prefilter_test
+package admission_test
 
 import (
 	"regexp"

@@ -1,4 +1,4 @@
-package prefilter_test
+package admission_test
 
 import (
 	"bytes"
@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -29,7 +27,7 @@ var goCorpora = []string{
 	"../../pipepath",
 	"../../webhook",
 	"../../webhook/decode",
-	"../../internal/samplepods",
+	"../../internal/testing/samplepods",
 	"../../cmd/pipeguard-webhook/app",
 	"../../cmd/pipeguard",
 	"../../test/install",
@@ -66,6 +64,7 @@ var loaded *corpus
 
 func loadCorpus(t testing.TB) *corpus {
 	t.Helper()
+	mustKinds(t)
 	if loaded != nil {
 		return loaded
 	}
@@ -190,7 +189,8 @@ func (c *corpus) walk(t testing.TB, file string, v any, add func(string)) {
 	}
 }
 
-// decodeObject reads m as an object of a reviewed kind.
+// decodeObject reads m as an object of a reviewed kind, in the version
+// the table of kinds names.
 func decodeObject(t testing.TB, file string, m map[string]any) (corpusObject, bool) {
 	kindName, _ := m["kind"].(string)
 	apiVersion, _ := m["apiVersion"].(string)
@@ -200,7 +200,7 @@ func decodeObject(t testing.TB, file string, m map[string]any) (corpusObject, bo
 			k = &podKinds[i]
 		}
 	}
-	if kindName == "PersistentVolume" && apiVersion == "v1" {
+	if pvKind.gvk.Kind == kindName && pvKind.gvk.GroupVersion().String() == apiVersion {
 		k = &pvKind
 	}
 	if k == nil {
@@ -210,42 +210,16 @@ func decodeObject(t testing.TB, file string, m map[string]any) (corpusObject, bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	var obj runtime.Object
-	var spec *corev1.PodSpec
-	switch kindName {
-	case "Pod":
-		o := &corev1.Pod{}
-		obj, spec = o, &o.Spec
-	case "Deployment":
-		o := &appsv1.Deployment{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "ReplicaSet":
-		o := &appsv1.ReplicaSet{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "StatefulSet":
-		o := &appsv1.StatefulSet{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "DaemonSet":
-		o := &appsv1.DaemonSet{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "Job":
-		o := &batchv1.Job{}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "CronJob":
-		o := &batchv1.CronJob{}
-		obj, spec = o, &o.Spec.JobTemplate.Spec.Template.Spec
-	case "PodTemplate":
-		o := &corev1.PodTemplate{}
-		obj, spec = o, &o.Template.Spec
-	case "ReplicationController":
-		o := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{Template: &corev1.PodTemplateSpec{}}}
-		obj, spec = o, &o.Spec.Template.Spec
-	case "PersistentVolume":
-		obj = &corev1.PersistentVolume{}
-	}
+	obj := k.table.New()
 	if err := json.Unmarshal(b, obj); err != nil {
 		t.Logf("%s: %s %v: %v", file, kindName, m["metadata"], err)
 		return corpusObject{}, false
 	}
-	return corpusObject{kind: *k, obj: obj, spec: spec}, true
+	o := corpusObject{kind: *k, obj: obj}
+	if k.wrap != nil {
+		if o.spec, err = podSpecOf(*k, obj); err != nil {
+			t.Fatalf("%s: %s %v: %v", file, kindName, m["metadata"], err)
+		}
+	}
+	return o, true
 }

@@ -1,14 +1,13 @@
-package prefilter_test
+package admission_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,8 +19,9 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 
+	"github.com/pipeguard/pipeguard/internal/kinds"
+	"github.com/pipeguard/pipeguard/internal/testing/webhookconfig"
 	"github.com/pipeguard/pipeguard/pipepath"
-	"github.com/pipeguard/pipeguard/webhook/prefilter"
 )
 
 const manifests = "../../config/webhook/manifests.yaml"
@@ -35,7 +35,8 @@ type filter struct {
 
 func loadFilter(t testing.TB) *filter {
 	t.Helper()
-	cfg, err := prefilter.Load(manifests)
+	mustKinds(t)
+	cfg, err := webhookconfig.Load(manifests)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,61 +119,111 @@ func short(s string) string {
 	return s
 }
 
-// kind is a reviewed kind that carries a pod template (wrap) or a
-// PersistentVolume (wrap nil).
+// kind is a reviewed kind of the one table, internal/kinds, that carries a
+// pod template (wrap) or is a PersistentVolume (wrap nil).
 type kind struct {
-	gvk  schema.GroupVersionKind
-	gvr  schema.GroupVersionResource
-	wrap func(corev1.PodSpec) runtime.Object
+	gvk   schema.GroupVersionKind
+	gvr   schema.GroupVersionResource
+	table kinds.Kind
+	wrap  func(corev1.PodSpec) runtime.Object
 }
 
-func gv(group, k, resource string) (schema.GroupVersionKind, schema.GroupVersionResource) {
-	return schema.GroupVersionKind{Group: group, Version: "v1", Kind: k}, schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource}
+// podSpecPaths are, for each layout of internal/kinds that carries a pod
+// spec, the fields that lead to it.
+var podSpecPaths = map[kinds.Layout][]string{
+	kinds.LayoutPod:         {"spec"},
+	kinds.LayoutPodTemplate: {"template", "spec"},
+	kinds.LayoutWorkload:    {"spec", "template", "spec"},
+	kinds.LayoutCronJob:     {"spec", "jobTemplate", "spec", "template", "spec"},
 }
 
-func podKind(group, k, resource string, wrap func(meta metav1.ObjectMeta, tmpl corev1.PodTemplateSpec) runtime.Object) kind {
-	gvk, gvr := gv(group, k, resource)
-	return kind{gvk: gvk, gvr: gvr, wrap: func(spec corev1.PodSpec) runtime.Object {
-		return wrap(metav1.ObjectMeta{Name: "x", Namespace: "team-a"}, corev1.PodTemplateSpec{Spec: spec})
-	}}
+// podKinds are every reviewed kind with a pod spec, and pvKind the
+// PersistentVolume, all from internal/kinds; kindsErr says which kind of
+// the table these tests cannot build (see mustKinds).
+var podKinds, pvKind, kindsErr = reviewedKinds(kinds.All())
+
+// reviewedKinds sorts the kinds of table into those with a pod spec and
+// the PersistentVolume, and fails on a kind the tests cannot build, so a
+// kind added to the table is tested here or fails, never skipped.
+func reviewedKinds(table []kinds.Kind) (pods []kind, pv kind, err error) {
+	var errs []error
+	for _, k := range table {
+		c := kind{gvk: k.GVK, gvr: k.GVK.GroupVersion().WithResource(k.Resource), table: k}
+		if k.Layout == kinds.LayoutPersistentVolume {
+			if _, ok := k.New().(*corev1.PersistentVolume); !ok || pv.table.New != nil {
+				errs = append(errs, fmt.Errorf("internal/kinds: %s has the PersistentVolume layout, but these tests build one kind of it, the core PersistentVolume: teach them %s", k.GVK, k.GVK.Kind))
+				continue
+			}
+			pv = c
+			continue
+		}
+		path, ok := podSpecPaths[k.Layout]
+		if !ok {
+			errs = append(errs, fmt.Errorf("internal/kinds: %s has layout %d, which these tests cannot build: add where its pod spec sits to podSpecPaths", k.GVK, k.Layout))
+			continue
+		}
+		c.wrap = func(spec corev1.PodSpec) runtime.Object { return wrapSpec(k, path, spec) }
+		pods = append(pods, c)
+	}
+	if pv.table.New == nil {
+		errs = append(errs, errors.New("internal/kinds: no kind has the PersistentVolume layout: these tests expect PersistentVolume among the reviewed kinds"))
+	}
+	return pods, pv, errors.Join(errs...)
 }
 
-// podKinds are every reviewed kind with a pod spec.
-var podKinds = []kind{
-	podKind("", "Pod", "pods", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &corev1.Pod{ObjectMeta: m, Spec: t.Spec}
-	}),
-	podKind("apps", "Deployment", "deployments", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &appsv1.Deployment{ObjectMeta: m, Spec: appsv1.DeploymentSpec{Template: t}}
-	}),
-	podKind("apps", "ReplicaSet", "replicasets", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &appsv1.ReplicaSet{ObjectMeta: m, Spec: appsv1.ReplicaSetSpec{Template: t}}
-	}),
-	podKind("apps", "StatefulSet", "statefulsets", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &appsv1.StatefulSet{ObjectMeta: m, Spec: appsv1.StatefulSetSpec{Template: t}}
-	}),
-	podKind("apps", "DaemonSet", "daemonsets", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &appsv1.DaemonSet{ObjectMeta: m, Spec: appsv1.DaemonSetSpec{Template: t}}
-	}),
-	podKind("batch", "Job", "jobs", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &batchv1.Job{ObjectMeta: m, Spec: batchv1.JobSpec{Template: t}}
-	}),
-	podKind("", "ReplicationController", "replicationcontrollers", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &corev1.ReplicationController{ObjectMeta: m, Spec: corev1.ReplicationControllerSpec{Template: &t}}
-	}),
-	podKind("batch", "CronJob", "cronjobs", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &batchv1.CronJob{ObjectMeta: m, Spec: batchv1.CronJobSpec{Schedule: "@daily",
-			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: t}}}}
-	}),
-	podKind("", "PodTemplate", "podtemplates", func(m metav1.ObjectMeta, t corev1.PodTemplateSpec) runtime.Object {
-		return &corev1.PodTemplate{ObjectMeta: m, Template: t}
-	}),
+// mustKinds fails the test when a kind of internal/kinds is none these
+// tests can build.
+func mustKinds(t testing.TB) {
+	t.Helper()
+	if kindsErr != nil {
+		t.Fatal(kindsErr)
+	}
 }
 
-var pvKind = func() kind {
-	gvk, gvr := gv("", "PersistentVolume", "persistentvolumes")
-	return kind{gvk: gvk, gvr: gvr}
-}()
+// wrapSpec is an object of kind k, named x in namespace team-a, whose pod
+// spec, at path, is spec. It is unstructured, as the API server hands
+// objects to CEL.
+func wrapSpec(k kinds.Kind, path []string, spec corev1.PodSpec) runtime.Object {
+	s, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		panic(err) // a PodSpec always converts
+	}
+	u := map[string]any{"metadata": map[string]any{"name": "x", "namespace": "team-a"}}
+	if k.Layout == kinds.LayoutCronJob {
+		u["spec"] = map[string]any{"schedule": "@daily"}
+	}
+	// Each level but the last is a new map: no value of s is copied.
+	m := u
+	for _, f := range path[:len(path)-1] {
+		next, ok := m[f].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[f] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = s
+	return &unstructured.Unstructured{Object: u}
+}
+
+// podSpecOf returns the pod spec of obj, an object of the pod-bearing kind
+// k; an empty one where obj has none (a ReplicationController without a
+// template).
+func podSpecOf(k kind, obj runtime.Object) (*corev1.PodSpec, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := unstructured.NestedMap(u, podSpecPaths[k.table.Layout]...)
+	if err != nil {
+		return nil, err
+	}
+	var spec corev1.PodSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &spec); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
 
 func hostPathPV(path string) *corev1.PersistentVolume {
 	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
