@@ -4,11 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,31 +63,7 @@ func flagLiterals(file, src string) ([]string, error) {
 // its options by option.Name, and the command that shows the message
 // renders them with its Namer (cmd/pipeguard-agent/flagname and the like).
 func TestNoLibrarySpellsAFlag(t *testing.T) {
-	root := "../.."
-	out, err := exec.Command("git", "-C", root, "ls-files", "*.go").Output()
-	if err != nil {
-		t.Skipf("git cannot list the tracked files (%v): this check needs a git checkout", err)
-	}
-	var files, found []string
-	for _, f := range strings.Fields(string(out)) {
-		if strings.HasSuffix(f, "_test.go") || hasAnyPrefix(f, mayNameFlags) {
-			continue
-		}
-		files = append(files, f)
-		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lits, err := flagLiterals(f, string(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		found = append(found, lits...)
-	}
-	if len(files) < 100 {
-		t.Fatalf("only %d product files were read: update the check", len(files))
-	}
-	sort.Strings(found)
+	found := scanProductSources(t, mayNameFlags, flagLiterals)
 	if len(found) > 0 {
 		t.Errorf("library strings that spell a flag (name the option with option.Name; only %s spell flags):\n%s",
 			strings.Join(mayNameFlags, ", "), strings.Join(found, "\n"))
