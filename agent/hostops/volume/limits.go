@@ -19,4 +19,4 @@ const DefaultFormatConcurrency = 2
 // FormatOps are the operations, as the volume group names them, that share
 // the format cap (DefaultFormatConcurrency): MSFT_Volume.Format and
 // MSFT_Partition.Resize.
-var FormatOps = []string{OpFormat, OpResize}
+func FormatOps() []string { return []string{OpFormat, OpResize} }

@@ -249,7 +249,7 @@ func TestWMIHostileVolumeIDs(t *testing.T) {
 func TestWMIHeldFormatAnswersAtTheDeadline(t *testing.T) {
 	for name, lim := range map[string]limits.Limiter{
 		"no limits":   nil,
-		"with limits": limits.Bound("volume", limits.Limits{Timeout: 50 * time.Millisecond}, limits.Class{Ops: FormatOps, Limits: limits.Limits{Timeout: 50 * time.Millisecond, Concurrency: 1}}),
+		"with limits": limits.Bound("volume", limits.Limits{Timeout: 50 * time.Millisecond}, limits.Class{Ops: FormatOps(), Limits: limits.Limits{Timeout: 50 * time.Millisecond, Concurrency: 1}}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newWMIFixture(t)
@@ -293,7 +293,7 @@ func TestWMINoConnFailsClosed(t *testing.T) {
 // TestFormatOpsHoldTheWMIOperations: the format cap applies to exactly the
 // names the format and the resize run under.
 func TestFormatOpsHoldTheWMIOperations(t *testing.T) {
-	if want := []string{OpFormat, OpResize}; !slices.Equal(FormatOps, want) {
-		t.Errorf("FormatOps = %q, want %q", FormatOps, want)
+	if want := []string{OpFormat, OpResize}; !slices.Equal(FormatOps(), want) {
+		t.Errorf("FormatOps() = %q, want %q", FormatOps(), want)
 	}
 }

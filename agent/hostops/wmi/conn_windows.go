@@ -14,11 +14,13 @@ import (
 // New returns the host's WMI over COM. It does not contact WMI: the first
 // call to a namespace connects to it, and a failed connection is tried
 // again by the next call.
-func New() (Conn, error) { return comConn{}, nil }
+func New() (Conn, error) { return comConn{maxObjects: MaxObjects}, nil }
 
 // comConn is the process's WMI connections; every Conn shares them, as
 // the worker threads.
-type comConn struct{}
+type comConn struct {
+	maxObjects int // MaxObjects; lowered by a test
+}
 
 // service is one namespace's connection.
 type service struct {
@@ -125,9 +127,6 @@ func connect(ctx context.Context, namespace string) (*service, error) {
 	return s, nil
 }
 
-// maxObjects is MaxObjects, lowered by a test.
-var maxObjects = MaxObjects
-
 // queryClass is the class a WQL query reads, for naming it in errors.
 func queryClass(wql string) string {
 	f := strings.Fields(wql)
@@ -139,7 +138,7 @@ func queryClass(wql string) string {
 	return ""
 }
 
-func (comConn) Query(ctx context.Context, namespace, wql string) ([]Object, error) {
+func (c comConn) Query(ctx context.Context, namespace, wql string) ([]Object, error) {
 	op := "query"
 	if c := queryClass(wql); c != "" {
 		op = "query of " + c
@@ -162,8 +161,8 @@ func (comConn) Query(ctx context.Context, namespace, wql string) ([]Object, erro
 			n, more, hr := next(enum, &batch)
 			objs := batch[:n]
 			for i, o := range objs {
-				if err == nil && len(out) == maxObjects {
-					err = fmt.Errorf("WMI %s returned more than %d objects", op, maxObjects)
+				if err == nil && len(out) == c.maxObjects {
+					err = fmt.Errorf("WMI %s returned more than %d objects", op, c.maxObjects)
 				}
 				if err == nil {
 					var obj Object

@@ -177,13 +177,12 @@ func TestQueryBoundedByMaxObjects(t *testing.T) {
 	if len(all) < 2 {
 		t.Skipf("the host has %d logical disk, the test needs 2", len(all))
 	}
-	defer func(n int) { maxObjects = n }(maxObjects)
-	maxObjects = len(all) - 1
-	_, err = c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_LogicalDisk")
+	below := comConn{maxObjects: len(all) - 1}
+	_, err = below.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_LogicalDisk")
 	if err == nil || !strings.Contains(err.Error(), "more than") {
-		t.Errorf("a query past the bound: %v, want an error saying it returned more than %d objects", err, maxObjects)
+		t.Errorf("a query past the bound: %v, want an error saying it returned more than %d objects", err, below.maxObjects)
 	}
-	maxObjects = len(all)
+	c = comConn{maxObjects: len(all)}
 	if got, err := c.Query(ctx, NamespaceCIMv2, "SELECT * FROM Win32_LogicalDisk"); err != nil || len(got) != len(all) {
 		t.Errorf("a query at the bound: %d objects, %v", len(got), err)
 	}

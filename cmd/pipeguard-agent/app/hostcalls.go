@@ -74,7 +74,7 @@ func bound(o Options, group string) *limits.Bounded {
 	// The format slots are not split between callers: with the default 2,
 	// keeping one back would halve a driver's formats. A caller's formats
 	// still count against its share of the group's slots.
-	return limits.Bound(group, l, limits.Class{Ops: hostvol.FormatOps,
+	return limits.Bound(group, l, limits.Class{Ops: hostvol.FormatOps(),
 		Limits: limits.Limits{Timeout: timeout, Concurrency: formats, CallerShare: formats, Setting: setting + ", --format-concurrency"}})
 }
 
