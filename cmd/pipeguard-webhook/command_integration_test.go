@@ -92,7 +92,9 @@ func TestCommandOnControlPlane(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "protected-pipe-mount"), nil
 	}); err != nil {
 		if errors.Is(err, errExited) {
-			t.Fatalf("the command exited (%v) before it served:\n%s", <-exited, logs())
+			err := <-exited
+			exited <- err // for the cleanup, which waits for the exit
+			t.Fatalf("the command exited (%v) before it served:\n%s", err, logs())
 		}
 		t.Fatalf("the API server never got a decision from the command's webhook: %v\n%s", err, logs())
 	}
