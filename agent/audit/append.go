@@ -249,8 +249,7 @@ func (l *Log) denial(ev *Event, err error) *Event {
 	d.Stage = StageResponseComplete
 	d.StageTimestamp = MicroTime{l.o.Now()}
 	d.ResponseStatus = &Status{Status: "Failure", Message: msg, Reason: "Unavailable", Code: 503}
-	d.Annotations[AnnotationDecision] = DecisionDeny
-	d.Annotations[AnnotationRule] = RuleAuditUnavailable
+	SetDecision(d.Annotations, false, RuleAuditUnavailable)
 	d.Annotations[AnnotationReason] = msg
 	d.Annotations[AnnotationGRPCCode] = "Unavailable"
 	return &d

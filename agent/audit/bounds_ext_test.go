@@ -90,6 +90,8 @@ func TestRecordBoundsEveryField(t *testing.T) {
 	}
 	ev.ObjectRef.Name = huge
 	ev.ResponseStatus = &audit.Status{Status: "Failure", Message: huge, Reason: "PermissionDenied", Code: 403}
+	// A denial by a rule of 16 MiB: its authorization reason quotes it.
+	audit.SetDecision(ev.Annotations, false, huge)
 	ev.Annotations[audit.AnnotationReason] = huge
 	ev.RequestObject = map[string]any{"path": huge, "list": []any{huge, map[string]any{huge: huge}}}
 
@@ -126,7 +128,7 @@ func TestRecordBoundsEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := got.Annotations[audit.AnnotationCut]
-	for _, f := range []string{"userAgent", "objectRef.name", "responseStatus.message", "annotations[pipeguard.io/reason]", "user.username", "user.uid",
+	for _, f := range []string{"userAgent", "objectRef.name", "responseStatus.message", "annotations[pipeguard.io/reason]", "annotations[pipeguard.io/rule]", "annotations[authorization.k8s.io/reason]", "user.username", "user.uid",
 		"user.groups", "user.extra[00-<é", "user.extra key 00-", "user.extra: ", "annotations: ", "annotation key x/0-"} {
 		if !strings.Contains(cut, f) {
 			t.Errorf("%s does not name %q: %q", audit.AnnotationCut, f, cut)
@@ -150,5 +152,14 @@ func TestRecordBoundsEveryField(t *testing.T) {
 	}
 	if n := len(got.Annotations); n > audit.MaxRecordAnnotations+3 {
 		t.Errorf("%d annotations kept", n)
+	}
+	// The decision survives the bounds: its annotations sort before the
+	// ones left out.
+	if d, r := got.Annotations[audit.AnnotationAuthorizationDecision], got.Annotations[audit.AnnotationAuthorizationReason]; d != audit.AuthorizationForbid ||
+		!strings.HasPrefix(r, "pipeguard-agent: denied by rule <") || !strings.Contains(r, audit.CutMarker) {
+		t.Errorf("authorization annotations %q, %q…; want forbid and the cut reason", d, r[:min(len(r), 60)])
+	}
+	if d := got.Annotations[audit.AnnotationDecision]; d != audit.DecisionDeny {
+		t.Errorf("%s %q, want deny", audit.AnnotationDecision, d)
 	}
 }

@@ -7,6 +7,11 @@
 // Record, Scan), the chain hash (Link), the naming of rotated files
 // (Files) and the anchor's format (Anchor).
 //
+// A request record's decision (SetDecision) is written twice: as
+// pipeguard.io/decision (allow or deny, with the rule) and as the
+// authorization.k8s.io/decision and reason kube-apiserver writes (allow or
+// forbid), which Kubernetes audit tooling reads as the event's outcome.
+//
 // Writing (Log): every record gets a sequence number and the hash of the
 // record before it (annotations pipeguard.io/seq and pipeguard.io/prev-hash).
 // A record's own hash is SHA-256(previous hash ‖ the record's raw line

@@ -78,6 +78,46 @@ const (
 	DecisionDeny     = "deny"
 )
 
+// kube-apiserver's authorization annotations (k8s.io/apiserver's
+// endpoints/filters), with its values, so that tools keyed on them (event
+// outcome in Elastic's, Splunk's and Datadog's Kubernetes audit content,
+// ka.auth.decision in Falco) read the agent's decisions as they read the
+// API server's. Every request record carries them beside
+// AnnotationDecision; checkpoints carry neither.
+const (
+	AnnotationAuthorizationDecision = "authorization.k8s.io/decision"
+	AnnotationAuthorizationReason   = "authorization.k8s.io/reason"
+	AuthorizationAllow              = "allow"
+	AuthorizationForbid             = "forbid"
+	// ReasonAllowed is the authorization reason of every allowed request:
+	// the caller was identified, its paths confined and the agent policy
+	// allowed it.
+	ReasonAllowed = "pipeguard-agent: allowed by the agent policy"
+	// reasonDenied starts the authorization reason of a denial, which
+	// then names the rule.
+	reasonDenied = "pipeguard-agent: denied by rule "
+)
+
+// SetDecision sets a request record's decision in ann: allowed, or denied
+// by rule, as AnnotationDecision (allow or deny) and AnnotationRule, and
+// as kube-apiserver's AnnotationAuthorizationDecision (allow or forbid)
+// and AnnotationAuthorizationReason. The reason names the rule only, never
+// a message, so no string a caller sends reaches it. An allowed record has
+// no AnnotationRule.
+func SetDecision(ann map[string]string, allowed bool, rule string) {
+	if allowed {
+		ann[AnnotationDecision] = DecisionAllow
+		ann[AnnotationAuthorizationDecision] = AuthorizationAllow
+		ann[AnnotationAuthorizationReason] = ReasonAllowed
+		delete(ann, AnnotationRule)
+		return
+	}
+	ann[AnnotationDecision] = DecisionDeny
+	ann[AnnotationRule] = rule
+	ann[AnnotationAuthorizationDecision] = AuthorizationForbid
+	ann[AnnotationAuthorizationReason] = reasonDenied + rule
+}
+
 // Keys of User.Extra describing the caller.
 const (
 	ExtraPID            = "pipeguard.io/pid"

@@ -161,6 +161,7 @@ func BenchmarkRecordParts(b *testing.B) {
 		Annotations: map[string]string{AnnotationRecord: RecordRequest, AnnotationDecision: DecisionAllow, AnnotationGRPCCode: "OK",
 			AnnotationSeq: "123456", AnnotationPrevHash: Genesis().String()},
 	}
+	SetDecision(ev.Annotations, true, "")
 	line, err := appendEvent(nil, ev)
 	if err != nil {
 		b.Fatal(err)

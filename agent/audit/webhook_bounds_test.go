@@ -196,6 +196,7 @@ func TestWebhookBlockRefusesAtOnce(t *testing.T) {
 	l := openLog(t, Options{Path: path, OnRecord: wh.Record, Admit: wh.Admit})
 	errs := appendEach(t, l, 8, 50, time.Second, func(k int) *Event {
 		ev := request(k, DecisionAllow)
+		SetDecision(ev.Annotations, true, "")
 		ev.User.Extra = map[string][]string{ExtraPID: {strconv.Itoa(1000 + k)}}
 		return ev
 	})
@@ -244,6 +245,10 @@ func TestWebhookBlockRefusesAtOnce(t *testing.T) {
 		case deny && (e.Stage != StageResponseComplete || e.Annotation(AnnotationRule) != RuleAuditUnavailable || e.Annotation(AnnotationReason) != want ||
 			e.Annotation(AnnotationGRPCCode) != "Unavailable" || e.ResponseStatus == nil || e.ResponseStatus.Code != 503 || e.ResponseStatus.Message != want):
 			return fmt.Errorf("%s: the denial of %s: stage %s, status %+v, annotations %v", r.Where(), e.AuditID, e.Stage, e.ResponseStatus, e.Annotations)
+		case deny && (e.Annotation(AnnotationAuthorizationDecision) != AuthorizationForbid || e.Annotation(AnnotationAuthorizationReason) != "pipeguard-agent: denied by rule audit-unavailable"):
+			return fmt.Errorf("%s: the denial of %s keeps the allowed record's authorization annotations: %v", r.Where(), e.AuditID, e.Annotations)
+		case !deny && (e.Annotation(AnnotationAuthorizationDecision) != AuthorizationAllow || e.Annotation(AnnotationAuthorizationReason) != ReasonAllowed):
+			return fmt.Errorf("%s: the allowed record %s lacks its authorization annotations: %v", r.Where(), e.AuditID, e.Annotations)
 		}
 		return nil
 	})

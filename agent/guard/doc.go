@@ -21,9 +21,10 @@
 // A request refused after the gate, by its handler (an apierr.Refusal: a
 // symlink escape found when the path is resolved, a malformed input, a
 // service not allowed), is a denial too: its completion record says deny
-// with the rule and reason, and it is counted as denied by that rule, just
-// like a request the guard refused. A host operation that ran and failed is
-// recorded as allowed, with its gRPC code.
+// (authorization.k8s.io/decision forbid) with the rule and reason, and it
+// is counted as denied by that rule, just like a request the guard
+// refused. A host operation that ran and failed is recorded as allowed,
+// with its gRPC code: it was authorized, and failed.
 //
 // What a call costs beyond its handler is kept small: the record's user
 // block is encoded once per connection, and again only when the caller's

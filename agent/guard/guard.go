@@ -211,7 +211,7 @@ func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 // writeAhead writes the durable record of a call about to change the host.
 func (g *Guard) writeAhead(ctx context.Context, c *call) error {
 	ev := g.event(c, audit.StageRequestReceived, c.received)
-	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
+	audit.SetDecision(ev.Annotations, true, "")
 	return g.write(ctx, ev, true)
 }
 
@@ -231,7 +231,7 @@ func (g *Guard) complete(ctx context.Context, c *call, herr error, mutating bool
 		}
 	}
 	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
-	ev.Annotations[audit.AnnotationDecision] = audit.DecisionAllow
+	audit.SetDecision(ev.Annotations, true, "")
 	var code codes.Code
 	c.st, code = responseStatus(herr)
 	ev.ResponseStatus = &c.st
@@ -282,8 +282,7 @@ func (g *Guard) end(c *call) {
 func (g *Guard) recordDenial(ctx context.Context, c *call, code codes.Code, rule, msg string) {
 	g.decisions.WithLabelValues(c.ep.Group, audit.DecisionDeny, rule).Inc()
 	ev := g.event(c, audit.StageResponseComplete, g.o.Now())
-	ev.Annotations[audit.AnnotationDecision] = audit.DecisionDeny
-	ev.Annotations[audit.AnnotationRule] = rule
+	audit.SetDecision(ev.Annotations, false, rule)
 	ev.Annotations[audit.AnnotationReason] = msg
 	ev.Annotations[audit.AnnotationGRPCCode] = code.String()
 	ev.ResponseStatus = &audit.Status{Status: "Failure", Message: msg, Reason: code.String(), Code: httpCode(code)}
@@ -345,7 +344,8 @@ func (g *Guard) event(c *call, stage audit.Stage, at time.Time) *audit.Event {
 		c.name, c.named = objectName(c.fields, &c.req), true
 	}
 	if c.annotations == nil {
-		// Room for every annotation of a record, chain fields included.
+		// Room for every annotation of a record: record, decision, rule,
+		// reason, grpc-code, token and the two authorization ones.
 		c.annotations = make(map[string]string, 8)
 	} else {
 		clear(c.annotations)
