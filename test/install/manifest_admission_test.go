@@ -1,0 +1,165 @@
+package install_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pipeguard/pipeguard/hack/render"
+	"github.com/pipeguard/pipeguard/internal/testing/testenv"
+)
+
+// TestManifestAdmission starts kube-apiserver with the admission
+// configuration files of config/manifest-admission, as docs/install.md
+// installs them on a self-managed control plane, and pipeguard-webhook
+// answering at the URL they name. The files pass the API server's own
+// validation (it would not start otherwise); the webhook rejects a pod that
+// mounts a CSI Proxy pipe; the configuration is invisible to the API and
+// cannot be deleted, replaced or shadowed through it; and the agent's
+// audit anchor policy, loaded from the files too, is enforced.
+func TestManifestAdmission(t *testing.T) {
+	testenv.RequireAssets(t)
+	port := freePort(t)
+	certDir := t.TempDir()
+	ca := localCert(t, certDir)
+
+	// The files as make render OVERLAY=manifest-admission writes them, for
+	// a directory of this test's instead of /etc/kubernetes/pipeguard.
+	dir := t.TempDir()
+	objs, err := render.Objects(filepath.Join(repoRoot, "config", "manifest-admission"), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := render.AdmissionFiles(objs, render.FileOptions{
+		Dir: dir, URL: fmt.Sprintf("https://127.0.0.1:%d/validate", port), CABundle: ca,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	env := testenv.Start(t, testenv.Options{
+		CRDDirectoryPaths: []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+		APIServerArgs: map[string][]string{
+			"admission-control-config-file": {filepath.Join(dir, render.AdmissionConfigFile)},
+			// On by default since 1.37 (beta); named so that the test says
+			// what it depends on.
+			"feature-gates": {"ManifestBasedAdmissionControlConfig=true"},
+		},
+	})
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := env.KubeconfigFile(t)
+	k := kubectl{bin: filepath.Join(assets, "kubectl"), kubeconfig: kubeconfig}
+
+	p := startWebhook(t, buildWebhook(t), "--kubeconfig", kubeconfig,
+		"--webhook-host", "127.0.0.1", "--webhook-port", fmt.Sprint(port), "--webhook-cert-path", certDir,
+		// The configuration is no object of the API: nothing to inject a
+		// CA into or keep in step.
+		"--webhook-config-name=")
+	p.waitReady(t)
+	k.must(t, nil, "apply", "-f", "test/install/testdata/namespaces.yaml")
+
+	badPodDenied := func(t *testing.T) {
+		t.Helper()
+		out, err := k.run(t, nil, "apply", "-f", "test/install/testdata/bad-pod.yaml")
+		want := `admission webhook "pods.pipeguard.io" denied the request: [protected-pipe-mount] container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed; to allow it, label the namespace pipeguard.io/allow-csi-proxy=true, or run the container as HostProcess`
+		if err == nil || !strings.Contains(out, want) {
+			t.Fatalf("kubectl apply of the bad pod said:\n%s\nwant it refused with:\n%s", out, want)
+		}
+	}
+
+	t.Run("the webhook from the files refuses a pod mounting a CSI Proxy pipe and admits an allowed one", func(t *testing.T) {
+		badPodDenied(t)
+		if out := k.must(t, nil, "apply", "-f", "test/install/testdata/good-pod.yaml"); !strings.Contains(out, "pod/driver created") {
+			t.Errorf("kubectl apply of the good pod said %q, want pod/driver created", out)
+		}
+	})
+
+	t.Run("the API neither shows nor deletes the configuration from the files", func(t *testing.T) {
+		for _, c := range []struct{ resource, name string }{
+			{"validatingwebhookconfigurations.admissionregistration.k8s.io", "pipeguard.static.k8s.io"},
+			{"validatingadmissionpolicies.admissionregistration.k8s.io", "pipeguard-audit-anchor.static.k8s.io"},
+			{"validatingadmissionpolicybindings.admissionregistration.k8s.io", "pipeguard-audit-anchor.static.k8s.io"},
+		} {
+			want := fmt.Sprintf(`Error from server (NotFound): %s %q not found`, c.resource, c.name)
+			for _, verb := range []string{"get", "delete"} {
+				out, err := k.run(t, nil, verb, c.resource, c.name)
+				if err == nil || strings.TrimSpace(strings.SplitN(out, "\n", 2)[0]) != want {
+					t.Errorf("kubectl %s %s %s said:\n%s\nwant: %s", verb, c.resource, c.name, out, want)
+				}
+			}
+			if out := k.must(t, nil, "get", c.resource, "-o", "name"); strings.Contains(out, "pipeguard") {
+				t.Errorf("kubectl get %s lists the configuration from the files:\n%s", c.resource, out)
+			}
+		}
+		// Deleting everything the API has leaves the files in force.
+		k.must(t, nil, "delete", "validatingwebhookconfigurations", "--all")
+		badPodDenied(t)
+	})
+
+	t.Run("the API refuses an object of the reserved name, so none can replace or shadow the files", func(t *testing.T) {
+		const reserved = `names ending with ".static.k8s.io" are reserved for static manifest-based configurations and cannot be managed via the API`
+		for _, c := range []struct{ kind, name, doc string }{
+			{"ValidatingWebhookConfiguration", "pipeguard.static.k8s.io", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: pipeguard.static.k8s.io}
+webhooks: []
+`},
+			{"ValidatingAdmissionPolicy", "pipeguard-audit-anchor.static.k8s.io", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: pipeguard-audit-anchor.static.k8s.io}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [coordination.k8s.io], apiVersions: ["*"], operations: [CREATE], resources: [leases]}]
+  validations: [{expression: "true"}]
+`},
+			{"ValidatingAdmissionPolicyBinding", "pipeguard-audit-anchor.static.k8s.io", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: pipeguard-audit-anchor.static.k8s.io}
+spec: {policyName: pipeguard-audit-anchor.static.k8s.io, validationActions: [Deny]}
+`},
+		} {
+			want := fmt.Sprintf(`metadata.name: Invalid value: %q: %s`, c.name, reserved)
+			out, err := k.run(t, []byte(c.doc), "create", "-f", "-")
+			if err == nil || !strings.Contains(out, want) {
+				t.Errorf("kubectl create of %s %s said:\n%s\nwant it refused with: %s", c.kind, c.name, out, want)
+			}
+		}
+		badPodDenied(t)
+	})
+
+	t.Run("the audit anchor policy from the files is enforced in the agent's namespace", func(t *testing.T) {
+		k.must(t, nil, "create", "namespace", "pipeguard-agent")
+		lease := func(ns string) []byte {
+			return []byte(fmt.Sprintf(`apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: pipeguard-audit-node-1
+  namespace: %s
+  annotations: {audit.pipeguard.io/node: node-1, audit.pipeguard.io/seq: "7"}
+`, ns))
+		}
+		out, err := k.run(t, lease("pipeguard-agent"), "create", "-f", "-")
+		want := `ValidatingAdmissionPolicy 'pipeguard-audit-anchor.static.k8s.io' with binding 'pipeguard-audit-anchor.static.k8s.io' denied request: the audit anchor of node node-1 is written only by the pipeguard-agent ServiceAccount, not by `
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("a cluster admin's anchor for node-1 said:\n%s\nwant it refused with: %s", out, want)
+		}
+		// The binding confines the policy to the agent's namespace.
+		if out := k.must(t, lease("default"), "create", "-f", "-"); !strings.Contains(out, "lease.coordination.k8s.io/pipeguard-audit-node-1 created") {
+			t.Errorf("a Lease of that name in namespace default said %q, want it created", out)
+		}
+	})
+}
