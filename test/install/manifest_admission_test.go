@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipeguard/pipeguard/hack/render"
 	"github.com/pipeguard/pipeguard/internal/testing/testenv"
@@ -162,4 +163,57 @@ metadata:
 			t.Errorf("a Lease of that name in namespace default said %q, want it created", out)
 		}
 	})
+
+	// From here on the files change, as an upgrade or removal on a
+	// control-plane node changes them: kube-apiserver watches the
+	// directories and reloads without a restart.
+	webhookFile := filepath.Join(dir, filepath.FromSlash(render.WebhooksDir), "pipeguard.yaml")
+	t.Run("an edit kube-apiserver refuses leaves the last good files in force", func(t *testing.T) {
+		broken := filepath.Join(dir, filepath.FromSlash(render.WebhooksDir), "broken.yaml")
+		if err := os.WriteFile(broken, []byte("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: broken}\nwebhooks: []\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "kube-apiserver reports a failed reload of the webhook files", func() bool {
+			return reloadFailures(t, k) > 0
+		})
+		badPodDenied(t)
+		if err := os.Remove(broken); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("removing the webhook file from the directory switches the webhook off", func(t *testing.T) {
+		if err := os.Remove(webhookFile); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "the bad pod passes a server-side dry run", func() bool {
+			_, err := k.run(t, nil, "apply", "--dry-run=server", "-f", "test/install/testdata/bad-pod.yaml")
+			return err == nil
+		})
+		if err := os.WriteFile(webhookFile, files[render.WebhooksDir+"/pipeguard.yaml"], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "the restored file refuses the bad pod again", func() bool {
+			_, err := k.run(t, nil, "apply", "--dry-run=server", "-f", "test/install/testdata/bad-pod.yaml")
+			return err != nil
+		})
+		badPodDenied(t)
+	})
+}
+
+// reloadFailures sums the failed reloads of webhook files that
+// kube-apiserver reports on /metrics.
+func reloadFailures(t *testing.T, k kubectl) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(k.must(t, nil, "get", "--raw", "/metrics"), "\n") {
+		if strings.HasPrefix(line, "apiserver_manifest_admission_config_controller_automatic_reloads_total{") &&
+			strings.Contains(line, `plugin="ValidatingAdmissionWebhook"`) && strings.Contains(line, `status="failure"`) {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+				n += int(v)
+			}
+		}
+	}
+	return n
 }
