@@ -3,6 +3,7 @@ package install_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,4 +217,70 @@ func reloadFailures(t *testing.T, k kubectl) int {
 		}
 	}
 	return n
+}
+
+// TestMakeRenderManifestAdmission runs make render OVERLAY=manifest-admission
+// as docs/install.md does: it refuses to go on without the URL or the CA,
+// saying what to set, writes the files for ADMISSION_DIR and says where
+// they go; make deploy and undeploy refuse the overlay and apply nothing.
+func TestMakeRenderManifestAdmission(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, localCert(t, t.TempDir()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	render := func(args ...string) (string, int) {
+		return runCommand(t, makeEnv(), "make", append([]string{"--no-print-directory", "render", "OVERLAY=manifest-admission", "DEPLOY_DIR=" + out}, args...)...)
+	}
+
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no URL": {[]string{"WEBHOOK_CA_FILE=" + ca},
+			"kustomization: config/manifest-admission: WEBHOOK_URL is not set: a webhook loaded from a file cannot call a Service, so name the https URL kube-apiserver reaches pipeguard-webhook at, such as WEBHOOK_URL=https://10.0.0.10:9443/validate"},
+		"no CA": {[]string{"WEBHOOK_URL=https://10.96.0.50/validate"},
+			"kustomization: config/manifest-admission: WEBHOOK_CA_FILE is not set: name the PEM file of the CA that signed pipeguard-webhook's serving certificate"},
+		"a Service's name is no URL": {[]string{"WEBHOOK_URL=pipeguard-webhook.pipeguard-system.svc", "WEBHOOK_CA_FILE=" + ca},
+			`webhook URL "pipeguard-webhook.pipeguard-system.svc": kube-apiserver calls webhooks only over https; give https://<host>:<port>/validate`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, code := render(c.args...)
+			if code == 0 || !strings.Contains(got, c.want) {
+				t.Errorf("make render exited %d:\n%s\nwant a failure saying: %s", code, got, c.want)
+			}
+		})
+	}
+
+	got, code := render("WEBHOOK_URL=https://10.96.0.50/validate", "WEBHOOK_CA_FILE="+ca, "ADMISSION_DIR=/srv/admission")
+	if code != 0 {
+		t.Fatalf("make render exited %d:\n%s", code, got)
+	}
+	for _, want := range []string{
+		"copy them to /srv/admission on every control-plane node:\n  /srv/admission/admission-configuration.yaml\n  /srv/admission/policies/pipeguard-audit-anchor.yaml\n  /srv/admission/webhooks/pipeguard.yaml\n",
+		"start kube-apiserver with --admission-control-config-file=/srv/admission/admission-configuration.yaml",
+		"name: pipeguard.static.k8s.io",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("make render said:\n%s\nwant it to contain:\n%s", got, want)
+		}
+	}
+	cfg, err := os.ReadFile(filepath.Join(out, "manifest-admission", "admission-configuration.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cfg), "staticManifestsDir: /srv/admission/webhooks\n") {
+		t.Errorf("admission-configuration.yaml does not name /srv/admission/webhooks:\n%s", cfg)
+	}
+
+	for _, action := range []string{"deploy", "undeploy"} {
+		got, code := runCommand(t, makeEnv("KUBECTL=/nonexistent/kubectl"), "make", "--no-print-directory", action, "OVERLAY=manifest-admission", "DEPLOY_DIR="+out)
+		want := "make " + action + ": config/manifest-admission is loaded by kube-apiserver from files on the control-plane nodes, not applied through the API: nothing was changed."
+		if code == 0 || !strings.Contains(got, want) {
+			t.Errorf("make %s exited %d:\n%s\nwant it refused with: %s", action, code, got, want)
+		}
+	}
 }
