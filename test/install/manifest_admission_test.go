@@ -200,6 +200,17 @@ metadata:
 		})
 		badPodDenied(t)
 	})
+
+	t.Run("moving the directory away instead of removing its files keeps the last files in force", func(t *testing.T) {
+		before := reloadFailures(t, k)
+		if err := os.Rename(filepath.Dir(webhookFile), filepath.Dir(webhookFile)+".old"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "kube-apiserver reports a failed reload of the webhook files", func() bool {
+			return reloadFailures(t, k) > before
+		})
+		badPodDenied(t)
+	})
 }
 
 // reloadFailures sums the failed reloads of webhook files that
