@@ -155,3 +155,43 @@ func TestAdmissionFilesRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestManifestAdmissionWebhookOverlay: config/manifest-admission/webhook is
+// config/default without the webhook configuration kube-apiserver loads
+// from a file, and without the rotation and routing that would keep it in
+// step through the API, or the permissions they need.
+func TestManifestAdmissionWebhookOverlay(t *testing.T) {
+	objs, err := render.Objects(filepath.Join(config, "manifest-admission", "webhook"), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployment *unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ValidatingWebhookConfiguration":
+			t.Errorf("ValidatingWebhookConfiguration %s is applied through the API: kube-apiserver loads it from a file", o.GetName())
+		case o.GetKind() == "Secret":
+			t.Errorf("Secret %s is applied: the certificate is the admin's, of a CA that stays the same", o.GetName())
+		case strings.HasPrefix(o.GetName(), "pipeguard-webhook-cert") || strings.HasPrefix(o.GetName(), "pipeguard-webhook-routing"):
+			t.Errorf("%s %s grants what only the API's webhook configuration needs", o.GetKind(), o.GetName())
+		case o.GetKind() == "Deployment":
+			deployment = o
+		}
+	}
+	if deployment == nil {
+		t.Fatal("no Deployment")
+	}
+	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	env := map[string]any{}
+	for _, e := range containers[0].(map[string]any)["env"].([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)] = e["value"]
+	}
+	if env["CERT_ROTATION"] != "false" || env["WEBHOOK_CONFIG_NAME"] != "" {
+		t.Errorf("the manager runs with CERT_ROTATION=%v WEBHOOK_CONFIG_NAME=%v, want false and empty", env["CERT_ROTATION"], env["WEBHOOK_CONFIG_NAME"])
+	}
+	volumes, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "volumes")
+	if got := volumes[0].(map[string]any)["secret"].(map[string]any)["secretName"]; got != "pipeguard-webhook-cert" {
+		t.Errorf("the manager mounts Secret %v, want pipeguard-webhook-cert", got)
+	}
+}
