@@ -90,6 +90,24 @@ func TestManifestAdmission(t *testing.T) {
 		}
 	})
 
+	t.Run("config/manifest-admission/webhook applies beside the files, with no webhook configuration of the API", func(t *testing.T) {
+		k.must(t, nil, "create", "namespace", "pipeguard-system")
+		k.must(t, nil, "-n", "pipeguard-system", "create", "secret", "tls", "pipeguard-webhook-cert",
+			"--cert", filepath.Join(certDir, "tls.crt"), "--key", filepath.Join(certDir, "tls.key"))
+		manifests, err := render.Overlay(filepath.Join(repoRoot, "config", "manifest-admission", "webhook"),
+			render.Options{WebhookImage: "registry.example.com/pipeguard:v1", RequireImages: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.must(t, manifests, "apply", "--server-side", "--field-manager", fieldManager, "-f", "-")
+		if out := k.must(t, nil, "get", "validatingwebhookconfigurations", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("the API has webhook configurations:\n%s", out)
+		}
+		if out := k.must(t, nil, "-n", "pipeguard-system", "get", "secret", "pipeguard-webhook-cert", "-o", "jsonpath={.data.tls\\.crt}"); out == "" {
+			t.Error("applying the overlay emptied the admin's certificate Secret")
+		}
+	})
+
 	t.Run("the API neither shows nor deletes the configuration from the files", func(t *testing.T) {
 		for _, c := range []struct{ resource, name string }{
 			{"validatingwebhookconfigurations.admissionregistration.k8s.io", "pipeguard.static.k8s.io"},
