@@ -89,7 +89,7 @@ func AdmissionFiles(objs []*unstructured.Unstructured, opts FileOptions) (map[st
 			if err != nil {
 				return nil, err
 			}
-			out[path.Join(WebhooksDir, strings.TrimSuffix(name, StaticSuffix)+".yaml")] = b
+			out[path.Join(WebhooksDir, strings.TrimSuffix(name, StaticSuffix)+".yaml")] = append([]byte(webhooksHeader), b...)
 		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy":
 			policies[name] = append([]*unstructured.Unstructured{o}, policies[name]...)
 		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding":
@@ -119,11 +119,24 @@ func AdmissionFiles(objs []*unstructured.Unstructured, opts FileOptions) (map[st
 			}
 			docs = append(docs, string(b))
 		}
-		out[path.Join(PoliciesDir, strings.TrimSuffix(n, StaticSuffix)+".yaml")] = []byte(strings.Join(docs, "---\n"))
+		out[path.Join(PoliciesDir, strings.TrimSuffix(n, StaticSuffix)+".yaml")] = []byte(policiesHeader + strings.Join(docs, "---\n"))
 	}
 	out[AdmissionConfigFile] = admissionConfiguration(dir, len(names) > 0)
 	return out, nil
 }
+
+// The comments of config/ do not survive rendering: the files say where
+// to read them.
+const (
+	webhooksHeader = `# Written by make render OVERLAY=manifest-admission from config/webhook/manifests.yaml,
+# whose comments explain every entry; kube-apiserver loads it from its staticManifestsDir.
+# The first conditions of hostprocess.pipeguard.io and claims.pipeguard.io are fixed
+# here: docs/install.md ("Admission configuration from files") says when to set them to 'true'.
+`
+	policiesHeader = `# Written by make render OVERLAY=manifest-admission from config/agent/anchor-policy.yaml,
+# whose comments explain the policy; kube-apiserver loads it from its staticManifestsDir.
+`
+)
 
 // admissionConfiguration is the AdmissionConfiguration that points the
 // ValidatingAdmissionWebhook plugin (and the ValidatingAdmissionPolicy
