@@ -13,7 +13,11 @@
 //
 // With --render it also builds that kustomization, with kustomize's Go API
 // (hack/render), into manifests.yaml beside it: make render needs no
-// kubectl, and make deploy uses kubectl only to apply.
+// kubectl, and make deploy uses kubectl only to apply. With --admission-files
+// as well (make render OVERLAY=manifest-admission), it writes the rendered
+// manifests as the files kube-apiserver loads its admission configuration
+// from (render.AdmissionFiles), calling --webhook-url and trusting
+// --webhook-ca-file, and says where they go.
 //
 //	go run ./hack/kustomization --overlay default --out bin/deploy --render \
 //	    --img localhost:5000/pipeguard:v1 --agent-img localhost:5000/pipeguard-agent:v1
