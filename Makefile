@@ -190,7 +190,7 @@ $(GATEKEEPER): hack/tools/gatekeeper/go.mod hack/tools/gatekeeper/go.sum
 ##@ Deployment
 
 # OVERLAY is the directory of config/ to render or install: default,
-# cert-manager, agent, prometheus, samples, local. hack/deploy.sh does the
+# cert-manager, agent, prometheus, samples, local, manifest-admission. hack/deploy.sh does the
 # work: it writes $(DEPLOY_DIR)/kustomization.yaml with hack/kustomization
 # (which parses IMG and AGENT_IMG as docker does and stops make with an error
 # naming the variable when one is malformed), refuses while the overlay would
@@ -206,7 +206,15 @@ $(GATEKEEPER): hack/tools/gatekeeper/go.mod hack/tools/gatekeeper/go.sum
 OVERLAY         ?= default
 DEPLOY_DIR      ?= $(BIN)/deploy
 ROLLOUT_TIMEOUT ?= 5m
-deploy_sh = OVERLAY='$(OVERLAY)' IMG='$(IMG)' AGENT_IMG='$(AGENT_IMG)' DEPLOY_DIR='$(DEPLOY_DIR)' ROLLOUT_TIMEOUT='$(ROLLOUT_TIMEOUT)' GO='$(GO)' hack/deploy.sh
+# OVERLAY=manifest-admission writes the files kube-apiserver loads its
+# admission configuration from into $(DEPLOY_DIR)/manifest-admission, calling
+# pipeguard-webhook at WEBHOOK_URL and trusting the CA in WEBHOOK_CA_FILE,
+# for ADMISSION_DIR on the control-plane nodes (docs/install.md).
+WEBHOOK_URL     ?=
+WEBHOOK_CA_FILE ?=
+ADMISSION_DIR   ?= /etc/kubernetes/pipeguard
+deploy_sh = OVERLAY='$(OVERLAY)' IMG='$(IMG)' AGENT_IMG='$(AGENT_IMG)' DEPLOY_DIR='$(DEPLOY_DIR)' ROLLOUT_TIMEOUT='$(ROLLOUT_TIMEOUT)' GO='$(GO)' \
+	WEBHOOK_URL='$(WEBHOOK_URL)' WEBHOOK_CA_FILE='$(WEBHOOK_CA_FILE)' ADMISSION_DIR='$(ADMISSION_DIR)' hack/deploy.sh
 
 .PHONY: render
 render: ## Print the manifests of config/OVERLAY (default: default) with IMG (and AGENT_IMG for config/agent); refuses while one it runs is unset. Needs no kubectl.

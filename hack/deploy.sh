@@ -17,6 +17,17 @@
 #   KUBECTL          the kubectl deploy and undeploy apply with; default:
 #                    kubectl from PATH (render needs none)
 #   GO               the go command (default: go)
+#   WEBHOOK_URL, WEBHOOK_CA_FILE, ADMISSION_DIR
+#                    for OVERLAY=manifest-admission only: the https URL
+#                    kube-apiserver calls pipeguard-webhook at, the PEM file
+#                    of the CA of its serving certificate, and the directory
+#                    the files go to on the control-plane nodes (default:
+#                    /etc/kubernetes/pipeguard)
+#
+# OVERLAY=manifest-admission is admission configuration that kube-apiserver
+# loads from files, not objects of the API: render prints the manifests and
+# writes the files into $DEPLOY_DIR/manifest-admission, to be copied to every
+# control-plane node (docs/install.md); deploy and undeploy refuse it.
 #
 # No pipeguard image is published: config/ names a placeholder that can
 # never be pulled, and render and deploy refuse to go on while the overlay
@@ -71,6 +82,12 @@ need_kubectl() {
 To see what would be applied without kubectl: make render OVERLAY=$overlay"
 	fi
 }
+if [ "$overlay" = manifest-admission ] && [ "$action" != render ]; then
+	fail "config/manifest-admission is loaded by kube-apiserver from files on the control-plane nodes, not applied through the API: nothing was changed.
+Write the files with
+  make render OVERLAY=manifest-admission WEBHOOK_URL=https://<address>:9443/validate WEBHOOK_CA_FILE=ca.crt
+then $([ "$action" = deploy ] && echo 'copy them to every control-plane node' || echo 'remove them from every control-plane node') as docs/install.md (\"Admission configuration from files\") says."
+fi
 if [ "$action" != render ]; then
 	need_kubectl
 fi
@@ -162,6 +179,12 @@ if [ -n "$problems" ]; then
 fi
 
 if [ "$action" = render ]; then
+	if [ "$overlay" = manifest-admission ]; then
+		"$go" run ./hack/kustomization --overlay "$overlay" --out "$out" --render \
+			--img "${IMG:-$webhook_repo:$placeholder}" --agent-img "${AGENT_IMG:-$agent_repo:$placeholder}" \
+			--admission-files "$out/manifest-admission" --admission-dir "${ADMISSION_DIR:-/etc/kubernetes/pipeguard}" \
+			--webhook-url "${WEBHOOK_URL:-}" --webhook-ca-file "${WEBHOOK_CA_FILE:-}" || exit 1
+	fi
 	cat "$out/manifests.yaml"
 	exit 0
 fi

@@ -13,7 +13,11 @@
 //
 // With --render it also builds that kustomization, with kustomize's Go API
 // (hack/render), into manifests.yaml beside it: make render needs no
-// kubectl, and make deploy uses kubectl only to apply.
+// kubectl, and make deploy uses kubectl only to apply. With --admission-files
+// as well (make render OVERLAY=manifest-admission), it writes the rendered
+// manifests as the files kube-apiserver loads its admission configuration
+// from (render.AdmissionFiles), calling --webhook-url and trusting
+// --webhook-ca-file, and says where they go.
 //
 //	go run ./hack/kustomization --overlay default --out bin/deploy --render \
 //	    --img localhost:5000/pipeguard:v1 --agent-img localhost:5000/pipeguard-agent:v1
@@ -46,6 +50,10 @@ func run(args []string) int {
 	fs.StringVar(&o.AgentImg, "agent-img", "", "the agent image (make's AGENT_IMG)")
 	fs.BoolVar(&o.Render, "render", false, "also build the kustomization into manifests.yaml in --out")
 	fs.StringVar(&o.PreflightKubectl, "preflight-kubectl", "", "before writing, check with this kubectl that the cluster of its current context has the CRDs the overlay needs from other projects (make deploy); empty: no check (make render)")
+	fs.StringVar(&o.AdmissionFiles, "admission-files", "", "with --render, also write the rendered admission configuration as the files kube-apiserver loads (config/manifest-admission) into this directory")
+	fs.StringVar(&o.Files.Dir, "admission-dir", render.DefaultAdmissionDir, "the absolute directory the admission files go to on the control-plane nodes, named in admission-configuration.yaml (make's ADMISSION_DIR)")
+	fs.StringVar(&o.Files.URL, "webhook-url", "", "the https URL kube-apiserver calls pipeguard-webhook at, for --admission-files (make's WEBHOOK_URL)")
+	fs.StringVar(&o.CAFile, "webhook-ca-file", "", "the PEM file of the CA of pipeguard-webhook's serving certificate, for --admission-files (make's WEBHOOK_CA_FILE)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,6 +70,9 @@ func run(args []string) int {
 		if err == nil {
 			err = os.WriteFile(filepath.Join(o.Out, "manifests.yaml"), manifests, 0o644)
 		}
+		if err == nil && o.AdmissionFiles != "" {
+			err = writeAdmissionFiles(o, manifests)
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "kustomization: config/%s: %v\n", o.Overlay, err)
 			return 1
@@ -77,6 +88,12 @@ type options struct {
 	// PreflightKubectl, when set, is the kubectl with which the cluster is
 	// checked for the overlay's prerequisites before anything is written.
 	PreflightKubectl string
+	// AdmissionFiles, when set, is where the rendered manifests are written
+	// as kube-apiserver's admission configuration files; Files and CAFile
+	// say how they call the webhook.
+	AdmissionFiles string
+	Files          render.FileOptions
+	CAFile         string
 }
 
 type kustomization struct {

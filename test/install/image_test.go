@@ -23,7 +23,7 @@ func makeEnv(extra ...string) []string {
 	for _, e := range os.Environ() {
 		name, _, _ := strings.Cut(e, "=")
 		switch name {
-		case "IMG", "AGENT_IMG", "OVERLAY", "DEPLOY_DIR", "ROLLOUT_TIMEOUT", "KUBECTL", "MAKEFLAGS":
+		case "IMG", "AGENT_IMG", "OVERLAY", "DEPLOY_DIR", "ROLLOUT_TIMEOUT", "KUBECTL", "MAKEFLAGS", "WEBHOOK_URL", "WEBHOOK_CA_FILE", "ADMISSION_DIR":
 			continue
 		}
 		env = append(env, e)
