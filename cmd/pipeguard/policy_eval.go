@@ -118,7 +118,7 @@ Exit code: 0 nothing denied, 1 something denied, 2 bad input.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "`NAMESPACE` of the objects that name none; with --cluster, show only the objects of this namespace")
 	addOutputFlag(c, &o.output, "input prints the rego input document of each reviewed object, for writing rules", outputTable, outputJSON, outputYAML, outputInput)
 	f.StringVar(&o.policyReport, "policy-report", "", "write the results as wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport YAML to `FILE`, or to standard output (in place of the table) with -")
-	f.StringVar(&o.policyReportAPI, "policy-report-api", policyreport.WGPolicy.GroupVersion.String(), "the `API` of the reports --policy-report writes: "+reportAPINames())
+	f.StringVar(&o.policyReportAPI, "policy-report-api", policyreport.WGPolicy().GroupVersion.String(), "the `API` of the reports --policy-report writes: "+reportAPINames())
 	o.cluster.addFlags(c)
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = c.MarkFlagDirname("kustomize")

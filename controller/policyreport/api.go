@@ -19,25 +19,30 @@ type API struct {
 	ReportSource string
 }
 
-// The APIs pipeguard writes to, each where the API server serves it.
-var (
-	// WGPolicy is the Kubernetes Policy Working Group's
-	// wgpolicyk8s.io/v1alpha2, which Kyverno before 1.15 writes and
-	// Policy Reporter reads.
-	WGPolicy = API{
+// The APIs pipeguard writes to, each where the API server serves it; a
+// function each returns a new value, so that no caller changes another's.
+
+// WGPolicy is the Kubernetes Policy Working Group's
+// wgpolicyk8s.io/v1alpha2, which Kyverno before 1.15 writes and Policy
+// Reporter reads.
+func WGPolicy() API {
+	return API{
 		GroupVersion: GroupVersion, Namespaced: KindPolicyReport, Cluster: KindClusterPolicyReport,
 		Noun: "PolicyReports", Install: "config/policyreport",
 	}
-	// OpenReports is openreports.io/v1alpha1, to which Kyverno 1.15 and
-	// Policy Reporter moved from wgpolicyk8s.io.
-	OpenReports = API{
+}
+
+// OpenReports is openreports.io/v1alpha1, to which Kyverno 1.15 and
+// Policy Reporter moved from wgpolicyk8s.io.
+func OpenReports() API {
+	return API{
 		GroupVersion: OpenReportsGroupVersion, Namespaced: KindReport, Cluster: KindClusterReport,
 		Noun: "openreports.io Reports", Install: "config/policyreport/openreports", ReportSource: Source,
 	}
-)
+}
 
 // APIs lists the report APIs in the order a pass writes them.
-func APIs() []API { return []API{WGPolicy, OpenReports} }
+func APIs() []API { return []API{WGPolicy(), OpenReports()} }
 
 // OpenReportsGroupVersion is the API of the openreports.io reports.
 var OpenReportsGroupVersion = schema.GroupVersion{Group: "openreports.io", Version: "v1alpha1"}

@@ -54,7 +54,7 @@ const (
 	ResultPass = "pass"
 )
 
-// GroupVersion is the API of the wgpolicyk8s.io reports (WGPolicy).
+// GroupVersion is the API of the wgpolicyk8s.io reports ([WGPolicy]).
 var GroupVersion = schema.GroupVersion{Group: "wgpolicyk8s.io", Version: "v1alpha2"}
 
 // Kinds of the wgpolicyk8s.io reports.

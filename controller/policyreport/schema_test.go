@@ -60,10 +60,10 @@ func TestCRDsHoldWhatTheWriterWrites(t *testing.T) {
 		kind, namespace string
 		scope           apiextensions.ResourceScope
 	}{
-		"wgpolicyk8s.io_policyreports.yaml":        {WGPolicy, KindPolicyReport, "team-a", apiextensions.NamespaceScoped},
-		"wgpolicyk8s.io_clusterpolicyreports.yaml": {WGPolicy, KindClusterPolicyReport, "", apiextensions.ClusterScoped},
-		"openreports.io_reports.yaml":              {OpenReports, KindReport, "team-a", apiextensions.NamespaceScoped},
-		"openreports.io_clusterreports.yaml":       {OpenReports, KindClusterReport, "", apiextensions.ClusterScoped},
+		"wgpolicyk8s.io_policyreports.yaml":        {WGPolicy(), KindPolicyReport, "team-a", apiextensions.NamespaceScoped},
+		"wgpolicyk8s.io_clusterpolicyreports.yaml": {WGPolicy(), KindClusterPolicyReport, "", apiextensions.ClusterScoped},
+		"openreports.io_reports.yaml":              {OpenReports(), KindReport, "team-a", apiextensions.NamespaceScoped},
+		"openreports.io_clusterreports.yaml":       {OpenReports(), KindClusterReport, "", apiextensions.ClusterScoped},
 	} {
 		gv := tc.api.GroupVersion
 		t.Run(gv.Group+"/"+tc.kind, func(t *testing.T) {
@@ -146,13 +146,13 @@ func TestCRDsHoldWhatTheWriterWrites(t *testing.T) {
 			// scope, and, in openreports.io, the configuration.
 			full := runtime.DeepCopyJSON(obj)
 			full["scope"] = map[string]any{"apiVersion": "v1", "kind": "Namespace", "name": "team-a"}
-			if tc.api == OpenReports {
+			if tc.api == OpenReports() {
 				full["configuration"] = map[string]any{"limits": map[string]any{"maxResults": int64(MaxResults), "statusFilter": []any{"fail", "warn"}}}
 			}
 			if pruned := pruning.PruneWithOptions(full, s, true, opts); len(pruned) > 0 {
 				t.Errorf("the API server would drop fields of the %s format: %v", gv, pruned)
 			}
-			if tc.api == OpenReports {
+			if tc.api == OpenReports() {
 				bad := runtime.DeepCopyJSON(full)
 				bad["configuration"] = map[string]any{"limits": map[string]any{"statusFilter": []any{"failed"}}}
 				if errs := validation.ValidateCustomResource(nil, bad, validator); len(errs) == 0 {

@@ -233,17 +233,17 @@ func TestWriterOnAPIServer(t *testing.T) {
 	t.Run("neither", func(t *testing.T) {
 		write(vs, t0)
 		write(vs, t0.Add(time.Minute))
-		if got := len(s.stored(t, WGPolicy)) + len(s.stored(t, OpenReports)); got != 0 {
+		if got := len(s.stored(t, WGPolicy())) + len(s.stored(t, OpenReports())); got != 0 {
 			t.Errorf("%d reports written without any report CRD", got)
 		}
 		wantLogs("without CRDs, two passes", map[string]int{wgAbsent: 1, openAbsent: 1, wgWriting: 0, openWrites: 0})
 	})
 
 	t.Run("only openreports.io", func(t *testing.T) {
-		s.install(t, OpenReports)
+		s.install(t, OpenReports())
 		write(vs, t0.Add(2*time.Minute))
-		wantReports(t, s, OpenReports, "openreports.io only")
-		if got := s.stored(t, WGPolicy); len(got) != 0 {
+		wantReports(t, s, OpenReports(), "openreports.io only")
+		if got := s.stored(t, WGPolicy()); len(got) != 0 {
 			t.Errorf("wgpolicyk8s.io reports %v without its CRDs", keysU(got))
 		}
 		wantLogs("openreports.io installed", map[string]int{wgAbsent: 1, openAbsent: 1, openWrites: 1})
@@ -251,10 +251,10 @@ func TestWriterOnAPIServer(t *testing.T) {
 
 	var both map[string]*unstructured.Unstructured
 	t.Run("both, the same results in each", func(t *testing.T) {
-		s.install(t, WGPolicy)
+		s.install(t, WGPolicy())
 		write(vs, t0.Add(3*time.Minute))
-		wg := wantReports(t, s, WGPolicy, "both")
-		open := wantReports(t, s, OpenReports, "both")
+		wg := wantReports(t, s, WGPolicy(), "both")
+		open := wantReports(t, s, OpenReports(), "both")
 		pairs := map[string]string{
 			describe(KindPolicyReport, "team-a", ReportName):  describe(KindReport, "team-a", ReportName),
 			describe(KindClusterPolicyReport, "", ReportName): describe(KindClusterReport, "", ReportName),
@@ -305,9 +305,9 @@ func TestWriterOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("only wgpolicyk8s.io", func(t *testing.T) {
-		s.uninstall(t, OpenReports)
+		s.uninstall(t, OpenReports())
 		write(vs, t0.Add(7*time.Minute))
-		wantReports(t, s, WGPolicy, "wgpolicyk8s.io only")
+		wantReports(t, s, WGPolicy(), "wgpolicyk8s.io only")
 		// The openreports.io CRDs went: said once more, as a change.
 		wantLogs("openreports.io uninstalled", map[string]int{wgAbsent: 1, openAbsent: 2, wgWriting: 1, openWrites: 1})
 		write(vs, t0.Add(8*time.Minute))
@@ -321,7 +321,7 @@ func TestWriterOnAPIServer(t *testing.T) {
 // does not fail the pass; once config/policyreport/rbac is applied, it
 // writes both.
 func TestWriterOneGroupForbidden(t *testing.T) {
-	s := startAPIServer(t, WGPolicy, OpenReports)
+	s := startAPIServer(t, WGPolicy(), OpenReports())
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "openreports-only"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{OpenReportsGroupVersion.Group}, Resources: []string{"reports", "clusterreports"},
@@ -357,8 +357,8 @@ func TestWriterOneGroupForbidden(t *testing.T) {
 	if err := w.Write(l.ctx(), vs, t0); err != nil {
 		t.Fatalf("Write with one group forbidden: %v", err)
 	}
-	wantReports(t, s, OpenReports, "wgpolicyk8s.io forbidden")
-	if got := s.stored(t, WGPolicy); len(got) != 0 {
+	wantReports(t, s, OpenReports(), "wgpolicyk8s.io forbidden")
+	if got := s.stored(t, WGPolicy()); len(got) != 0 {
 		t.Errorf("PolicyReports %v written without the RBAC for them", keysU(got))
 	}
 	if err := w.Write(l.ctx(), vs, t0); err != nil {
@@ -392,12 +392,12 @@ func TestWriterOneGroupForbidden(t *testing.T) {
 		if err := w.Write(l.ctx(), vs, t0.Add(time.Minute)); err != nil {
 			return false, err
 		}
-		return len(s.stored(t, WGPolicy)) == 2, nil
+		return len(s.stored(t, WGPolicy())) == 2, nil
 	}); err != nil {
 		t.Fatalf("with config/policyreport/rbac the writer never wrote the PolicyReports: %v", err)
 	}
-	wantReports(t, s, WGPolicy, "with config/policyreport/rbac")
-	wantReports(t, s, OpenReports, "with config/policyreport/rbac")
+	wantReports(t, s, WGPolicy(), "with config/policyreport/rbac")
+	wantReports(t, s, OpenReports(), "with config/policyreport/rbac")
 	if n := l.count("writing the background audit's violations as PolicyReports"); n != 1 {
 		t.Errorf("logged %d times that PolicyReports are written, want once", n)
 	}
@@ -407,7 +407,7 @@ func TestWriterOneGroupForbidden(t *testing.T) {
 		if err := w.Write(l.ctx(), nil, t0.Add(2*time.Minute)); err != nil {
 			return false, err
 		}
-		return len(s.stored(t, WGPolicy))+len(s.stored(t, OpenReports)) == 0, nil
+		return len(s.stored(t, WGPolicy()))+len(s.stored(t, OpenReports())) == 0, nil
 	}); err != nil {
 		t.Fatalf("with config/policyreport/rbac alone the writer never deleted the reports: %v", err)
 	}

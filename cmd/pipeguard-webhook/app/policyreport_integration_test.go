@@ -161,7 +161,7 @@ type storedReport struct {
 // listReports returns every wgpolicyk8s.io report of both kinds, whoever
 // wrote it, by namespace ("" for the ClusterPolicyReports).
 func listReports(ctx context.Context, c client.Client) (map[string][]storedReport, error) {
-	return listReportsOf(ctx, c, policyreport.WGPolicy)
+	return listReportsOf(ctx, c, policyreport.WGPolicy())
 }
 
 // listReportsOf returns every report of api, of both kinds, by namespace.
@@ -188,7 +188,7 @@ func listReportsOf(ctx context.Context, c client.Client, api policyreport.API) (
 // pollReports waits until the stored wgpolicyk8s.io reports satisfy ok.
 func pollReports(t *testing.T, c client.Client, what string, ok func(map[string][]storedReport) bool) map[string][]storedReport {
 	t.Helper()
-	return pollReportsOf(t, c, policyreport.WGPolicy, what, ok)
+	return pollReportsOf(t, c, policyreport.WGPolicy(), what, ok)
 }
 
 // pollReportsOf waits until the stored reports of api satisfy ok.
@@ -490,7 +490,7 @@ func TestOpenReports(t *testing.T) {
 		}
 		return len(m) == 3
 	}
-	open := pollReportsOf(t, c, policyreport.OpenReports, "openreports.io at start", complete)
+	open := pollReportsOf(t, c, policyreport.OpenReports(), "openreports.io at start", complete)
 	wg := pollReports(t, c, "wgpolicyk8s.io at start", complete)
 	for _, ns := range []string{"team-a", "team-b", ""} {
 		o, w := onlyReport(open, ns), onlyReport(wg, ns)
@@ -520,7 +520,7 @@ func TestOpenReports(t *testing.T) {
 	gone := func(m map[string][]storedReport) bool {
 		return len(m["team-a"]) == 0 && onlyReport(m, "team-b") != nil && onlyReport(m, "") != nil
 	}
-	pollReportsOf(t, c, policyreport.OpenReports, "openreports.io after labelling team-a", gone)
+	pollReportsOf(t, c, policyreport.OpenReports(), "openreports.io after labelling team-a", gone)
 	pollReports(t, c, "wgpolicyk8s.io after labelling team-a", gone)
 	if errs := rec.errorLines(); len(errs) > 0 {
 		t.Errorf("errors logged:\n%s", strings.Join(errs, "\n"))
