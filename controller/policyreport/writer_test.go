@@ -3,6 +3,7 @@ package policyreport
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -411,5 +412,43 @@ func TestWriterRestoresTamperedReports(t *testing.T) {
 		if len(res) != 1 || res[0].(map[string]any)["rule"] != "protected-pipe-mount" || res[0].(map[string]any)["result"] != "fail" || fail != 1 {
 			t.Errorf("%s report after the pass: results %v, summary.fail %d; want the one violation, fail 1", ns, res, fail)
 		}
+	}
+}
+
+// TestWriterOpenReportsSource: an openreports.io report says source
+// pipeguard at its top, and gets it back after an edit; the PolicyReports
+// next to it hold the same results.
+func TestWriterOpenReportsSource(t *testing.T) {
+	c := fakeClient(t, nil)
+	d := &discovery{kinds: []string{KindPolicyReport, KindClusterPolicyReport}, open: []string{KindReport, KindClusterReport}}
+	w := newWriter(t, c, d, Limits{})
+	vs := []Violation{podViolation("team-a", "bad", "deny")}
+	if err := w.Write(context.Background(), vs, t0); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(OpenReportsGroupVersion.WithKind(KindReport))
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: ReportName}, u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	u := get()
+	if u.Object["source"] != "pipeguard" {
+		t.Fatalf("Report team-a/pipeguard has source %v, want pipeguard", u.Object["source"])
+	}
+	if got, want := u.Object["results"], reports(t, c)["PolicyReport team-a/pipeguard"].Object["results"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("the Report's results %v differ from the PolicyReport's %v", got, want)
+	}
+	u.Object["source"] = "someone-else"
+	if err := c.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(context.Background(), vs, t0.Add(60e9)); err != nil {
+		t.Fatal(err)
+	}
+	if got := get().Object["source"]; got != "pipeguard" {
+		t.Errorf("after an edit and a pass, source %v, want pipeguard", got)
 	}
 }
