@@ -24,8 +24,7 @@
 // with that label are pipeguard's: a report whose namespace has no
 // violation any more is deleted, found by the label across namespaces, in
 // each API, and so is the cluster report once no cluster-scoped object
-// violates.
-// Only violations are reported: an object that admission would admit
+// violates. Only violations are reported: an object that admission would admit
 // without a message has no result (no "pass" results), so a report lists
 // what needs attention and its size follows the violations, not the
 // cluster.
@@ -67,15 +66,16 @@
 // A report is written only when its content changed: a result keeps the
 // timestamp of the report already stored for the same violation (the
 // earlier one where both APIs hold it, so that both say the same), so a
-// pass that finds the same violations issues no write. Reports are created and
-// updated with optimistic concurrency; labels and annotations that others
+// pass that finds the same violations issues no write. Reports are created
+// and updated with optimistic concurrency; labels and annotations that others
 // add are kept.
 //
 // # Size
 //
-// The bounds are the same in both APIs. A report lists at most [MaxResults] results and at most [MaxResultBytes]
-// of encoded results, and each message is cut at [MaxMessageLength], so
-// the API server never refuses a report for its size. The summary counts
+// The bounds are the same in both APIs. A report lists at most
+// [MaxResults] results and at most [MaxResultBytes] of encoded results,
+// and each message is cut at [MaxMessageLength], so the API server never
+// refuses a report for its size. The summary counts
 // every violation found, listed or not; the annotation
 // pipeguard.io/omitted-results says how many results were left out.
 //
