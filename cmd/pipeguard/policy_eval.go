@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeguard/pipeguard/controller/policyreport"
 )
 
 // outputInput is policy eval's -o input: the rego input document of each
@@ -23,6 +25,8 @@ type evalOptions struct {
 	namespace       string
 	output          string
 	policyReport    string
+	policyReportAPI string
+	reportAPI       policyreport.API // of policyReportAPI
 	cluster         clusterOptions
 
 	namespaceSet bool   // -n was given
@@ -73,7 +77,9 @@ namespace's objects (no PersistentVolumes), -A or no -n every object.
 
 --policy-report FILE (or - for standard output) writes the results as
 wgpolicyk8s.io/v1alpha2 PolicyReports, one per namespace, and a
-ClusterPolicyReport for cluster-scoped objects.
+ClusterPolicyReport for cluster-scoped objects; with
+--policy-report-api openreports.io/v1alpha1, as openreports.io Reports and
+a ClusterReport (Kyverno 1.15 and later).
 
 Exit code: 0 nothing denied, 1 something denied, 2 bad input.`,
 		Example: examples(name, `
@@ -112,6 +118,7 @@ Exit code: 0 nothing denied, 1 something denied, 2 bad input.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "`NAMESPACE` of the objects that name none; with --cluster, show only the objects of this namespace")
 	addOutputFlag(c, &o.output, "input prints the rego input document of each reviewed object, for writing rules", outputTable, outputJSON, outputYAML, outputInput)
 	f.StringVar(&o.policyReport, "policy-report", "", "write the results as wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport YAML to `FILE`, or to standard output (in place of the table) with -")
+	f.StringVar(&o.policyReportAPI, "policy-report-api", policyreport.WGPolicy().GroupVersion.String(), "the `API` of the reports --policy-report writes: "+reportAPINames())
 	o.cluster.addFlags(c)
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = c.MarkFlagDirname("kustomize")
@@ -130,6 +137,14 @@ func (o *evalOptions) validate(c *cobra.Command) error {
 	if o.policyReport != "" && o.output == outputInput {
 		return usageFailure("--policy-report writes results; -o input prints no results: leave out one of them")
 	}
+	if c.Flags().Changed("policy-report-api") && o.policyReport == "" {
+		return usageFailure("--policy-report-api says which API --policy-report writes: give --policy-report FILE too")
+	}
+	api, ok := reportAPI(o.policyReportAPI)
+	if !ok {
+		return usageFailure("--policy-report-api %q: choose %s", o.policyReportAPI, reportAPINames())
+	}
+	o.reportAPI = api
 	if o.policyReport == "-" && o.outputSet {
 		return usageFailure("--policy-report - writes the report to standard output in place of -o %s: leave out -o, or write the report to a file", o.output)
 	}
@@ -221,7 +236,7 @@ func (o *evalOptions) run(ctx context.Context, s streams) error {
 // policies that decided, for the report's pass results.
 func (o *evalOptions) print(s streams, results []evalResult, inForce []string) error {
 	if o.policyReport != "" {
-		if err := writePolicyReport(o.policyReport, s.Out, results, inForce); err != nil {
+		if err := writePolicyReport(o.reportAPI, o.policyReport, s.Out, results, inForce); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -20,13 +21,34 @@ import (
 // keeps.
 const policyReportName = "pipeguard-policy-eval"
 
-// reportObject is one PolicyReport or ClusterPolicyReport as written.
+// reportObject is one PolicyReport or ClusterPolicyReport (Report or
+// ClusterReport) as written.
 type reportObject struct {
 	APIVersion string                `json:"apiVersion"`
 	Kind       string                `json:"kind"`
 	Metadata   reportMeta            `json:"metadata"`
+	Source     string                `json:"source,omitempty"`
 	Summary    policyreport.Summary  `json:"summary"`
 	Results    []policyreport.Result `json:"results,omitempty"`
+}
+
+// reportAPI returns the report API named by its group version.
+func reportAPI(gv string) (policyreport.API, bool) {
+	for _, api := range policyreport.APIs() {
+		if api.GroupVersion.String() == gv {
+			return api, true
+		}
+	}
+	return policyreport.API{}, false
+}
+
+// reportAPINames lists the report APIs for the messages.
+func reportAPINames() string {
+	var names []string
+	for _, api := range policyreport.APIs() {
+		names = append(names, api.GroupVersion.String())
+	}
+	return strings.Join(names, " or ")
 }
 
 type reportMeta struct {
@@ -39,9 +61,9 @@ type reportMeta struct {
 // violation and policy (the built-in default for a violation that names
 // none). An object admitted with nothing to report gets a pass result for
 // each policy in inForce, as kyverno apply --policy-report lists passes.
-// Objects that are not reviewed are left out. One report per namespace,
-// the ClusterPolicyReport (cluster-scoped objects) first.
-func policyReports(results []evalResult, inForce []string, now time.Time) []reportObject {
+// Objects that are not reviewed are left out. One report of api per
+// namespace, the cluster report (cluster-scoped objects) first.
+func policyReports(api policyreport.API, results []evalResult, inForce []string, now time.Time) []reportObject {
 	var violations []policyreport.Violation
 	type pass struct {
 		ns  string
@@ -82,9 +104,10 @@ func policyReports(results []evalResult, inForce []string, now time.Time) []repo
 	for _, ns := range namespaces {
 		rep := reports[ns]
 		out = append(out, reportObject{
-			APIVersion: policyreport.GroupVersion.String(),
-			Kind:       rep.Kind(),
+			APIVersion: api.GroupVersion.String(),
+			Kind:       api.KindOf(rep),
 			Metadata:   reportMeta{Name: policyReportName, Namespace: ns},
+			Source:     api.ReportSource,
 			Summary:    rep.Summary,
 			Results:    rep.Results,
 		})
@@ -92,11 +115,11 @@ func policyReports(results []evalResult, inForce []string, now time.Time) []repo
 	return out
 }
 
-// writePolicyReport writes the reports of results as a YAML stream to
-// the file path, or to stdout when path is "-".
-func writePolicyReport(path string, stdout io.Writer, results []evalResult, inForce []string) error {
+// writePolicyReport writes the reports of results, in api, as a YAML
+// stream to the file path, or to stdout when path is "-".
+func writePolicyReport(api policyreport.API, path string, stdout io.Writer, results []evalResult, inForce []string) error {
 	var buf bytes.Buffer
-	for i, rep := range policyReports(results, inForce, time.Now()) {
+	for i, rep := range policyReports(api, results, inForce, time.Now()) {
 		if i > 0 {
 			buf.WriteString("---\n")
 		}

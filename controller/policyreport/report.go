@@ -39,7 +39,8 @@ const (
 	MaxMessageLength = limits.Message
 )
 
-// Result values of the v1alpha2 format that pipeguard writes.
+// Result values of the format that pipeguard writes (wgpolicyk8s.io
+// v1alpha2 and openreports.io v1alpha1 share them).
 const (
 	ResultFail = "fail"
 	ResultWarn = "warn"
@@ -53,10 +54,10 @@ const (
 	ResultPass = "pass"
 )
 
-// GroupVersion is the API of the reports.
+// GroupVersion is the API of the wgpolicyk8s.io reports ([WGPolicy]).
 var GroupVersion = schema.GroupVersion{Group: "wgpolicyk8s.io", Version: "v1alpha2"}
 
-// Kinds of the reports.
+// Kinds of the wgpolicyk8s.io reports.
 const (
 	KindPolicyReport        = "PolicyReport"
 	KindClusterPolicyReport = "ClusterPolicyReport"
@@ -151,7 +152,8 @@ type Report struct {
 	Omitted int
 }
 
-// Kind returns the report's kind.
+// Kind returns the report's kind in wgpolicyk8s.io/v1alpha2; see
+// API.KindOf for the others.
 func (r *Report) Kind() string {
 	if r.Namespace == "" {
 		return KindClusterPolicyReport
@@ -239,11 +241,21 @@ func identity(r Result) string {
 // timestamp and its report is not rewritten.
 type Stamps map[string]Timestamp
 
-// Remember records the timestamps of rs.
+// Remember records the timestamps of rs. Where reports of two APIs hold
+// the same violation, the earlier timestamp is kept, so that both say when
+// it was first found.
 func (s Stamps) Remember(rs []Result) {
 	for _, r := range rs {
-		s[identity(r)] = r.Timestamp
+		id := identity(r)
+		if old, ok := s[id]; ok && !before(r.Timestamp, old) {
+			continue
+		}
+		s[id] = r.Timestamp
 	}
+}
+
+func before(a, b Timestamp) bool {
+	return a.Seconds < b.Seconds || (a.Seconds == b.Seconds && a.Nanos < b.Nanos)
 }
 
 // Build groups violations into reports by namespace ("" for the cluster
@@ -304,6 +316,8 @@ type Stored struct {
 	Results []Result
 	// Omitted is the value of OmittedAnnotation, empty when absent.
 	Omitted string
+	// Source is the report's top-level source, where its API has one.
+	Source string
 }
 
 // Plan is what one pass writes: reports to create, to update (with the
@@ -320,18 +334,18 @@ type Update struct {
 	Stored Key
 }
 
-// MakePlan compares the wanted reports with the stored ones (pipeguard's,
-// found by their label): a wanted report that is not stored is created; a
-// stored one whose content differs is updated; an identical one is left
-// alone; every stored report that is not wanted (its namespace has no
-// violation left, or it bears another name) is deleted.
-func MakePlan(want map[string]*Report, stored []Stored) Plan {
+// MakePlan compares the wanted reports with the stored ones of api
+// (pipeguard's, found by their label): a wanted report that is not stored
+// is created; a stored one whose content differs is updated; an identical
+// one is left alone; every stored report that is not wanted (its namespace
+// has no violation left, or it bears another name) is deleted.
+func MakePlan(api API, want map[string]*Report, stored []Stored) Plan {
 	var p Plan
 	have := map[string]*Stored{}
 	for i := range stored {
 		s := &stored[i]
 		w, ok := want[s.Namespace]
-		if !ok || s.Name != ReportName || s.Kind != w.Kind() {
+		if !ok || s.Name != ReportName || s.Kind != api.KindOf(w) {
 			p.Delete = append(p.Delete, s.Key)
 			continue
 		}
@@ -348,7 +362,7 @@ func MakePlan(want map[string]*Report, stored []Stored) Plan {
 		switch {
 		case !ok:
 			p.Create = append(p.Create, w)
-		case !same(w, s):
+		case !same(w, s) || s.Source != api.ReportSource:
 			p.Update = append(p.Update, Update{Report: w, Stored: s.Key})
 		}
 	}

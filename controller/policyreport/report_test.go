@@ -169,7 +169,7 @@ func TestStampsKeepTimestamps(t *testing.T) {
 		t.Errorf("changed violation: timestamp %+v, want the new pass's %d", second.Results[1].Timestamp, later.Unix())
 	}
 	again := Build([]Violation{podViolation("team-a", "bad", "deny"), podViolation("team-a", "other", "deny")}, later, stamps, Limits{})
-	plan := MakePlan(again, []Stored{{Key: Key{KindPolicyReport, "team-a", ReportName}, Summary: first.Summary, Results: first.Results}})
+	plan := MakePlan(WGPolicy(), again, []Stored{{Key: Key{KindPolicyReport, "team-a", ReportName}, Summary: first.Summary, Results: first.Results}})
 	if len(plan.Create)+len(plan.Update)+len(plan.Delete) != 0 {
 		t.Errorf("the same violations an hour later must write nothing: %+v", plan)
 	}
@@ -194,7 +194,7 @@ func TestMakePlan(t *testing.T) {
 		return s
 	}
 	oldChanged := Build([]Violation{podViolation("changed", "bad", "deny")}, t0, nil, Limits{})["changed"]
-	plan := MakePlan(want, []Stored{
+	plan := MakePlan(WGPolicy(), want, []Stored{
 		stored("same", want["same"]),
 		stored("changed", oldChanged),
 		stored("gone", nil),                                      // violations gone: delete
@@ -224,7 +224,7 @@ func TestMakePlan(t *testing.T) {
 	}
 
 	// No violation anywhere: every stored report goes, the cluster's too.
-	plan = MakePlan(nil, []Stored{stored("a", nil), stored("", nil)})
+	plan = MakePlan(WGPolicy(), nil, []Stored{stored("a", nil), stored("", nil)})
 	if len(plan.Delete) != 2 || len(plan.Create)+len(plan.Update) != 0 {
 		t.Errorf("no violations: %+v", plan)
 	}
@@ -233,7 +233,7 @@ func TestMakePlan(t *testing.T) {
 	capped := Build([]Violation{podViolation("a", "x", "deny"), podViolation("a", "y", "deny")}, t0, nil, Limits{Results: 1})
 	s := stored("a", capped["a"])
 	s.Omitted = ""
-	if plan := MakePlan(capped, []Stored{s}); len(plan.Update) != 1 {
+	if plan := MakePlan(WGPolicy(), capped, []Stored{s}); len(plan.Update) != 1 {
 		t.Errorf("a stored report without the omitted annotation must be updated: %+v", plan)
 	}
 }

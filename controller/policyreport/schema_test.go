@@ -16,14 +16,17 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// crdDir is where config/policyreport keeps the CRDs.
-const crdDir = "../../config/policyreport/crds"
+// crdDirs are where config/policyreport keeps the CRDs of each API.
+var crdDirs = map[string]string{
+	GroupVersion.Group:            "../../config/policyreport/crds",
+	OpenReportsGroupVersion.Group: "../../config/policyreport/openreports/crds",
+}
 
 // loadCRD reads one CRD of config/policyreport as the API server would
 // hold it.
-func loadCRD(t *testing.T, file string) *apiextensions.CustomResourceDefinition {
+func loadCRD(t *testing.T, api API, file string) *apiextensions.CustomResourceDefinition {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(crdDir, file))
+	raw, err := os.ReadFile(filepath.Join(crdDirs[api.GroupVersion.Group], file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,14 +39,15 @@ func loadCRD(t *testing.T, file string) *apiextensions.CustomResourceDefinition 
 	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&v1, &crd, nil); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	crd.Status.StoredVersions = []string{GroupVersion.Version}
+	crd.Status.StoredVersions = []string{api.GroupVersion.Version}
 	return &crd
 }
 
-// TestCRDsHoldWhatTheWriterWrites: the CRDs of config/policyreport are
-// valid, structural, serve v1alpha2, and keep every field the writer
-// writes: nothing is pruned (the API server would drop it silently) and
-// nothing fails validation.
+// TestCRDsHoldWhatTheWriterWrites: the CRDs of config/policyreport
+// (wgpolicyk8s.io) and config/policyreport/openreports (openreports.io)
+// are valid, structural, serve their one version, and keep every field the
+// writer writes: nothing is pruned (the API server would drop it silently)
+// and nothing fails validation.
 func TestCRDsHoldWhatTheWriterWrites(t *testing.T) {
 	pv := Violation{APIVersion: "v1", Kind: "PersistentVolume", Name: "pipe-pv", UID: "uid-pv", Policy: "pipeguard-default",
 		Rule: "protected-pipe-pv", Action: "deny", Message: "m", Pipe: "csi-proxy-disk-v1"}
@@ -52,22 +56,26 @@ func TestCRDsHoldWhatTheWriterWrites(t *testing.T) {
 		podViolation("team-a", "omitted", "deny"), pv,
 	}, t0, nil, Limits{Results: 3})
 	for file, tc := range map[string]struct {
+		api             API
 		kind, namespace string
 		scope           apiextensions.ResourceScope
 	}{
-		"wgpolicyk8s.io_policyreports.yaml":        {KindPolicyReport, "team-a", apiextensions.NamespaceScoped},
-		"wgpolicyk8s.io_clusterpolicyreports.yaml": {KindClusterPolicyReport, "", apiextensions.ClusterScoped},
+		"wgpolicyk8s.io_policyreports.yaml":        {WGPolicy(), KindPolicyReport, "team-a", apiextensions.NamespaceScoped},
+		"wgpolicyk8s.io_clusterpolicyreports.yaml": {WGPolicy(), KindClusterPolicyReport, "", apiextensions.ClusterScoped},
+		"openreports.io_reports.yaml":              {OpenReports(), KindReport, "team-a", apiextensions.NamespaceScoped},
+		"openreports.io_clusterreports.yaml":       {OpenReports(), KindClusterReport, "", apiextensions.ClusterScoped},
 	} {
-		t.Run(tc.kind, func(t *testing.T) {
-			crd := loadCRD(t, file)
+		gv := tc.api.GroupVersion
+		t.Run(gv.Group+"/"+tc.kind, func(t *testing.T) {
+			crd := loadCRD(t, tc.api, file)
 			if errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), crd); len(errs) > 0 {
 				t.Fatalf("%s is not a valid CRD: %v", file, errs.ToAggregate())
 			}
-			if crd.Spec.Group != GroupVersion.Group || crd.Spec.Names.Kind != tc.kind || crd.Spec.Scope != tc.scope {
-				t.Fatalf("%s defines %s %s (%s), want %s %s (%s)", file, crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Scope, GroupVersion.Group, tc.kind, tc.scope)
+			if crd.Spec.Group != gv.Group || crd.Spec.Names.Kind != tc.kind || crd.Spec.Scope != tc.scope {
+				t.Fatalf("%s defines %s %s (%s), want %s %s (%s)", file, crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Scope, gv.Group, tc.kind, tc.scope)
 			}
-			if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version || !crd.Spec.Versions[0].Served || !crd.Spec.Versions[0].Storage {
-				t.Fatalf("%s versions %+v, want %s served and stored", file, crd.Spec.Versions, GroupVersion.Version)
+			if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != gv.Version || !crd.Spec.Versions[0].Served || !crd.Spec.Versions[0].Storage {
+				t.Fatalf("%s versions %+v, want %s served and stored", file, crd.Spec.Versions, gv.Version)
 			}
 			v := crd.Spec.Versions[0]
 			// The internal form holds a schema and columns that every
@@ -102,9 +110,15 @@ func TestCRDsHoldWhatTheWriterWrites(t *testing.T) {
 			if len(rep.Results) == 0 {
 				t.Fatalf("no results to check for %q", tc.namespace)
 			}
-			u, err := newObject(rep)
+			u, err := newObject(tc.api, rep)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if u.GetKind() != tc.kind {
+				t.Fatalf("the writer writes kind %s into %s", u.GetKind(), file)
+			}
+			if got, _ := u.Object["source"].(string); got != tc.api.ReportSource {
+				t.Errorf("the report's source %q, want %q", got, tc.api.ReportSource)
 			}
 			obj := runtime.DeepCopyJSON(u.Object)
 			obj["metadata"] = map[string]any{"name": u.GetName(), "namespace": u.GetNamespace(), "labels": map[string]any{ManagedByLabel: ManagedBy}}
@@ -126,6 +140,24 @@ func TestCRDsHoldWhatTheWriterWrites(t *testing.T) {
 			bad["results"].([]any)[0].(map[string]any)["result"] = "failed"
 			if errs := validation.ValidateCustomResource(nil, bad, validator); len(errs) == 0 {
 				t.Error("a result \"failed\" passed the schema")
+			}
+
+			// What other producers write into the same CRDs is kept too:
+			// scope, and, in openreports.io, the configuration.
+			full := runtime.DeepCopyJSON(obj)
+			full["scope"] = map[string]any{"apiVersion": "v1", "kind": "Namespace", "name": "team-a"}
+			if tc.api == OpenReports() {
+				full["configuration"] = map[string]any{"limits": map[string]any{"maxResults": int64(MaxResults), "statusFilter": []any{"fail", "warn"}}}
+			}
+			if pruned := pruning.PruneWithOptions(full, s, true, opts); len(pruned) > 0 {
+				t.Errorf("the API server would drop fields of the %s format: %v", gv, pruned)
+			}
+			if tc.api == OpenReports() {
+				bad := runtime.DeepCopyJSON(full)
+				bad["configuration"] = map[string]any{"limits": map[string]any{"statusFilter": []any{"failed"}}}
+				if errs := validation.ValidateCustomResource(nil, bad, validator); len(errs) == 0 {
+					t.Error("a statusFilter \"failed\" passed the schema")
+				}
 			}
 		})
 	}

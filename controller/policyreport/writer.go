@@ -28,21 +28,24 @@ type Options struct {
 	// unstructured objects must reach the API server, not a cache
 	// (controller-runtime's default).
 	Client client.Client
-	// Discovery asks, on every pass, whether the report CRDs are
-	// installed.
+	// Discovery asks, on every pass, whether the report CRDs of each API
+	// are installed.
 	Discovery Discovery
 	// Limits bound each report; zero fields take the defaults.
 	Limits Limits
 }
 
-// Writer writes the audit's violations as PolicyReports and a
-// ClusterPolicyReport. It is safe for concurrent use; passes are
+// Writer writes the audit's violations as reports of every API of APIs
+// that the API server serves: PolicyReports and a ClusterPolicyReport,
+// Reports and a ClusterReport. It is safe for concurrent use; passes are
 // serialized.
 type Writer struct {
 	opts Options
 
-	mu    sync.Mutex
-	state string // what the latest pass logged about the CRDs and RBAC
+	mu sync.Mutex
+	// state holds, by group, what the latest pass logged about the CRDs
+	// and RBAC of that group.
+	state map[string]string
 }
 
 // NewWriter returns a Writer.
@@ -50,53 +53,97 @@ func NewWriter(opts Options) (*Writer, error) {
 	if opts.Client == nil || opts.Discovery == nil {
 		return nil, errors.New("policyreport: Options.Client and Options.Discovery are required")
 	}
-	return &Writer{opts: opts}, nil
+	return &Writer{opts: opts, state: map[string]string{}}, nil
 }
 
-// States of the writer, logged once each time they change.
+// States of the writer for one API, logged once each time they change.
 const (
 	stateWriting   = "writing"
 	stateAbsent    = "absent"
 	stateForbidden = "forbidden"
 )
 
-// Write makes the stored reports hold violations, found at the time at:
-// it creates, updates and deletes pipeguard's reports so that exactly the
-// namespaces with violations (and the cluster, for cluster-scoped objects)
-// have one. When the report CRDs are not installed it writes nothing and
-// returns nil. The error joins every write that failed; the others are
-// done.
+// target is one API that a pass writes, with its stored reports.
+type target struct {
+	api    API
+	stored []Stored
+	objs   map[Key]*unstructured.Unstructured
+}
+
+// Write makes the stored reports of every API the API server serves hold
+// violations, found at the time at: it creates, updates and deletes
+// pipeguard's reports so that exactly the namespaces with violations (and
+// the cluster, for cluster-scoped objects) have one, with the same content
+// in each API. An API whose CRDs are not installed, or that pipeguard may
+// not list, is left out and does not stop the others; with none, Write
+// writes nothing and returns nil. The error joins every request that
+// failed; the others are done.
 func (w *Writer) Write(ctx context.Context, violations []Violation, at time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	log := logr.FromContextOrDiscard(ctx).WithName("policyreport")
-	missing, err := w.missingKinds()
+	var errs []error
+	var targets []target
+	for _, api := range APIs() {
+		t, ok, err := w.target(ctx, log, api)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return errors.Join(errs...)
+	}
+	// One content for every API: a violation keeps the earliest timestamp
+	// any of them stored.
+	stamps := Stamps{}
+	for _, t := range targets {
+		for _, s := range t.stored {
+			stamps.Remember(s.Results)
+		}
+	}
+	want := Build(violations, at, stamps, w.opts.Limits)
+	for _, t := range targets {
+		errs = append(errs, w.apply(ctx, log, t, MakePlan(t.api, want, t.stored))...)
+	}
+	return errors.Join(errs...)
+}
+
+// target asks whether the API server serves api and lists pipeguard's
+// reports of api; ok is false when the pass must leave api out, which it
+// logs when that changes.
+func (w *Writer) target(ctx context.Context, log logr.Logger, api API) (target, bool, error) {
+	gv := api.GroupVersion.String()
+	missing, err := w.missingKinds(api)
 	if err != nil {
-		return err
+		return target{}, false, err
 	}
 	if len(missing) > 0 {
-		w.setState(log, stateAbsent, "not writing PolicyReports: the API server does not serve them; install config/policyreport to get them",
-			"groupVersion", GroupVersion.String(), "missing", missing)
-		return nil
+		w.setState(log, api, stateAbsent, fmt.Sprintf("not writing %s: the API server does not serve them; install %s to get them", api.Noun, api.Install),
+			"groupVersion", gv, "missing", missing)
+		return target{}, false, nil
 	}
-	stored, objs, err := w.stored(ctx)
+	stored, objs, err := w.stored(ctx, api)
 	if apierrors.IsForbidden(err) {
-		w.setState(log, stateForbidden, "not writing PolicyReports: the report CRDs are installed but pipeguard-webhook may not list them; apply config/policyreport/rbac",
-			"error", err.Error())
-		return nil
+		w.setState(log, api, stateForbidden, fmt.Sprintf("not writing %s: the report CRDs are installed but pipeguard-webhook may not list them; apply config/policyreport/rbac", api.Noun),
+			"groupVersion", gv, "error", err.Error())
+		return target{}, false, nil
 	}
 	if err != nil {
-		return err
+		return target{}, false, err
 	}
-	w.setState(log, stateWriting, "writing the background audit's violations as PolicyReports", "groupVersion", GroupVersion.String())
-	stamps := Stamps{}
-	for _, s := range stored {
-		stamps.Remember(s.Results)
-	}
-	plan := MakePlan(Build(violations, at, stamps, w.opts.Limits), stored)
+	w.setState(log, api, stateWriting, "writing the background audit's violations as "+api.Noun, "groupVersion", gv)
+	return target{api: api, stored: stored, objs: objs}, true, nil
+}
+
+// apply carries out the plan of one API and returns the requests that
+// failed.
+func (w *Writer) apply(ctx context.Context, log logr.Logger, t target, plan Plan) []error {
 	var errs []error
 	for _, r := range plan.Create {
-		u, err := newObject(r)
+		u, err := newObject(t.api, r)
 		if err == nil {
 			err = w.opts.Client.Create(ctx, u)
 		}
@@ -104,12 +151,12 @@ func (w *Writer) Write(ctx context.Context, violations []Violation, at time.Time
 			err = fmt.Errorf("it exists without the label %s=%s, so it is not pipeguard's and is left alone; delete it, or label it so that pipeguard owns it", ManagedByLabel, ManagedBy)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("policyreport: creating %s: %w", describe(r.Kind(), r.Namespace, ReportName), err))
+			errs = append(errs, fmt.Errorf("policyreport: creating %s: %w", describe(t.api.KindOf(r), r.Namespace, ReportName), err))
 		}
 	}
 	for _, up := range plan.Update {
-		u := objs[up.Stored]
-		err := setContent(u, up.Report)
+		u := t.objs[up.Stored]
+		err := setContent(t.api, u, up.Report)
 		if err == nil {
 			err = w.opts.Client.Update(ctx, u)
 		}
@@ -118,37 +165,38 @@ func (w *Writer) Write(ctx context.Context, violations []Violation, at time.Time
 		}
 	}
 	for _, k := range plan.Delete {
-		u := objs[k]
+		u := t.objs[k]
 		if err := w.opts.Client.Delete(ctx, u, client.Preconditions{UID: ptr(u.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("policyreport: deleting %s, which reports violations that are gone: %w; the next pass tries again", describe(k.Kind, k.Namespace, k.Name), err))
 		}
 	}
 	if n := len(plan.Create) + len(plan.Update) + len(plan.Delete); n > 0 {
-		log.V(1).Info("reports written", "created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
+		log.V(1).Info("reports written", "groupVersion", t.api.GroupVersion.String(), "created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// setState logs msg when the writer's state changes to state.
-func (w *Writer) setState(log logr.Logger, state, msg string, kv ...any) {
-	if w.state == state {
+// setState logs msg when the state of api changes to state.
+func (w *Writer) setState(log logr.Logger, api API, state, msg string, kv ...any) {
+	if w.state[api.GroupVersion.Group] == state {
 		return
 	}
-	w.state = state
+	w.state[api.GroupVersion.Group] = state
 	log.Info(msg, kv...)
 }
 
-// missingKinds returns the report kinds the API server does not serve.
-func (w *Writer) missingKinds() ([]string, error) {
-	all := []string{KindPolicyReport, KindClusterPolicyReport}
-	list, err := w.opts.Discovery.ServerResourcesForGroupVersion(GroupVersion.String())
+// missingKinds returns the report kinds of api the API server does not
+// serve.
+func (w *Writer) missingKinds(api API) ([]string, error) {
+	all := api.Kinds()
+	list, err := w.opts.Discovery.ServerResourcesForGroupVersion(api.GroupVersion.String())
 	if apierrors.IsNotFound(err) {
 		return all, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("policyreport: asking the API server whether it serves %s: %w; the next pass asks again", GroupVersion, err)
+		return nil, fmt.Errorf("policyreport: asking the API server whether it serves %s: %w; the next pass asks again", api.GroupVersion, err)
 	}
 	var missing []string
 	for _, k := range all {
@@ -159,18 +207,19 @@ func (w *Writer) missingKinds() ([]string, error) {
 	return missing, nil
 }
 
-// stored lists pipeguard's reports of both kinds, in every namespace.
-func (w *Writer) stored(ctx context.Context) ([]Stored, map[Key]*unstructured.Unstructured, error) {
+// stored lists pipeguard's reports of both kinds of api, in every
+// namespace.
+func (w *Writer) stored(ctx context.Context, api API) ([]Stored, map[Key]*unstructured.Unstructured, error) {
 	var out []Stored
 	objs := map[Key]*unstructured.Unstructured{}
-	for _, kind := range []string{KindPolicyReport, KindClusterPolicyReport} {
+	for _, kind := range api.Kinds() {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(GroupVersion.WithKind(kind + "List"))
+		list.SetGroupVersionKind(api.GroupVersion.WithKind(kind + "List"))
 		if err := w.opts.Client.List(ctx, list, client.MatchingLabels{ManagedByLabel: ManagedBy}); err != nil {
 			if apierrors.IsForbidden(err) {
 				return nil, nil, err
 			}
-			return nil, nil, fmt.Errorf("policyreport: listing %ss labelled %s=%s: %w; the next pass tries again", kind, ManagedByLabel, ManagedBy, err)
+			return nil, nil, fmt.Errorf("policyreport: listing %s %ss labelled %s=%s: %w; the next pass tries again", api.GroupVersion.Group, kind, ManagedByLabel, ManagedBy, err)
 		}
 		for i := range list.Items {
 			u := &list.Items[i]
@@ -193,6 +242,7 @@ type content struct {
 // rewritten.
 func storedOf(kind string, u *unstructured.Unstructured) Stored {
 	s := Stored{Key: Key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}, Omitted: u.GetAnnotations()[OmittedAnnotation]}
+	s.Source, _ = u.Object["source"].(string)
 	var c content
 	part := map[string]any{}
 	for _, f := range []string{"summary", "results"} {
@@ -208,18 +258,18 @@ func storedOf(kind string, u *unstructured.Unstructured) Stored {
 	return s
 }
 
-// newObject returns the object of a new report.
-func newObject(r *Report) (*unstructured.Unstructured, error) {
+// newObject returns the object of a new report of api.
+func newObject(api API, r *Report) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(GroupVersion.WithKind(r.Kind()))
+	u.SetGroupVersionKind(api.GroupVersion.WithKind(api.KindOf(r)))
 	u.SetNamespace(r.Namespace)
 	u.SetName(ReportName)
-	return u, setContent(u, r)
+	return u, setContent(api, u, r)
 }
 
-// setContent writes r into u, keeping the labels and annotations others
-// set.
-func setContent(u *unstructured.Unstructured, r *Report) error {
+// setContent writes r into u, a report of api, keeping the labels and
+// annotations others set.
+func setContent(api API, u *unstructured.Unstructured, r *Report) error {
 	labels := u.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -242,6 +292,11 @@ func setContent(u *unstructured.Unstructured, r *Report) error {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&content{Summary: r.Summary, Results: r.Results})
 	if err != nil {
 		return fmt.Errorf("encoding the report: %w", err)
+	}
+	if api.ReportSource != "" {
+		u.Object["source"] = api.ReportSource
+	} else {
+		delete(u.Object, "source")
 	}
 	u.Object["summary"] = m["summary"]
 	if res, ok := m["results"]; ok {

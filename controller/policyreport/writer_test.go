@@ -3,6 +3,7 @@ package policyreport
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -20,23 +21,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// discovery answers like an API server with or without the CRDs.
+// discovery answers like an API server with or without the CRDs: kinds
+// are the wgpolicyk8s.io kinds it serves, open the openreports.io ones.
 type discovery struct {
-	kinds []string
-	err   error
-	calls int
+	kinds, open []string
+	err         error
+	errs        map[string]error // by group version
+	calls       map[string]int
 }
 
 func (d *discovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
-	d.calls++
+	if d.calls == nil {
+		d.calls = map[string]int{}
+	}
+	d.calls[gv]++
 	if d.err != nil {
 		return nil, d.err
 	}
-	if gv != GroupVersion.String() || len(d.kinds) == 0 {
+	if err := d.errs[gv]; err != nil {
+		return nil, err
+	}
+	kinds := d.kinds
+	if gv == OpenReportsGroupVersion.String() {
+		kinds = d.open
+	} else if gv != GroupVersion.String() {
+		kinds = nil
+	}
+	if len(kinds) == 0 {
 		return nil, apierrors.NewNotFound(schema.GroupResource{}, gv)
 	}
 	l := &metav1.APIResourceList{GroupVersion: gv}
-	for _, k := range d.kinds {
+	for _, k := range kinds {
 		l.APIResources = append(l.APIResources, metav1.APIResource{Kind: k, Name: strings.ToLower(k) + "s"})
 	}
 	return l, nil
@@ -70,9 +85,11 @@ func (l *logs) count(sub string) int {
 
 func fakeClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	t.Helper()
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{GroupVersion})
-	mapper.Add(GroupVersion.WithKind(KindPolicyReport), meta.RESTScopeNamespace)
-	mapper.Add(GroupVersion.WithKind(KindClusterPolicyReport), meta.RESTScopeRoot)
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{GroupVersion, OpenReportsGroupVersion})
+	for _, api := range APIs() {
+		mapper.Add(api.GroupVersion.WithKind(api.Namespaced), meta.RESTScopeNamespace)
+		mapper.Add(api.GroupVersion.WithKind(api.Cluster), meta.RESTScopeRoot)
+	}
 	b := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithRESTMapper(mapper).WithObjects(objs...)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
@@ -140,10 +157,12 @@ func TestWriterWithoutCRDs(t *testing.T) {
 			if writes != 0 {
 				t.Errorf("%d requests for reports the API server does not serve", writes)
 			}
-			if d.calls != 3 {
-				t.Errorf("discovery asked %d times in 3 passes, want once per pass", d.calls)
+			for _, gv := range []string{"wgpolicyk8s.io/v1alpha2", "openreports.io/v1alpha1"} {
+				if d.calls[gv] != 3 {
+					t.Errorf("discovery asked for %s %d times in 3 passes, want once per pass", gv, d.calls[gv])
+				}
 			}
-			if n := l.count("install config/policyreport"); n != 1 {
+			if n := l.count("install config/policyreport to get them"); n != 1 {
 				t.Errorf("logged the missing CRDs %d times in 3 passes, want once: %q", n, l.lines)
 			}
 		})
@@ -155,6 +174,22 @@ func TestWriterDiscoveryError(t *testing.T) {
 	err := w.Write(context.Background(), nil, t0)
 	if err == nil || !strings.Contains(err.Error(), "wgpolicyk8s.io/v1alpha2") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("Write when discovery fails: %v; want an error naming the group version and the cause", err)
+	}
+}
+
+// TestWriterOneDiscoveryFails: when discovery fails for one group, the
+// other is still written, and the error names the group that failed.
+func TestWriterOneDiscoveryFails(t *testing.T) {
+	c := fakeClient(t, nil)
+	d := &discovery{kinds: []string{KindPolicyReport, KindClusterPolicyReport}, open: []string{KindReport, KindClusterReport},
+		errs: map[string]error{"openreports.io/v1alpha1": errors.New("connection reset")}}
+	w := newWriter(t, c, d, Limits{})
+	err := w.Write(context.Background(), []Violation{podViolation("team-a", "bad", "deny")}, t0)
+	if err == nil || !strings.Contains(err.Error(), "asking the API server whether it serves openreports.io/v1alpha1") || !strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "wgpolicyk8s") {
+		t.Errorf("Write when discovery of openreports.io fails: %v; want an error naming that group and the cause only", err)
+	}
+	if got := reports(t, c); got["PolicyReport team-a/pipeguard"] == nil {
+		t.Errorf("a failure of one group stopped the other: reports %v", keysU(got))
 	}
 }
 
@@ -377,5 +412,43 @@ func TestWriterRestoresTamperedReports(t *testing.T) {
 		if len(res) != 1 || res[0].(map[string]any)["rule"] != "protected-pipe-mount" || res[0].(map[string]any)["result"] != "fail" || fail != 1 {
 			t.Errorf("%s report after the pass: results %v, summary.fail %d; want the one violation, fail 1", ns, res, fail)
 		}
+	}
+}
+
+// TestWriterOpenReportsSource: an openreports.io report says source
+// pipeguard at its top, and gets it back after an edit; the PolicyReports
+// next to it hold the same results.
+func TestWriterOpenReportsSource(t *testing.T) {
+	c := fakeClient(t, nil)
+	d := &discovery{kinds: []string{KindPolicyReport, KindClusterPolicyReport}, open: []string{KindReport, KindClusterReport}}
+	w := newWriter(t, c, d, Limits{})
+	vs := []Violation{podViolation("team-a", "bad", "deny")}
+	if err := w.Write(context.Background(), vs, t0); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(OpenReportsGroupVersion.WithKind(KindReport))
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: ReportName}, u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	u := get()
+	if u.Object["source"] != "pipeguard" {
+		t.Fatalf("Report team-a/pipeguard has source %v, want pipeguard", u.Object["source"])
+	}
+	if got, want := u.Object["results"], reports(t, c)["PolicyReport team-a/pipeguard"].Object["results"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("the Report's results %v differ from the PolicyReport's %v", got, want)
+	}
+	u.Object["source"] = "someone-else"
+	if err := c.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(context.Background(), vs, t0.Add(60e9)); err != nil {
+		t.Fatal(err)
+	}
+	if got := get().Object["source"]; got != "pipeguard" {
+		t.Errorf("after an edit and a pass, source %v, want pipeguard", got)
 	}
 }

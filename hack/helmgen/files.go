@@ -97,6 +97,10 @@ prometheus:
 policyReport:
   enabled: false
 
+%[12]s
+openReports:
+  enabled: false
+
 %[9]s
 agent:
   enabled: false
@@ -109,7 +113,7 @@ agent:
     pullPolicy: %[11]s
 `, header, render.WebhookRepository, d.PullPolicy, d.Replicas, d.FailurePolicy,
 		comment(toggles[tCertManager].Doc), comment(toggles[tPrometheus].Doc), comment(toggles[tPolicyReport].Doc), comment(toggles[tAgent].Doc),
-		render.AgentRepository, d.AgentPullPolicy)
+		render.AgentRepository, d.AgentPullPolicy, comment(toggles[tOpenReports].Doc))
 }
 
 // valuesSchema is values.schema.json: Helm refuses values that do not fit
@@ -153,6 +157,7 @@ func valuesSchema(d defaults) map[string]any {
 			"certManager":  toggle(tCertManager),
 			"prometheus":   toggle(tPrometheus),
 			"policyReport": toggle(tPolicyReport),
+			"openReports":  toggle(tOpenReports),
 			"agent":        agent,
 		},
 	}
@@ -231,6 +236,7 @@ func readme(d defaults) string {
 	row("certManager.enabled", "false", toggles[tCertManager].Doc)
 	row("prometheus.enabled", "false", toggles[tPrometheus].Doc)
 	row("policyReport.enabled", "false", toggles[tPolicyReport].Doc)
+	row("openReports.enabled", "false", toggles[tOpenReports].Doc)
 	row("agent.enabled", "false", toggles[tAgent].Doc)
 	row("agent.image.repository", render.AgentRepository, "the pipeguard-agent image")
 	row("agent.image.tag", `""`, "its tag; `agent.image.tag` or `agent.image.digest` is required with `agent.enabled`")

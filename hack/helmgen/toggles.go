@@ -21,8 +21,9 @@ type toggle struct {
 var toggles = []toggle{
 	{"certManager.enabled", "TLS from cert-manager (config/cert-manager) instead of the certificate pipeguard-webhook issues and rotates itself (config/default). Needs cert-manager and its CRDs."},
 	{"prometheus.enabled", "Monitoring (config/prometheus): the metrics Service, ServiceMonitor, alerts and Grafana dashboard of the webhook; with agent.enabled also the agent's PodMonitor (config/prometheus-agent). Needs the Prometheus Operator's CRDs."},
-	{"policyReport.enabled", "The wgpolicyk8s.io PolicyReport CRDs and the RBAC for the background audit to write reports (config/policyreport)."},
+	{"policyReport.enabled", "The wgpolicyk8s.io PolicyReport CRDs and the RBAC for the background audit to write reports of both groups (config/policyreport)."},
 	{"agent.enabled", "The node agent as a Windows HostProcess DaemonSet in pipeguard-agent (config/agent). Needs agent.image."},
+	{"openReports.enabled", "The openreports.io Report CRDs (Kyverno 1.15 and later) and the RBAC for the background audit to write reports of both groups (config/policyreport/openreports); in place of or next to policyReport.enabled."},
 }
 
 const (
@@ -30,6 +31,7 @@ const (
 	tPrometheus
 	tPolicyReport
 	tAgent
+	tOpenReports
 )
 
 // combo is one setting of every toggle, bit i for toggles[i].
@@ -54,6 +56,9 @@ func (c combo) overlays() []string {
 	}
 	if c.on(tPolicyReport) {
 		out = append(out, "policyreport")
+	}
+	if c.on(tOpenReports) {
+		out = append(out, "policyreport/openreports")
 	}
 	if c.on(tAgent) {
 		out = append(out, "agent")

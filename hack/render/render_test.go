@@ -122,7 +122,7 @@ func TestSameAsKubectlKustomize(t *testing.T) {
 	if assets == "" {
 		t.Skip("KUBEBUILDER_ASSETS is unset: no kubectl to compare with")
 	}
-	for _, dir := range []string{"default", "cert-manager", "prometheus", "prometheus-agent", "agent", "policyreport", "networkpolicy", "samples", "local"} {
+	for _, dir := range []string{"default", "cert-manager", "prometheus", "prometheus-agent", "agent", "policyreport", "policyreport/openreports", "networkpolicy", "samples", "local"} {
 		t.Run(dir, func(t *testing.T) {
 			got, err := render.Overlay(filepath.Join(config, dir), render.Options{})
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -121,12 +122,25 @@ func kubeVersion(t *testing.T) *common.KubeVersion {
 func overlayObjects(t *testing.T, overlays ...string) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
+	seen := map[string]*unstructured.Unstructured{}
 	for _, o := range overlays {
 		objs, err := render.Objects(filepath.Join(repoRoot, "config", o), render.Options{WebhookImage: webhookImage, AgentImage: agentImage})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, objs...)
+		for _, obj := range objs {
+			// Two overlays may share an object (config/policyreport and
+			// config/policyreport/openreports share their RBAC): applying
+			// both applies it once, as long as they agree on it.
+			if prev, ok := seen[key(obj)]; ok {
+				if !reflect.DeepEqual(prev.Object, obj.Object) {
+					t.Fatalf("config/%s renders %s differently from an overlay before it", o, key(obj))
+				}
+				continue
+			}
+			seen[key(obj)] = obj
+			out = append(out, obj)
+		}
 	}
 	return out
 }

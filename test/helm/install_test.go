@@ -154,12 +154,12 @@ func TestTakeOverKustomizeInstall(t *testing.T) {
 }
 
 // TestInstallEveryPartOnAPIServer installs monitoring, the agent and
-// policy reports. Monitoring needs the Prometheus Operator's CRDs: without
+// policy reports of both groups. Monitoring needs the Prometheus Operator's CRDs: without
 // them the install fails and names what is missing; with stand-ins for
 // them (the schema is the operator's business) every object is accepted.
 func TestInstallEveryPartOnAPIServer(t *testing.T) {
 	c := startCluster(t)
-	sets := append(append([]string{}, imageSets...), "prometheus.enabled=true", "agent.enabled=true", "policyReport.enabled=true")
+	sets := append(append([]string{}, imageSets...), "prometheus.enabled=true", "agent.enabled=true", "policyReport.enabled=true", "openReports.enabled=true")
 	_, err := c.install(t, sets...)
 	if err == nil || !strings.Contains(err.Error(), `no matches for kind "PodMonitor" in version "monitoring.coreos.com/v1"`) {
 		t.Fatalf("helm install with prometheus.enabled and no Prometheus Operator: error %v, want one naming the missing PodMonitor kind", err)
@@ -171,7 +171,8 @@ func TestInstallEveryPartOnAPIServer(t *testing.T) {
 	}
 	out := c.releaseObjects(t, rel)
 	for _, want := range []string{"podmonitor.monitoring.coreos.com/pipeguard-agent", "servicemonitor.monitoring.coreos.com/pipeguard-webhook",
-		"prometheusrule.monitoring.coreos.com/pipeguard", "daemonset.apps/pipeguard-agent", "customresourcedefinition.apiextensions.k8s.io/policyreports.wgpolicyk8s.io"} {
+		"prometheusrule.monitoring.coreos.com/pipeguard", "daemonset.apps/pipeguard-agent", "customresourcedefinition.apiextensions.k8s.io/policyreports.wgpolicyk8s.io",
+		"customresourcedefinition.apiextensions.k8s.io/reports.openreports.io", "clusterrole.rbac.authorization.k8s.io/pipeguard-webhook-policyreports"} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("the API server has no %s:\n%s", want, out)
 		}

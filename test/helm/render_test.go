@@ -25,12 +25,14 @@ func TestTogglesRenderTheirOverlays(t *testing.T) {
 		sets     []string
 		overlays []string
 	}{
-		"certManager":                 {[]string{"certManager.enabled=true"}, []string{"cert-manager"}},
-		"prometheus without agent":    {[]string{"prometheus.enabled=true"}, []string{"default", "prometheus"}},
-		"policyReport":                {[]string{"policyReport.enabled=true"}, []string{"default", "policyreport"}},
-		"agent":                       {[]string{"agent.enabled=true"}, []string{"default", "agent"}},
-		"prometheus with agent":       {[]string{"prometheus.enabled=true", "agent.enabled=true"}, []string{"default", "agent", "prometheus-agent"}},
-		"everything with certManager": {[]string{"certManager.enabled=true", "prometheus.enabled=true", "policyReport.enabled=true", "agent.enabled=true"}, []string{"cert-manager", "agent", "prometheus-agent", "policyreport"}},
+		"certManager":                  {[]string{"certManager.enabled=true"}, []string{"cert-manager"}},
+		"prometheus without agent":     {[]string{"prometheus.enabled=true"}, []string{"default", "prometheus"}},
+		"policyReport":                 {[]string{"policyReport.enabled=true"}, []string{"default", "policyreport"}},
+		"openReports":                  {[]string{"openReports.enabled=true"}, []string{"default", "policyreport/openreports"}},
+		"policyReport and openReports": {[]string{"policyReport.enabled=true", "openReports.enabled=true"}, []string{"default", "policyreport", "policyreport/openreports"}},
+		"agent":                        {[]string{"agent.enabled=true"}, []string{"default", "agent"}},
+		"prometheus with agent":        {[]string{"prometheus.enabled=true", "agent.enabled=true"}, []string{"default", "agent", "prometheus-agent"}},
+		"everything with certManager":  {[]string{"certManager.enabled=true", "prometheus.enabled=true", "policyReport.enabled=true", "agent.enabled=true"}, []string{"cert-manager", "agent", "prometheus-agent", "policyreport"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -53,26 +54,37 @@ func TestInstall(t *testing.T) {
 			t.Logf("kubectl apply --server-side -k config/default:\n%s", out)
 			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/pipeaccesspolicies.pipeguard.io")
 		}},
-		{"config/policyreport renders the report CRDs and RBAC bound to the webhook's ServiceAccount, and applies", func(t *testing.T) {
+		{"config/policyreport and config/policyreport/openreports render the report CRDs and RBAC for both groups bound to the webhook's ServiceAccount, and apply", func(t *testing.T) {
 			def := objects(t, k.render(t, "default"))
 			sa := find(t, def, "ServiceAccount", serviceName)
 			// config/default grants no access to reports: that is what this
 			// overlay adds.
 			for _, o := range def {
-				if rules, _ := json.Marshal(o.Object["rules"]); strings.Contains(string(rules), "wgpolicyk8s.io") {
-					t.Errorf("config/default's %s %s grants access to wgpolicyk8s.io: %s", o.GetKind(), o.GetName(), rules)
+				if rules, _ := json.Marshal(o.Object["rules"]); strings.Contains(string(rules), "wgpolicyk8s.io") || strings.Contains(string(rules), "openreports.io") {
+					t.Errorf("config/default's %s %s grants access to reports: %s", o.GetKind(), o.GetName(), rules)
 				}
 			}
-			for dir, crds := range map[string]int{"policyreport": 2, "policyreport/rbac": 0} {
+			for dir, crds := range map[string]string{
+				"policyreport":             "clusterpolicyreports.wgpolicyk8s.io policyreports.wgpolicyk8s.io",
+				"policyreport/openreports": "clusterreports.openreports.io reports.openreports.io",
+				"policyreport/rbac":        "",
+			} {
 				objs := objects(t, k.render(t, dir))
-				n := 0
+				var names []string
 				for _, o := range objs {
 					if o.GetKind() == "CustomResourceDefinition" {
-						n++
+						names = append(names, o.GetName())
 					}
 				}
-				if n != crds {
-					t.Errorf("config/%s has %d CRDs, want %d", dir, n, crds)
+				sort.Strings(names)
+				if got := strings.Join(names, " "); got != crds {
+					t.Errorf("config/%s has the CRDs %q, want %q", dir, got, crds)
+				}
+				rules, _ := json.Marshal(find(t, objs, "ClusterRole", "pipeguard-webhook-policyreports").Object["rules"])
+				for _, want := range []string{`"apiGroups":["wgpolicyk8s.io"]`, `"resources":["policyreports","clusterpolicyreports"]`, `"apiGroups":["openreports.io"]`, `"resources":["reports","clusterreports"]`} {
+					if !strings.Contains(string(rules), want) {
+						t.Errorf("config/%s's ClusterRole rules %s lack %s", dir, rules, want)
+					}
 				}
 				subj := field(t, find(t, objs, "ClusterRoleBinding", "pipeguard-webhook-policyreports").Object, "subjects").([]any)[0].(map[string]any)
 				if subj["kind"] != "ServiceAccount" || subj["name"] != sa.GetName() || subj["namespace"] != sa.GetNamespace() {
@@ -81,6 +93,9 @@ func TestInstall(t *testing.T) {
 			}
 			k.must(t, k.render(t, "policyreport"), "apply", "--server-side", "--field-manager", fieldManager, "-f", "-")
 			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/policyreports.wgpolicyk8s.io", "crd/clusterpolicyreports.wgpolicyk8s.io")
+			// Next to it: the shared RBAC applies twice the same.
+			k.must(t, k.render(t, "policyreport/openreports"), "apply", "--server-side", "--field-manager", fieldManager, "-f", "-")
+			k.must(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/reports.openreports.io", "crd/clusterreports.openreports.io")
 		}},
 		{"every sample passes a server-side dry run", func(t *testing.T) { drySamples(t, k) }},
 		{"certificate rotation fills the Secret, injects the CA, and serves only once the files exist", func(t *testing.T) {

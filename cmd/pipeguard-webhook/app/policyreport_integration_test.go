@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -147,21 +148,28 @@ func (s recordingSink) WithValues(kv ...any) logr.LogSink {
 	return s
 }
 
-// storedReport is a PolicyReport or ClusterPolicyReport as stored.
+// storedReport is a PolicyReport or ClusterPolicyReport (a Report or
+// ClusterReport) as stored.
 type storedReport struct {
 	Kind     string                `json:"kind"`
 	Metadata metav1.ObjectMeta     `json:"metadata"`
+	Source   string                `json:"source"`
 	Summary  policyreport.Summary  `json:"summary"`
 	Results  []policyreport.Result `json:"results"`
 }
 
-// listReports returns every report of both kinds, whoever wrote it, by
-// namespace ("" for the ClusterPolicyReports).
+// listReports returns every wgpolicyk8s.io report of both kinds, whoever
+// wrote it, by namespace ("" for the ClusterPolicyReports).
 func listReports(ctx context.Context, c client.Client) (map[string][]storedReport, error) {
+	return listReportsOf(ctx, c, policyreport.WGPolicy())
+}
+
+// listReportsOf returns every report of api, of both kinds, by namespace.
+func listReportsOf(ctx context.Context, c client.Client, api policyreport.API) (map[string][]storedReport, error) {
 	out := map[string][]storedReport{}
-	for _, kind := range []string{policyreport.KindPolicyReport, policyreport.KindClusterPolicyReport} {
+	for _, kind := range api.Kinds() {
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(policyreport.GroupVersion.WithKind(kind + "List"))
+		l.SetGroupVersionKind(api.GroupVersion.WithKind(kind + "List"))
 		if err := c.List(ctx, l); err != nil {
 			return nil, err
 		}
@@ -177,13 +185,19 @@ func listReports(ctx context.Context, c client.Client) (map[string][]storedRepor
 	return out, nil
 }
 
-// pollReports waits until the stored reports satisfy ok.
+// pollReports waits until the stored wgpolicyk8s.io reports satisfy ok.
 func pollReports(t *testing.T, c client.Client, what string, ok func(map[string][]storedReport) bool) map[string][]storedReport {
+	t.Helper()
+	return pollReportsOf(t, c, policyreport.WGPolicy(), what, ok)
+}
+
+// pollReportsOf waits until the stored reports of api satisfy ok.
+func pollReportsOf(t *testing.T, c client.Client, api policyreport.API, what string, ok func(map[string][]storedReport) bool) map[string][]storedReport {
 	t.Helper()
 	var got map[string][]storedReport
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
-		got, err = listReports(ctx, c)
+		got, err = listReportsOf(ctx, c, api)
 		return err == nil && ok(got), nil
 	})
 	if err != nil {
@@ -446,6 +460,75 @@ func TestPolicyReports(t *testing.T) {
 
 	if errs := e.log.errorLines(); len(errs) > 0 {
 		t.Errorf("errors logged:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestOpenReports: with the CRDs of config/policyreport and of
+// config/policyreport/openreports installed, pipeguard-webhook writes the
+// same results as PolicyReports and as openreports.io Reports (these with
+// source pipeguard), and removes a namespace's report from both once its
+// violations are gone.
+func TestOpenReports(t *testing.T) {
+	var bad, pv client.Object
+	opts := testenv.Options{Scheme: scheme(t), CRDDirectoryPaths: []string{"../../../config/crd/bases", "../../../config/policyreport/openreports/crds"}, CRDs: loadReportCRDs(t)}
+	rec := &recordingLog{}
+	env, _, _ := startWebhookOn(t, opts, time.Hour, logr.New(rec.sink(testr.New(t).GetSink())), func(c client.Client) {
+		bad, pv = pipePod("bad", "team-a"), pipePV("pipe-pv", diskPipe)
+		mustCreate(t, c,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}},
+			storagePolicy(v1alpha1.Deny), bad, pipePod("worker", "team-b"), pv,
+		)
+	}, func(*app.Options) {})
+	c := env.Client
+	ctx := context.Background()
+	complete := func(m map[string][]storedReport) bool {
+		for _, ns := range []string{"team-a", "team-b", ""} {
+			if r := onlyReport(m, ns); r == nil || len(r.Results) != 1 || r.Results[0].Policy != "csi" {
+				return false
+			}
+		}
+		return len(m) == 3
+	}
+	open := pollReportsOf(t, c, policyreport.OpenReports(), "openreports.io at start", complete)
+	wg := pollReports(t, c, "wgpolicyk8s.io at start", complete)
+	for _, ns := range []string{"team-a", "team-b", ""} {
+		o, w := onlyReport(open, ns), onlyReport(wg, ns)
+		kind := map[string]string{"": "ClusterReport"}[ns]
+		if kind == "" {
+			kind = "Report"
+		}
+		if o.Kind != kind || o.Source != "pipeguard" || o.Metadata.Name != "pipeguard" || o.Metadata.Labels["app.kubernetes.io/managed-by"] != "pipeguard" {
+			t.Errorf("namespace %q: %s %s, source %q, labels %v; want %s pipeguard, source pipeguard, labelled", ns, o.Kind, o.Metadata.Name, o.Source, o.Metadata.Labels, kind)
+		}
+		if !reflect.DeepEqual(o.Summary, w.Summary) || !reflect.DeepEqual(o.Results, w.Results) {
+			t.Errorf("namespace %q: the Report holds other results than the PolicyReport:\n%+v\n%+v", ns, o.Results, w.Results)
+		}
+	}
+	wantResult(t, "team-a Report", onlyReport(open, "team-a").Results[0], "csi", "protected-pipe-mount", "fail", "deny",
+		`container "driver" mounts \\.\pipe\csi-proxy-disk-v1 through volume "pipe", but it is not HostProcess and namespace "team-a" is not allowed`,
+		ref("Pod", "team-a", "bad", bad.GetUID()), "driver", "csi-proxy-disk-v1")
+
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: "team-a"}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels = map[string]string{"pipeguard.io/team": "storage"}
+	if err := c.Update(ctx, &ns); err != nil {
+		t.Fatal(err)
+	}
+	gone := func(m map[string][]storedReport) bool {
+		return len(m["team-a"]) == 0 && onlyReport(m, "team-b") != nil && onlyReport(m, "") != nil
+	}
+	pollReportsOf(t, c, policyreport.OpenReports(), "openreports.io after labelling team-a", gone)
+	pollReports(t, c, "wgpolicyk8s.io after labelling team-a", gone)
+	if errs := rec.errorLines(); len(errs) > 0 {
+		t.Errorf("errors logged:\n%s", strings.Join(errs, "\n"))
+	}
+	for _, msg := range []string{"writing the background audit's violations as PolicyReports", "writing the background audit's violations as openreports.io Reports"} {
+		if n := rec.infoCount(msg); n != 1 {
+			t.Errorf("logged %q %d times, want once", msg, n)
+		}
 	}
 }
 
