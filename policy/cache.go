@@ -253,6 +253,7 @@ func decisionKey(buf []byte, in *Input, matches []bool, placeholder bool) []byte
 		flag(m.ReadOnly)
 		flag(m.Privileged)
 		flag(m.HostProcess)
+		str(m.Image)
 	}
 	return buf
 }

@@ -94,6 +94,10 @@ type Mount struct {
 	// with a pipes pattern that matches Pipe, or all of them for an
 	// ambiguous path. The engine fills it in from the policies in force.
 	ProtectedBy []string `json:"protectedBy"`
+	// Image is the container's image, on the fact of a HostProcess
+	// container only (VolumeSource "hostProcess"): the only kind of
+	// container that can serve the host's pipes, such as CSI Proxy.
+	Image string `json:"image,omitempty"`
 }
 
 // PolicyFacts is one policy in force, as rules see it.

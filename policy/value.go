@@ -28,6 +28,7 @@ var key = struct {
 	group              *ast.Term
 	groups             *ast.Term
 	hostProcess        *ast.Term
+	image              *ast.Term
 	key                *ast.Term
 	kind               *ast.Term
 	labels             *ast.Term
@@ -75,6 +76,7 @@ var key = struct {
 	group:              ast.StringTerm("group"),
 	groups:             ast.StringTerm("groups"),
 	hostProcess:        ast.StringTerm("hostProcess"),
+	image:              ast.StringTerm("image"),
 	key:                ast.StringTerm("key"),
 	kind:               ast.StringTerm("kind"),
 	labels:             ast.StringTerm("labels"),
@@ -236,7 +238,7 @@ func mountsTerm(ms []Mount, protectedBy []*ast.Term) *ast.Term {
 		} else {
 			protected = stringsTerm(m.ProtectedBy)
 		}
-		terms[i] = ast.NewTerm(object(
+		kv := []*ast.Term{
 			key.container, ast.StringTerm(m.Container),
 			key.containerKind, internedString(m.ContainerKind),
 			key.volume, ast.StringTerm(m.Volume),
@@ -250,7 +252,13 @@ func mountsTerm(ms []Mount, protectedBy []*ast.Term) *ast.Term {
 			key.privileged, ast.InternedTerm(m.Privileged),
 			key.hostProcess, ast.InternedTerm(m.HostProcess),
 			key.protectedBy, protected,
-		))
+		}
+		// Like the JSON form, only a HostProcess container's fact has
+		// an image.
+		if m.Image != "" {
+			kv = append(kv, key.image, ast.StringTerm(m.Image))
+		}
+		terms[i] = ast.NewTerm(object(kv...))
 	}
 	return ast.ArrayTerm(terms...)
 }

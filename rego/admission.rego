@@ -66,6 +66,65 @@ violation contains v if {
 	}
 }
 
+# A HostProcess container running CSI Proxy before v1.1.3, or
+# v2.0.0-alpha.0: those versions splice request strings into PowerShell
+# commands, so anyone who can reach one of its pipes runs commands as the
+# node's administrator (CVE-2023-3893). The rule warns and never denies: the
+# container may be allowed, and refusing a node's storage daemon would stop
+# every volume of the node; the warning reaches whoever applies it, and the
+# background audit reports it as a result of its own. Only the image's tag
+# can tell the version: an image named by digest alone, or by a tag that is
+# not a version, is not judged.
+violation contains v if {
+	some m in input.mounts
+	m.volumeSource == "hostProcess"
+	image := object.get(m, "image", "")
+	tag := csi_proxy_tag(image)
+	csi_proxy_vulnerable(tag)
+	v := {
+		"rule": "vulnerable-csi-proxy",
+		"msg": sprintf(
+			"container %q runs CSI Proxy %s (image %q), a version that passes request strings to PowerShell unescaped, so that any caller of its pipes runs commands as the node's administrator (CVE-2023-3893); upgrade it to v1.1.3 or later",
+			[m.container, tag, image],
+		),
+		"action": "warn",
+		"container": m.container,
+		"containerKind": m.containerKind,
+		"volume": "",
+		"path": "",
+		"pipe": "",
+		"policies": [],
+	}
+}
+
+# The tag of a CSI Proxy image: the last path element of the reference,
+# before any digest, is csi-proxy:<tag>.
+csi_proxy_tag(image) := tag if {
+	ref := split(image, "@")[0]
+	elems := split(ref, "/")
+	name_tag := split(elems[count(elems) - 1], ":")
+	count(name_tag) == 2
+	lower(name_tag[0]) == "csi-proxy"
+	tag := name_tag[1]
+}
+
+csi_proxy_vulnerable(tag) if {
+	v := csi_proxy_version(tag)
+	v.core < [1, 1, 3]
+}
+
+csi_proxy_vulnerable(tag) if {
+	v := csi_proxy_version(tag)
+	v.core == [2, 0, 0]
+	v.pre == "alpha.0"
+}
+
+# A tag such as v1.1.2 or 1.1.2 or v2.0.0-alpha.0 as {"core": [1, 1, 2],
+# "pre": ""}; undefined for a tag that is not a version.
+csi_proxy_version(tag) := {"core": [to_number(m[1]), to_number(m[2]), to_number(m[3])], "pre": m[4]} if {
+	some m in regex.find_all_string_submatch_n(`^[vV]?([0-9]{1,9})\.([0-9]{1,9})\.([0-9]{1,9})(?:-([0-9A-Za-z.-]+))?$`, tag, 1)
+}
+
 # The policies, sorted, whose protection a mount violates. A mount of one
 # pipe is allowed when any policy protecting that pipe allows it, so it
 # violates all of them or none. An ambiguous path could name any protected

@@ -352,3 +352,71 @@ test_allowance_of_one_mount_does_not_cover_another if {
 	second := admission.deny with input as pod_input([denied, allowed], [strict, smb])
 	{v.volume | some v in second} == {"smb"}
 }
+
+# CSI Proxy before v1.1.3, and v2.0.0-alpha.0, runs request strings as
+# PowerShell (CVE-2023-3893). A HostProcess container running such an image
+# gets a warning of its own, even where it is allowed; nothing is denied.
+csi_proxy_fact(image) := object.union(host_process_fact, {"container": "csi-proxy", "image": image})
+
+csi_proxy_warnings(image) := {v |
+	some v in admission.warn with input as pod_input([csi_proxy_fact(image)], [default_policy])
+	v.rule == "vulnerable-csi-proxy"
+}
+
+test_vulnerable_csi_proxy_is_warned_with_the_cve_and_the_remedy if {
+	ws := csi_proxy_warnings("ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2")
+	count(ws) == 1
+	some v in ws
+	v.msg == `container "csi-proxy" runs CSI Proxy v1.1.2 (image "ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2"), a version that passes request strings to PowerShell unescaped, so that any caller of its pipes runs commands as the node's administrator (CVE-2023-3893); upgrade it to v1.1.3 or later`
+	v.action == "warn"
+	v.container == "csi-proxy"
+	v.policies == []
+	count(admission.deny) == 0 with input as pod_input([csi_proxy_fact("ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2")], [default_policy])
+}
+
+test_every_vulnerable_csi_proxy_tag_is_warned if {
+	every image in [
+		"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2",
+		"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"mcr.microsoft.com/oss/kubernetes-csi/csi-proxy:v1.0.2",
+		"registry.local:5000/mirror/CSI-Proxy:1.1.1",
+		"csi-proxy:v0.2.2",
+		"csi-proxy:v1.1.2-windows-ltsc2022",
+		"csi-proxy:v2.0.0-alpha.0",
+	] {
+		count(csi_proxy_warnings(image)) == 1
+	}
+}
+
+# What the rule must not judge: fixed versions, other images that merely
+# contain the name, digests alone, tags that are not versions.
+test_fixed_or_unknown_csi_proxy_is_not_warned if {
+	every image in [
+		"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.3",
+		"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.2.1",
+		"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.10.0",
+		"csi-proxy:v1.1.3-windows-ltsc2022",
+		"csi-proxy:v2.0.0-alpha.1",
+		"csi-proxy:v2.0.0",
+		"csi-proxy:latest",
+		"csi-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"csi-proxy",
+		"example.com/csi-proxy-exporter:v0.1.0",
+		"example.com/not-csi-proxy:v1.0.0",
+		"example.com/csi-proxy/driver:v1.0.0",
+		"csi-proxy:v1.1.99999999999",
+		"",
+	] {
+		count(csi_proxy_warnings(image)) == 0
+	}
+}
+
+# An ordinary container cannot serve the host's pipes; its image is not
+# read even where a hand-written input carries one.
+test_csi_proxy_image_of_a_mount_is_not_judged if {
+	m := object.union(pipe_mount, {"image": "csi-proxy:v1.1.2"})
+	ws := admission.warn with input as pod_input([m], [default_policy])
+	every v in ws {
+		v.rule != "vulnerable-csi-proxy"
+	}
+}

@@ -38,6 +38,7 @@ func hostProcessFacts(spec *decode.PodSpec, pod *policy.Pod) ([]policy.Mount, er
 			AmbiguousReason: hostProcessReason,
 			Privileged:      sc != nil && sc.Privileged != nil && *sc.Privileged,
 			HostProcess:     true,
+			Image:           c.Image,
 		})
 	}
 	for i := range spec.InitContainers {

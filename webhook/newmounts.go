@@ -51,12 +51,13 @@ type mountKey struct {
 	container, containerKind, volume, volumeSource  string
 	rawPath, path, pathClass, pipe, ambiguousReason string
 	readOnly, privileged, hostProcess               bool
+	image                                           string
 }
 
 func keyOf(m policy.Mount) mountKey {
 	return mountKey{
 		container: m.Container, containerKind: m.ContainerKind, volume: m.Volume, volumeSource: m.VolumeSource,
 		rawPath: m.RawPath, path: m.Path, pathClass: m.PathClass, pipe: m.Pipe, ambiguousReason: m.AmbiguousReason,
-		readOnly: m.ReadOnly, privileged: m.Privileged, hostProcess: m.HostProcess,
+		readOnly: m.ReadOnly, privileged: m.Privileged, hostProcess: m.HostProcess, image: m.Image,
 	}
 }

@@ -1,6 +1,7 @@
 package webhook
 
-// Rule is one reason pipeguard denies an admission request.
+// Rule is one reason pipeguard denies an admission request, or warns
+// about one.
 type Rule struct {
 	// ID starts every message the rule denies with: "[ID] ...". An ID in
 	// angle brackets stands for ids that depend on the policies in force.
@@ -8,8 +9,12 @@ type Rule struct {
 	// DecidedIn is the file that decides the rule, from the repository
 	// root.
 	DecidedIn string
-	// Denies says what the rule denies.
+	// Denies says what the rule denies; for a rule that only warns,
+	// what it warns about.
 	Denies string
+	// WarnsOnly is true for a rule whose violations always admit the
+	// request with a warning, whatever the policies' enforcementAction.
+	WarnsOnly bool
 }
 
 // AdminRules stands, in Rules, for the rules of the rego a
@@ -17,7 +22,8 @@ type Rule struct {
 // denied under the rule id it names, or else under the policy's name.
 const AdminRules = "<PipeAccessPolicy spec.rego>"
 
-// Rules is the index of every rule that can deny a request. The rules
+// Rules is the index of every rule that can deny a request, and of the
+// shipped rules that only warn. The rules
 // decided in rego deny a mount only when the strictest enforcementAction of
 // the policies protecting its pipe is deny; under warn or dryrun the
 // request is admitted with a warning or a log line. Apart from these rules,
@@ -40,6 +46,10 @@ func Rules() []Rule {
 		{ID: "protected-pipe-pv", DecidedIn: "rego/admission.rego",
 			Denies: "a PersistentVolume whose hostPath or local path reaches a protected named pipe, or may: " +
 				"a PersistentVolume cannot carry an allowance"},
+		{ID: "vulnerable-csi-proxy", DecidedIn: "rego/admission.rego", WarnsOnly: true,
+			Denies: "nothing: it warns about a HostProcess container whose image is CSI Proxy before v1.1.3, or v2.0.0-alpha.0 " +
+				"(csi-proxy:<tag>, the version read from the tag), which runs request strings as PowerShell (CVE-2023-3893), " +
+				"and the background audit reports it"},
 		{ID: AdminRules, DecidedIn: "rego/admission.rego",
 			Denies: "whatever the rego of a PipeAccessPolicy (spec.rego) reports as a violation, " +
 				"under the policy's enforcementAction"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -384,5 +385,26 @@ metadata: {name: settings, namespace: team-a}
 	}
 	if len(inputs) != 1 || inputs[0].Object.Name != "sneaky" || len(inputs[0].Mounts) == 0 {
 		t.Fatalf("-o input gave %d inputs, want the pipe pod's alone, with its mounts:\n%s", len(inputs), out)
+	}
+}
+
+// TestVulnerableCSIProxyInRealManifests: csi-driver-smb's chart with its
+// optional CSI Proxy DaemonSet, and its example CSI Proxy, run CSI Proxy
+// v1.1.2 (CVE-2023-3893); policy eval warns about each, by name, and the
+// rest of the decision is unchanged.
+func TestVulnerableCSIProxyInRealManifests(t *testing.T) {
+	const dir = "../../../shared/real-manifests"
+	for _, f := range []string{"helm-smb-latest-pipes-csiproxy.yaml", "smb-example-csi-proxy.yaml"} {
+		path := filepath.Join(dir, f)
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("%s absent: %v", path, err)
+		}
+		t.Run(f, func(t *testing.T) {
+			_, out, errOut := runCLI(t, "", "policy", "eval", "-f", path)
+			const want = `warning: [vulnerable-csi-proxy] container "csi-proxy" runs CSI Proxy v1.1.2 (image "ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2")`
+			if strings.Count(out, want) != 1 || !strings.Contains(out, "upgrade it to v1.1.3 or later") {
+				t.Errorf("stdout:\n%s\nstderr:\n%s\nwant one warning %q", out, errOut, want)
+			}
+		})
 	}
 }

@@ -12,11 +12,12 @@ import (
 // path volumes and claim volumes, each container's name, volume mounts and
 // the privileged and hostProcess settings (the containers only where such a
 // volume or a HostProcess setting makes them matter), the ServiceAccount
-// and the pod's hostProcess setting; of a PersistentVolume, its host path or
-// local path; of a PersistentVolumeClaim, the PersistentVolume it is bound
-// to.
-// Everything else (status, annotations, managed fields, images, env,
-// resources) is dropped, so that a cache of every pod in a large cluster
+// and the pod's hostProcess setting, and each container's image where a
+// HostProcess setting makes it matter (the rule vulnerable-csi-proxy reads
+// it); of a PersistentVolume, its host path or local path; of a
+// PersistentVolumeClaim, the PersistentVolume it is bound to.
+// Everything else (status, annotations, managed fields, other pods' images,
+// env, resources) is dropped, so that a cache of every pod in a large cluster
 // stays small. Admission decides the same on the stripped object as on the
 // whole one. It is a controller-runtime cache TransformFunc; objects of
 // other types pass through unchanged. Every reviewed kind has a case
@@ -97,29 +98,39 @@ func stripPodSpec(s *corev1.PodSpec) corev1.PodSpec {
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}}})
 		}
 	}
-	if len(out.Volumes) == 0 && !hostProcess(s) {
+	hp := hostProcess(s)
+	if len(out.Volumes) == 0 && !hp {
 		// No host path or claim volume and no HostProcess container:
 		// nothing that could reach a pipe.
 		return out
 	}
+	// Only a HostProcess container's fact carries its image.
+	image := func(img string) string {
+		if hp {
+			return img
+		}
+		return ""
+	}
 	for i := range s.InitContainers {
-		out.InitContainers = append(out.InitContainers, stripContainer(s.InitContainers[i].Name, s.InitContainers[i].VolumeMounts, s.InitContainers[i].SecurityContext))
+		c := &s.InitContainers[i]
+		out.InitContainers = append(out.InitContainers, stripContainer(c.Name, image(c.Image), c.VolumeMounts, c.SecurityContext))
 	}
 	for i := range s.Containers {
-		out.Containers = append(out.Containers, stripContainer(s.Containers[i].Name, s.Containers[i].VolumeMounts, s.Containers[i].SecurityContext))
+		c := &s.Containers[i]
+		out.Containers = append(out.Containers, stripContainer(c.Name, image(c.Image), c.VolumeMounts, c.SecurityContext))
 	}
 	for i := range s.EphemeralContainers {
 		c := &s.EphemeralContainers[i].EphemeralContainerCommon
-		sc := stripContainer(c.Name, c.VolumeMounts, c.SecurityContext)
+		sc := stripContainer(c.Name, image(c.Image), c.VolumeMounts, c.SecurityContext)
 		out.EphemeralContainers = append(out.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name: sc.Name, VolumeMounts: sc.VolumeMounts, SecurityContext: sc.SecurityContext,
+			Name: sc.Name, Image: sc.Image, VolumeMounts: sc.VolumeMounts, SecurityContext: sc.SecurityContext,
 		}})
 	}
 	return out
 }
 
-func stripContainer(name string, mounts []corev1.VolumeMount, sc *corev1.SecurityContext) corev1.Container {
-	c := corev1.Container{Name: name}
+func stripContainer(name, image string, mounts []corev1.VolumeMount, sc *corev1.SecurityContext) corev1.Container {
+	c := corev1.Container{Name: name, Image: image}
 	for _, m := range mounts {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m.Name, ReadOnly: m.ReadOnly, SubPath: m.SubPath, SubPathExpr: m.SubPathExpr})
 	}

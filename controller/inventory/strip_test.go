@@ -62,6 +62,13 @@ func corpus(t *testing.T) []corpusDoc {
 "initContainers":[{"name":"init","image":"i","volumeMounts":[{"name":"dir","mountPath":"/a","subPath":"csi-proxy-disk-v1"}]}],
 "containers":[{"name":"c","image":"i","env":[{"name":"E","value":"v"}],"securityContext":{"windowsOptions":{"hostProcess":false}},"volumeMounts":[{"name":"dir","mountPath":"/b","subPathExpr":"$(E)"},{"name":"x","mountPath":"/c","readOnly":true}]}],
 "ephemeralContainers":[{"name":"debug","image":"i","securityContext":{"privileged":false},"volumeMounts":[{"name":"x","mountPath":"/d"}]}]}}`)})
+	// A known-vulnerable CSI Proxy, whose image the rule
+	// vulnerable-csi-proxy reads, beside an ordinary container whose image
+	// does not matter.
+	docs = append(docs, corpusDoc{"crafted-csi-proxy", []byte(`{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"csi-proxy"},
+"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"hostNetwork":true,
+"initContainers":[{"name":"plain","image":"csi-proxy:v1.0.0","securityContext":{"windowsOptions":{"hostProcess":false}}}],
+"containers":[{"name":"csi-proxy","image":"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2","securityContext":{"windowsOptions":{"hostProcess":true}}}]}}}}`)})
 	dirs := []string{filepath.Join("..", "..", "cmd", "pipeguard", "testdata")}
 	if _, err := os.Stat(realManifests); err == nil {
 		dirs = append(dirs, realManifests)
@@ -124,7 +131,7 @@ func TestStripKeepsTheDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme).UniversalDeserializer()
-	reviewed, denied := 0, 0
+	reviewed, denied, warned := 0, 0, 0
 	for _, d := range corpus(t) {
 		obj, gvk, err := decoder.Decode(d.json, nil, nil)
 		if err != nil {
@@ -166,6 +173,9 @@ func TestStripKeepsTheDecision(t *testing.T) {
 				if whole.Verdict == policy.Deny {
 					denied++
 				}
+				if len(whole.Warn) > 0 {
+					warned++
+				}
 				whole.Generation, audit.Generation = 0, 0
 				if !reflect.DeepEqual(whole, audit) {
 					t.Errorf("%s: %s %s in %q under %s policy: admission decides\n%+v\nbut on the stripped object\n%+v", d.source, gvk.Kind, co.GetName(), ns, name, whole, audit)
@@ -175,6 +185,9 @@ func TestStripKeepsTheDecision(t *testing.T) {
 	}
 	if denied == 0 {
 		t.Fatal("no object of the corpus is denied: the comparison proves nothing")
+	}
+	if warned == 0 {
+		t.Fatal("no object of the corpus is warned: the comparison proves nothing of warnings")
 	}
 	if reviewed < 3 {
 		t.Fatalf("the corpus holds %d reviewed objects; want at least 3", reviewed)

@@ -69,6 +69,9 @@ func (r *reader) container(c *Container) {
 		case "securityContext":
 			readPtr(r, &c.SecurityContext, r.securityContext)
 			return 1 << 2
+		case "image":
+			r.str(&c.Image)
+			return 1 << 3
 		}
 		r.skip()
 		return 0

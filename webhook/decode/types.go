@@ -42,6 +42,7 @@ type PathSource struct {
 // Container is a container, init container or ephemeral container.
 type Container struct {
 	Name            string           `json:"name"`
+	Image           string           `json:"image"`
 	VolumeMounts    []VolumeMount    `json:"volumeMounts"`
 	SecurityContext *SecurityContext `json:"securityContext"`
 }

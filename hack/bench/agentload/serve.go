@@ -134,20 +134,31 @@ func assemble(ctx context.Context, dir, agent string) (s serving, _ *app.Agent, 
 }
 
 // durableFirst writes a record to log and waits for its fsync before
-// each mutating call: the records go through pipeguard-agent's own audit
-// log writer, so they commit in groups exactly as the gated agent's do,
-// but the call is neither attributed, confined nor gated.
+// each mutating call, and writes its completion record after it, without
+// waiting, as the gated agent writes its write-ahead and completion
+// records: the records go through pipeguard-agent's own audit log writer,
+// so they commit in groups exactly as the gated agent's do, but the call
+// is neither attributed, confined nor gated.
 func durableFirst(log *audit.Log) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if gate.Mutating(path.Base(info.FullMethod)) {
-			now := audit.MicroTime{Time: time.Now()}
-			ev := &audit.Event{Kind: audit.Kind, APIVersion: audit.APIVersion, Level: audit.LevelMetadata, AuditID: log.NewAuditID(),
-				Stage: audit.StageResponseComplete, RequestURI: info.FullMethod, Verb: "create", RequestReceivedTimestamp: now, StageTimestamp: now}
-			if err := log.Append(ev, true); err != nil {
-				return nil, fmt.Errorf("fsync-only agent: %w", err)
-			}
+		if !gate.Mutating(path.Base(info.FullMethod)) {
+			return handler(ctx, req)
 		}
-		return handler(ctx, req)
+		now := audit.MicroTime{Time: time.Now()}
+		id := log.NewAuditID()
+		ev := &audit.Event{Kind: audit.Kind, APIVersion: audit.APIVersion, Level: audit.LevelMetadata, AuditID: id,
+			Stage: audit.StageRequestReceived, RequestURI: info.FullMethod, Verb: "create", RequestReceivedTimestamp: now, StageTimestamp: now}
+		if err := log.Append(ev, true); err != nil {
+			return nil, fmt.Errorf("fsync-only agent: %w", err)
+		}
+		resp, err := handler(ctx, req)
+		done := &audit.Event{Kind: audit.Kind, APIVersion: audit.APIVersion, Level: audit.LevelMetadata, AuditID: id,
+			Stage: audit.StageResponseComplete, RequestURI: info.FullMethod, Verb: "create", RequestReceivedTimestamp: now,
+			StageTimestamp: audit.MicroTime{Time: time.Now()}}
+		if aerr := log.Append(done, false); aerr != nil {
+			return nil, fmt.Errorf("fsync-only agent: %w", aerr)
+		}
+		return resp, err
 	}
 }
 
