@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,23 +75,7 @@ func writerAs(t *testing.T, cfg *rest.Config) *Writer {
 // crdsOf reads the CRDs that config/policyreport keeps for api.
 func crdsOf(t *testing.T, api API) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(crdDirs[api.GroupVersion.Group], "*.yaml"))
-	if err != nil || len(files) != 2 {
-		t.Fatalf("want two CRDs for %s, found %v (%v)", api.GroupVersion, files, err)
-	}
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out = append(out, crd)
-	}
-	return out
+	return testenv.ReadCRDs(t, crdDirs[api.GroupVersion.Group], 2)
 }
 
 // served waits until discovery serves both kinds of api (want) or none.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -69,23 +68,7 @@ func startReports(t *testing.T, interval time.Duration, crds bool, setup func(c 
 // loadReportCRDs reads the CRDs of config/policyreport.
 func loadReportCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(policyReportCRDs, "*.yaml"))
-	if err != nil || len(files) != 2 {
-		t.Fatalf("want the two CRDs in %s, found %v (%v)", policyReportCRDs, files, err)
-	}
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out = append(out, crd)
-	}
-	return out
+	return testenv.ReadCRDs(t, policyReportCRDs, 2)
 }
 
 // recordingLog passes log lines on and keeps the errors and messages.
