@@ -79,6 +79,7 @@ violation contains v if {
 	some m in input.mounts
 	m.volumeSource == "hostProcess"
 	image := object.get(m, "image", "")
+	contains(image, "csi-proxy:") # most images end here, before any parsing
 	tag := csi_proxy_tag(image)
 	csi_proxy_vulnerable(tag)
 	v := {
@@ -98,13 +99,14 @@ violation contains v if {
 }
 
 # The tag of a CSI Proxy image: the last path element of the reference,
-# before any digest, is csi-proxy:<tag>.
+# before any digest, is csi-proxy:<tag>. A repository name is lower case in
+# every image reference a node can pull.
 csi_proxy_tag(image) := tag if {
 	ref := split(image, "@")[0]
 	elems := split(ref, "/")
 	name_tag := split(elems[count(elems) - 1], ":")
 	count(name_tag) == 2
-	lower(name_tag[0]) == "csi-proxy"
+	name_tag[0] == "csi-proxy"
 	tag := name_tag[1]
 }
 

@@ -379,7 +379,7 @@ test_every_vulnerable_csi_proxy_tag_is_warned if {
 		"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2",
 		"ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		"mcr.microsoft.com/oss/kubernetes-csi/csi-proxy:v1.0.2",
-		"registry.local:5000/mirror/CSI-Proxy:1.1.1",
+		"registry.local:5000/mirror/csi-proxy:1.1.1",
 		"csi-proxy:v0.2.2",
 		"csi-proxy:v1.1.2-windows-ltsc2022",
 		"csi-proxy:v2.0.0-alpha.0",
@@ -404,6 +404,8 @@ test_fixed_or_unknown_csi_proxy_is_not_warned if {
 		"example.com/csi-proxy-exporter:v0.1.0",
 		"example.com/not-csi-proxy:v1.0.0",
 		"example.com/csi-proxy/driver:v1.0.0",
+		"example.com/my-csi-proxy:v1.0.0",
+		"example.com/csi-proxy:v1.0.0/extra",
 		"csi-proxy:v1.1.99999999999",
 		"",
 	] {
