@@ -74,8 +74,8 @@ func TestViolationEvents(t *testing.T) {
 
 	const why = `, but it is not HostProcess and namespace "team-a" is not allowed; to allow it, add "team-a" to spec.allow.namespaces of PipeAccessPolicy "csi", or run the container as HostProcess`
 	want := []string{
-		`Warning PipeAccessViolation Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(12) + why +
-			`; … and 138 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`,
+		`Warning PipeAccessViolation Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(11) + why +
+			`; … and 139 more violations (see PolicyReport or Report pipeguard, or run pipeguard policy eval --cluster)`,
 		`Warning PipeAccessViolation Pod one: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(1) + why,
 	}
 	if len(got) != len(want) {

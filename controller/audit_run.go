@@ -277,9 +277,10 @@ func violationNote(r AuditResult) string {
 		return cmp.Or(cmp.Compare(actionOrder[a.Action], actionOrder[b.Action]), strings.Compare(a.String(), b.String()))
 	})
 	head := fmt.Sprintf("%s %s: admission would %s this object: ", r.Kind, r.Name, verdictVerbs[r.Verdict])
-	report := policyreport.KindPolicyReport
+	// The reports are in whichever of the two APIs is installed.
+	report := policyreport.KindPolicyReport + " or " + policyreport.KindReport
 	if r.Namespace == "" {
-		report = policyreport.KindClusterPolicyReport
+		report = policyreport.KindClusterPolicyReport + " or " + policyreport.KindClusterReport
 	}
 	return limits.Fit(limits.EventNote, len(vs),
 		func(k int) string { return head + strings.Join(policy.Messages(vs[:k]), "; ") },

@@ -43,21 +43,22 @@ func TestViolationNote(t *testing.T) {
 		"a cluster-scoped object: its report is the ClusterPolicyReport": {
 			r: pv(inventory.Result{Verdict: policy.Deny, Deny: adminViolations("deny", "a "+long, "b "+long, "c "+long)}),
 			want: head + "[admin] a " + long +
-				"; … and 2 more violations (see ClusterPolicyReport pipeguard, or run pipeguard policy eval --cluster)",
+				"; … and 2 more violations (see ClusterPolicyReport or ClusterReport pipeguard, or run pipeguard policy eval --cluster)",
 		},
 		"one message longer than a note is cut, the rest counted": {
 			r: pv(inventory.Result{Verdict: policy.Deny, Deny: adminViolations("deny", "a "+strings.Repeat("é", 1000), "b")}),
-			// 1024 bytes: the head (57), "[admin] a " (10), 426 runes
-			// of two bytes, the mark (3) and the count (102).
-			want: head + "[admin] a " + strings.Repeat("é", 426) + "…" +
-				"; … and 1 more violation (see ClusterPolicyReport pipeguard, or run pipeguard policy eval --cluster)",
+			// 1023 bytes, of the 1024 a note holds: the head (57),
+			// "[admin] a " (10), 417 runes of two bytes, the mark (3)
+			// and the count (119); one more rune would not fit.
+			want: head + "[admin] a " + strings.Repeat("é", 417) + "…" +
+				"; … and 1 more violation (see ClusterPolicyReport or ClusterReport pipeguard, or run pipeguard policy eval --cluster)",
 		},
 		"what admission would deny is named first": {
 			r: pv(inventory.Result{Verdict: policy.Deny,
 				Deny: adminViolations("deny", "z "+long),
 				Warn: adminViolations("warn", "a "+long, "b "+long)}),
 			want: head + "[admin] z " + long +
-				"; … and 2 more violations (see ClusterPolicyReport pipeguard, or run pipeguard policy eval --cluster)",
+				"; … and 2 more violations (see ClusterPolicyReport or ClusterReport pipeguard, or run pipeguard policy eval --cluster)",
 		},
 		"warn": {
 			r:    pv(inventory.Result{Verdict: policy.Warn, Warn: adminViolations("warn", "a")}),

@@ -64,14 +64,14 @@ func TestViolationEventOfManyMounts(t *testing.T) {
 
 	many := eventNote(t, c, "team-a", "many", controller.ReasonAuditViolation)
 	want := `Pod many: admission would reject this object: [protected-pipe-mount] container "driver" mounts ` + samplepods.ThroughVolumes(12) + why +
-		`; … and 138 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)`
+		`; … and 138 more violations (see PolicyReport or Report pipeguard, or run pipeguard policy eval --cluster)`
 	if many != want {
 		t.Errorf("the Event of the pod with 150 mounts says\n%s\nwant\n%s", many, want)
 	}
 	if len(many) > limits.EventNote {
 		t.Errorf("a note of %d bytes; the API server takes %d", len(many), limits.EventNote)
 	}
-	if !strings.HasSuffix(many, "; … and 138 more violations (see PolicyReport pipeguard, or run pipeguard policy eval --cluster)") {
+	if !strings.HasSuffix(many, "; … and 138 more violations (see PolicyReport or Report pipeguard, or run pipeguard policy eval --cluster)") {
 		t.Errorf("the note does not end with the count of the 138 violations it leaves out: %q", many)
 	}
 
