@@ -3,7 +3,6 @@ package policyreport
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +20,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/pipeguard/pipeguard/internal/testing/testenv"
 )
@@ -355,19 +353,7 @@ func TestWriterOneGroupForbidden(t *testing.T) {
 	}
 
 	// Apply config/policyreport/rbac as an administrator.
-	raw, err := os.ReadFile("../../config/policyreport/rbac/role.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.admin.Create(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.CreateFromFile(ctx, t, s.admin, "../../config/policyreport/rbac/role.yaml")
 	if err := s.admin.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -29,7 +28,6 @@ import (
 	"k8s.io/client-go/rest"
 	kptr "k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/pipeguard/pipeguard/api/v1alpha1"
 	"github.com/pipeguard/pipeguard/cmd/pipeguard-webhook/app"
@@ -823,19 +821,7 @@ func TestPolicyReportRBAC(t *testing.T) {
 	}
 
 	// Apply config/policyreport/rbac as an administrator.
-	raw, err := os.ReadFile("../../../config/policyreport/rbac/role.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Create(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.CreateFromFile(ctx, t, env.Client, "../../../config/policyreport/rbac/role.yaml")
 	// RBAC takes effect through the authorizer's informers: retry.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		if err := w.Write(ctx, all, time.Now()); err != nil {
