@@ -9,12 +9,9 @@ type Rule struct {
 	// DecidedIn is the file that decides the rule, from the repository
 	// root.
 	DecidedIn string
-	// Denies says what the rule denies; for a rule that only warns,
-	// what it warns about.
+	// Denies says what the rule denies; for a rule that only warns, it
+	// starts "nothing:" and says what it warns about.
 	Denies string
-	// WarnsOnly is true for a rule whose violations always admit the
-	// request with a warning, whatever the policies' enforcementAction.
-	WarnsOnly bool
 }
 
 // AdminRules stands, in Rules, for the rules of the rego a
@@ -46,7 +43,7 @@ func Rules() []Rule {
 		{ID: "protected-pipe-pv", DecidedIn: "rego/admission.rego",
 			Denies: "a PersistentVolume whose hostPath or local path reaches a protected named pipe, or may: " +
 				"a PersistentVolume cannot carry an allowance"},
-		{ID: "vulnerable-csi-proxy", DecidedIn: "rego/admission.rego", WarnsOnly: true,
+		{ID: "vulnerable-csi-proxy", DecidedIn: "rego/admission.rego",
 			Denies: "nothing: it warns about a HostProcess container whose image is CSI Proxy before v1.1.3, or v2.0.0-alpha.0 " +
 				"(csi-proxy:<tag>, the version read from the tag), which runs request strings as PowerShell (CVE-2023-3893), " +
 				"and the background audit reports it"},
